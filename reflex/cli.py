@@ -1,0 +1,221 @@
+"""The ``aevyra-reflex`` command line: a thin click layer over the public API.
+
+Library errors become one line on stderr and exit code 2 (tracebacks only with ``-v``).
+``--help`` stays fast: litellm is imported only when a model is called.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reflex.errors import ReflexError
+
+__all__ = ["build_cli", "main"]
+
+EXIT_USAGE = 2
+
+
+def _registry() -> Any:
+    from reflex.plugins import get_registry
+
+    return get_registry()
+
+
+def _pairs(values: tuple[str, ...], flag: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not key=value", param_hint=flag)
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def _with_errors(func: Callable[..., None]) -> Callable[..., None]:
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        verbose = bool(kwargs.get("verbose"))
+        try:
+            func(*args, **kwargs)
+        except ReflexError as exc:
+            if verbose:
+                raise
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+
+    wrapper.__name__ = func.__name__
+    wrapper.__doc__ = func.__doc__
+    return wrapper
+
+
+def _optimize_options() -> list[Callable[[Any], Any]]:
+    o = click.option
+    return [
+        click.argument("dataset", type=click.Path(dir_okay=False, path_type=Path)),
+        click.argument("prompt", type=click.Path(dir_okay=False, path_type=Path)),
+        o("-m", "--model", "models", multiple=True, required=True,
+          help="Task model as provider/model; repeat for several."),
+        o("--metric", "metrics", multiple=True, default=("exact_match",), show_default=True,
+          help="Metric name; repeat for several (see `aevyra-reflex plugins`)."),
+        o("-s", "--strategy", default="iterative", show_default=True, help="Strategy name."),
+        o("--strategy-option", "strategy_options", multiple=True, metavar="KEY=VALUE",
+          help="Strategy option; repeat for several."),
+        o("--reasoning-model", help="Reasoning model as provider/model."),
+        o("--reasoning-base-url", help="API base URL for the reasoning model."),
+        o("--api-base", help="API base URL for the task model(s)."),
+        o("--max-iterations", type=int, default=5, show_default=True),
+        o("--threshold", type=float, help="Stop once the best val score reaches this."),
+        o("--train-split", type=float, default=0.6, show_default=True),
+        o("--val-split", type=float, default=0.2, show_default=True),
+        o("--group-key", help="Metadata key whose rows stay in one split."),
+        o("--seed", type=int, default=0, show_default=True),
+        o("--batch-size", type=int, default=8, show_default=True,
+          help="Train rows per iteration (minibatch)."),
+        o("--early-stopping-patience", type=int, default=3, show_default=True),
+        o("--max-workers", type=int, default=8, show_default=True,
+          help="Model calls in flight at once, across the whole run."),
+        o("--temperature", type=float, default=0.0, show_default=True,
+          help="Task-model temperature."),
+        o("--input-field", help="Dataset field holding the input."),
+        o("--output-field", help="Dataset field holding the reference answer."),
+        o("--max-calls", type=int, help="Budget: metric calls (uncached model calls)."),
+        o("--max-reasoning-calls", type=int, help="Budget: reasoning-model calls."),
+        o("--max-cost", type=float, help="Budget: dollars."),
+        o("--max-seconds", type=float, help="Budget: wall-clock seconds."),
+        o("--allow-degenerate-seed", is_flag=True,
+          help="Run even if the starting prompt scores the worst value on every row."),
+        o("--cache-namespace", default="default", show_default=True,
+          help="Change to ignore earlier cached responses."),
+        o("--run-dir", default=".reflex", show_default=True, type=click.Path(file_okay=False)),
+        o("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+          help="Write the best prompt (the one whose test score is reported) here."),
+        o("--results-json", type=click.Path(dir_okay=False, path_type=Path),
+          help="Write the full result as JSON here."),
+        o("-v", "--verbose", is_flag=True, help="Debug logging and full tracebacks."),
+    ]
+
+
+def _build_optimizer(p: dict[str, Any]) -> Any:
+    from reflex.optimizer import PromptOptimizer
+
+    opt = PromptOptimizer().set_dataset(p["dataset"], input_field=p["input_field"],
+                                        output_field=p["output_field"])
+    for model in p["models"]:
+        opt.add_provider(model, api_base=p["api_base"])
+    for metric in p["metrics"]:
+        opt.add_metric(metric)
+    opt.set_strategy(p["strategy"], **_pairs(p["strategy_options"], "--strategy-option"))
+    if p["reasoning_model"]:
+        opt.set_reasoning_model(p["reasoning_model"], base_url=p["reasoning_base_url"])
+    opt.set_splits(p["train_split"], p["val_split"], group_key=p["group_key"])
+    opt.set_budget(max_calls=p["max_calls"], max_reasoning_calls=p["max_reasoning_calls"],
+                   max_cost=p["max_cost"], max_seconds=p["max_seconds"])
+    return opt.configure(
+        max_iterations=p["max_iterations"], score_threshold=p["threshold"], seed=p["seed"],
+        batch_size=p["batch_size"], early_stopping_patience=p["early_stopping_patience"],
+        max_workers=p["max_workers"], temperature=p["temperature"], run_dir=p["run_dir"],
+        allow_degenerate_seed=p["allow_degenerate_seed"],
+        cache_namespace=p["cache_namespace"])
+
+
+def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
+    from reflex.optimizer import read_prompt
+    from reflex.report import ConsoleReporter, print_summary
+
+    logging.basicConfig(level=logging.DEBUG if params["verbose"] else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    optimizer = _build_optimizer(params)
+    prompt = read_prompt(params["prompt"])
+    reporter = ConsoleReporter()
+    result = optimizer.run(prompt, callbacks=[reporter, *plugin_callbacks])
+    reporter.close()
+    if params["output"] is not None:
+        params["output"].write_text(result.best_prompt + "\n", encoding="utf-8")
+    if params["results_json"] is not None:
+        params["results_json"].write_text(json.dumps(result.to_dict(), indent=2) + "\n",
+                                          encoding="utf-8")
+    print_summary(result)
+
+
+def _make_optimize(registry: Any) -> click.Command:
+    groups = list(registry.option_groups)
+
+    @_with_errors
+    def optimize(**params: Any) -> None:
+        """Optimize PROMPT (a text file) on DATASET (JSONL or CSV)."""
+        callbacks: list[Any] = []
+        for group in groups:
+            names = {o.name for o in group.options}
+            callbacks.extend(group.to_callbacks({k: params.pop(k) for k in names}))
+        _run_optimize(params, callbacks)
+
+    command: Any = optimize
+    for group in reversed(groups):
+        for option in reversed(group.options):
+            command = _attach(option)(command)
+    for decorator in reversed(_optimize_options()):
+        command = decorator(command)
+    return click.command("optimize")(command)
+
+
+def _attach(option: click.Parameter) -> Callable[[Any], Any]:
+    def decorate(func: Any) -> Any:
+        func.__click_params__ = [*getattr(func, "__click_params__", []), option]
+        return func
+    return decorate
+
+
+def _plugins_command() -> click.Command:
+    @click.command("plugins")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    def plugins(as_json: bool) -> None:
+        """List the loaded plugins and what each registers."""
+        infos = _registry().plugins()
+        if as_json:
+            click.echo(json.dumps([info.to_dict() for info in infos], indent=2))
+            return
+        for info in infos:
+            where = f"{info.distribution} {info.version}" if info.distribution else "in-process"
+            parts = [f"strategies: {', '.join(info.strategies)}" if info.strategies else "",
+                     f"metrics: {', '.join(info.metrics)}" if info.metrics else "",
+                     f"options: {', '.join(info.options)}" if info.options else ""]
+            click.echo(f"{info.name} ({where})  " + "; ".join(p for p in parts if p))
+    return plugins
+
+
+def build_cli() -> click.Group:
+    """The click group with built-in commands plus whatever plugins add."""
+    from reflex import __version__
+
+    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    @click.version_option(__version__, prog_name="aevyra-reflex")
+    def cli() -> None:
+        """aevyra-reflex: measure a prompt, improve it, and prove the gain on held-out data."""
+
+    try:
+        registry = _registry()
+    except ReflexError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    cli.add_command(_make_optimize(registry))
+    cli.add_command(_plugins_command())
+    registry.pm.hook.register_commands(cli=cli)
+    return cli
+
+
+def main(argv: list[str] | None = None) -> None:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    build_cli().main(args=argv, prog_name="aevyra-reflex")

@@ -1,0 +1,79 @@
+"""Run configuration: every setting that shapes a run, validated, JSON-serialisable, no secrets."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from reflex.errors import ConfigurationError
+from reflex.providers import parse_model
+
+__all__ = ["BudgetConfig", "RunConfig"]
+
+
+class BudgetConfig(BaseModel):
+    """Limits checked before work starts; ``None`` means unlimited."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_metric_calls: int | None = Field(default=None, gt=0)
+    max_reasoning_calls: int | None = Field(default=None, gt=0)
+    max_cost: float | None = Field(default=None, gt=0)
+    max_seconds: float | None = Field(default=None, gt=0)
+
+
+class RunConfig(BaseModel):
+    """Everything the engine needs besides the dataset, the metric objects and the prompt."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[str] = Field(min_length=1)
+    api_base: str | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    reasoning_model: str | None = None
+    reasoning_base_url: str | None = None
+    reasoning_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    metrics: list[str] = Field(default_factory=list)
+    metric_weights: dict[str, float] = Field(default_factory=dict)
+    strategy: str = "iterative"
+    strategy_options: dict[str, Any] = Field(default_factory=dict)
+    max_iterations: int = Field(default=5, ge=0)
+    score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    train_split: float = Field(default=0.6, gt=0.0, lt=1.0)
+    val_split: float = Field(default=0.2, ge=0.0, lt=1.0)
+    group_key: str | None = None
+    seed: int = 0
+    batch_size: int = Field(default=8, gt=0)
+    early_stopping_patience: int | None = Field(default=3, gt=0)
+    max_workers: int = Field(default=8, gt=0)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    run_dir: str = ".reflex"
+    cache_namespace: str = "default"
+    prompt_mode: Literal["replace", "prepend"] = "replace"
+    allow_degenerate_seed: bool = False
+    dataset_name: str = ""
+    dataset_size: int = 0
+
+    @field_validator("models")
+    @classmethod
+    def _models(cls, value: list[str]) -> list[str]:
+        return [parse_model(m) for m in value]
+
+    @field_validator("reasoning_model")
+    @classmethod
+    def _reasoning(cls, value: str | None) -> str | None:
+        return parse_model(value) if value else None
+
+    @model_validator(mode="after")
+    def _splits(self) -> RunConfig:
+        if self.train_split + self.val_split >= 1.0:
+            raise ConfigurationError(
+                f"train split {self.train_split} + val split {self.val_split} leaves no test "
+                "split: make them sum to less than 1 (e.g. 0.6 and 0.2)")
+        return self
+
+    @property
+    def test_split(self) -> float:
+        return round(1.0 - self.train_split - self.val_split, 10)

@@ -1,0 +1,198 @@
+"""The run lifecycle, as small named steps.
+
+on_run_start -> preflight -> baseline (test) -> on_baseline -> strategy iterations (train, val,
+best-on-val, early stop, checkpoint, on_iteration) -> final (best-on-val prompt, test) ->
+on_final -> paired test -> on_run_end. On any exception: on_run_error(error, partial), re-raise.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ValidationError
+
+from reflex.budget import Budget
+from reflex.cache import ResponseCache
+from reflex.callbacks import Callback, CallbackDispatcher
+from reflex.config import RunConfig
+from reflex.context import StrategyContext
+from reflex.dataset import Dataset
+from reflex.errors import BudgetExhausted, ConfigurationError, DegenerateSeedError
+from reflex.evaluate import Evaluator
+from reflex.providers import ModelSpec, ProviderClient
+from reflex.result import EvalSnapshot, OptimizationResult
+from reflex.runner import LoopRunner
+from reflex.session import Session
+from reflex.splits import Split, split_dataset
+from reflex.stats import paired_test
+from reflex.store import RunStore
+from reflex.types import Metric, Strategy
+
+__all__ = ["Engine", "build_options"]
+
+logger = logging.getLogger(__name__)
+PREFLIGHT_ROWS = 10
+
+
+def build_options(strategy_cls: type[Strategy], values: dict[str, object]) -> BaseModel:
+    """Validate strategy options; an unknown or bad key is a one-line ConfigurationError."""
+    try:
+        return strategy_cls.Options(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "?"
+        known = ", ".join(sorted(strategy_cls.Options.model_fields)) or "none"
+        raise ConfigurationError(
+            f"strategy {strategy_cls.name!r} option {field!r}: {first['msg']} "
+            f"(its options: {known})") from None
+
+
+class Engine:
+    """Runs one optimization. Build it through PromptOptimizer; ``run`` is the lifecycle."""
+
+    def __init__(self, config: RunConfig, dataset: Dataset, metrics: Sequence[Metric],
+                 strategy_cls: type[Strategy], callbacks: Sequence[Callback] = ()) -> None:
+        self.config = config
+        self.dataset = dataset
+        self.metrics = list(metrics)
+        self.strategy_cls = strategy_cls
+        self.options = build_options(strategy_cls, dict(config.strategy_options))
+        if strategy_cls.requires_reasoning_model and not config.reasoning_model:
+            raise ConfigurationError(
+                f"strategy {strategy_cls.name!r} needs a reasoning model: pass "
+                "--reasoning-model provider/model (builder: .set_reasoning_model(...))")
+        self.callbacks = list(callbacks)
+        self.split: Split = split_dataset(
+            dataset, train=config.train_split, val=config.val_split, seed=config.seed,
+            group_key=config.group_key)
+
+    def run(self, prompt: str) -> OptimizationResult:
+        session = self._open_session()
+        session.store.write_prompt("initial", prompt)
+        result = OptimizationResult(best_prompt=prompt, best_score=None, baseline=None,
+                                    final=None, initial_prompt=prompt,
+                                    strategy=self.strategy_cls.name, run_id=session.store.run_id,
+                                    run_dir=str(session.store.path),
+                                    split_sizes=self._split_sizes())
+        started = time.monotonic()
+        try:
+            self._lifecycle(session, prompt, result)
+        except BaseException as exc:
+            result.stop_reason = result.stop_reason or f"error: {type(exc).__name__}: {exc}"
+            self._finish(session, result, started)
+            session.store.event("run_error", error=f"{type(exc).__name__}: {exc}")
+            session.dispatcher.emit("on_run_error", exc, result)
+            if isinstance(exc, BudgetExhausted) and exc.partial is None:
+                exc.partial = result
+            raise
+        finally:
+            session.close()
+        self._finish(session, result, started)
+        session.dispatcher.emit("on_run_end", result)
+        return result
+
+    def _lifecycle(self, session: Session, prompt: str, result: OptimizationResult) -> None:
+        session.dispatcher.emit("on_run_start", self.config, prompt)
+        self._preflight(session, prompt)
+        result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
+        session.dispatcher.emit("on_baseline", result.baseline)
+        self._reserve_final(session, result.baseline)
+        ctx = self._optimize(session, prompt, result)
+        result.best_prompt, result.best_score = ctx.best_prompt, ctx.best_val
+        result.final = session.evaluate(ctx.best_prompt, list(self.split.test), "test:final",
+                                        use_reserve=True)
+        session.dispatcher.emit("on_final", result.final)
+        test = paired_test(result.baseline.per_example(), result.final.per_example(),
+                           seed=self.config.seed)
+        result.p_value, result.significance = test.p_value, test.to_dict()
+        result.completed = True
+
+    def _optimize(self, session: Session, prompt: str,
+                  result: OptimizationResult) -> StrategyContext:
+        initial_val = None
+        if len(self.split.val):
+            initial_val = session.evaluate(prompt, list(self.split.val), "val:baseline")
+        ctx = StrategyContext(session, train=self.split.train, val=self.split.val,
+                              initial_prompt=prompt, options=self.options,
+                              initial_val=initial_val)
+        result.iterations = ctx.iterations
+        strategy = self.strategy_cls(self.options)
+        try:
+            strategy.optimize(ctx)
+            ctx.stop_reason = ctx.stop_reason or "strategy finished"
+        except BudgetExhausted as exc:
+            ctx.stop_reason = f"budget exhausted: {exc.reason}"
+            session.store.event("budget_exhausted", reason=exc.reason)
+        result.stop_reason = ctx.stop_reason
+        result.phase_history = [{"phase": ctx.phase, "iterations": ctx.iteration}]
+        return ctx
+
+    def _preflight(self, session: Session, prompt: str) -> None:
+        rows = list(self.split.train)[:PREFLIGHT_ROWS]
+        snap = session.evaluate(prompt, rows, "train:preflight")
+        scored = [s for s in snap.samples if s.score is not None]
+        errored = snap.n_errors == len(snap.samples)
+        all_worst = bool(scored) and len(scored) == len(snap.samples) and all(
+            s.score == 0.0 for s in scored)
+        if not (errored or all_worst) or self.config.allow_degenerate_seed:
+            return
+        shown = "; ".join(f"{s.example_id}: got {s.output[:40]!r}" +
+                          (f" ({s.error})" if s.error else "") for s in snap.samples[:3])
+        what = "errors on" if errored else "scores 0 on"
+        raise DegenerateSeedError(
+            f"the starting prompt {what} all {len(snap.samples)} preflight train rows "
+            f"({shown}); there is no signal to optimize from: fix the prompt, the metric or "
+            "the model, or pass --allow-degenerate-seed")
+
+    def _reserve_final(self, session: Session, baseline: EvalSnapshot) -> None:
+        # Keep room for the final test evaluation: same rows, a similar cost to the baseline.
+        session.budget.reserved_calls = len(self.split.test) * len(self.config.models)
+        session.budget.reserved_cost = session.client.ledger.by_role["task"].cost
+
+    def _open_session(self) -> Session:
+        store = RunStore(self.config.run_dir)
+        store.write_json("config.json", self.config.model_dump(mode="json"))
+        store.write_json("splits.json", self.split.ids())
+        cache = ResponseCache(store.cache_path)
+        client = ProviderClient(
+            max_workers=self.config.max_workers, cache=cache,
+            cache_namespace=self.config.cache_namespace, seed=self.config.seed,
+            on_retry=lambda model, attempt, exc, delay: store.event(
+                "retry", model=model, attempt=attempt, delay=round(delay, 3),
+                error=f"{type(exc).__name__}: {str(exc)[:200]}"))
+        evaluator = Evaluator(client=client, models=[self._task_spec(m) for m in
+                                                     self.config.models],
+                              metrics=self.metrics, weights=self.config.metric_weights,
+                              prompt_mode=self.config.prompt_mode)
+        dispatcher = CallbackDispatcher(self.callbacks, on_failure=lambda name, hook, exc:
+                                        store.event("callback_failure", callback=name,
+                                                    hook=hook, error=str(exc)))
+        return Session(config=self.config, runner=LoopRunner(), client=client,
+                       evaluator=evaluator, budget=Budget(self.config.budget, client.ledger),
+                       store=store, dispatcher=dispatcher, reasoning=self._reasoning_spec())
+
+    def _task_spec(self, model: str) -> ModelSpec:
+        return ModelSpec(model=model, api_base=self.config.api_base,
+                         temperature=self.config.temperature, max_tokens=self.config.max_tokens,
+                         seed=self.config.seed)
+
+    def _reasoning_spec(self) -> ModelSpec | None:
+        if not self.config.reasoning_model:
+            return None
+        return ModelSpec(model=self.config.reasoning_model,
+                         api_base=self.config.reasoning_base_url,
+                         temperature=self.config.reasoning_temperature, seed=self.config.seed,
+                         timeout=300.0)
+
+    def _split_sizes(self) -> dict[str, int]:
+        return {"train": len(self.split.train), "val": len(self.split.val),
+                "test": len(self.split.test)}
+
+    def _finish(self, session: Session, result: OptimizationResult, started: float) -> None:
+        result.elapsed_s = round(time.monotonic() - started, 3)
+        result.usage = {**session.client.ledger.to_dict(),
+                        "metric_calls": session.budget.metric_calls}
+        session.store.write_prompt("best", result.best_prompt)
+        session.store.write_json("result.json", result.to_dict())

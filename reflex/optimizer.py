@@ -1,0 +1,182 @@
+"""The fluent builder: ``PromptOptimizer().set_dataset(ds).add_provider(...).add_metric(...).run(p)``.
+
+Each call validates its input at once, so a mistake is reported where it was made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from reflex.callbacks import Callback
+from reflex.config import BudgetConfig, RunConfig
+from reflex.dataset import Dataset, load_dataset
+from reflex.errors import ConfigurationError
+from reflex.plugins import get_registry
+from reflex.providers import parse_model
+from reflex.result import OptimizationResult
+from reflex.types import Metric
+
+__all__ = ["PromptOptimizer", "read_prompt", "validation_message"]
+
+
+def validation_message(exc: ValidationError) -> str:
+    """One line from a pydantic error: the field, the bad value and what is expected."""
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "value"
+    return f"{field}={first.get('input')!r}: {first['msg']}"
+
+
+def read_prompt(prompt: str | Path) -> str:
+    """A prompt given as text, or as a Path to a UTF-8 text file; empty prompts are refused."""
+    if isinstance(prompt, Path):
+        try:
+            text = prompt.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            raise ConfigurationError(f"{prompt}: prompt file not found") from None
+        except UnicodeDecodeError:
+            raise ConfigurationError(f"{prompt}: prompt file is not UTF-8 text; re-save it "
+                                     "as UTF-8") from None
+        if "\x00" in text:
+            raise ConfigurationError(f"{prompt}: prompt file looks binary (NUL bytes)")
+    else:
+        text = prompt
+    if not text.strip():
+        where = f"{prompt}: " if isinstance(prompt, Path) else ""
+        raise ConfigurationError(f"{where}the prompt is empty; write the starting instructions")
+    return text.strip("\n")
+
+
+class PromptOptimizer:
+    """Fluent builder for one optimization run; ``run`` returns an OptimizationResult."""
+
+    def __init__(self) -> None:
+        self._dataset: Dataset | None = None
+        self._metrics: list[Metric] = []
+        self._settings: dict[str, Any] = {"models": []}
+        self._budget: dict[str, Any] = {}
+
+    def _set(self, **values: Any) -> PromptOptimizer:
+        trial = {**self._settings, **values}
+        try:
+            RunConfig(**{**trial, "models": trial["models"] or ["check/check"]})
+        except ValidationError as exc:
+            raise ConfigurationError(validation_message(exc)) from None
+        self._settings = trial
+        return self
+
+    def set_dataset(self, data: Dataset | str | Path | Sequence[dict[str, Any]] | Any, *,
+                    input_field: str | None = None, output_field: str | None = None,
+                    name: str | None = None) -> PromptOptimizer:
+        """A Dataset, a JSONL/CSV path, a list of records or a pandas DataFrame."""
+        if isinstance(data, Dataset):
+            self._dataset = data
+        else:
+            self._dataset = load_dataset(data, input_field=input_field,
+                                         output_field=output_field, name=name)
+        return self
+
+    def add_provider(self, provider: str, model: str | None = None, *,
+                     api_base: str | None = None) -> PromptOptimizer:
+        """Add a task model: ``add_provider("openai", "gpt-4o-mini")`` or ``("openai/gpt-4o-mini")``."""
+        full = parse_model(f"{provider}/{model}" if model else provider)
+        if api_base is not None:
+            self._set(api_base=api_base)
+        return self._set(models=[*self._settings["models"], full])
+
+    add_model = add_provider
+
+    def add_metric(self, metric: Metric | str, *, weight: float = 1.0,
+                   **options: Any) -> PromptOptimizer:
+        """A Metric object, or a registered metric name plus its options."""
+        if isinstance(metric, str):
+            metric = get_registry().metric(metric, **options)
+        elif not isinstance(metric, Metric):
+            raise ConfigurationError(f"{metric!r} is not a metric: it needs name, "
+                                     "requires_reference and score(output, example)")
+        if weight <= 0:
+            raise ConfigurationError(f"metric weight must be > 0, got {weight}")
+        if any(m.name == metric.name for m in self._metrics):
+            raise ConfigurationError(f"metric {metric.name!r} was added twice")
+        self._metrics.append(metric)
+        weights = {**self._settings.get("metric_weights", {}), metric.name: weight}
+        return self._set(metrics=[m.name for m in self._metrics], metric_weights=weights)
+
+    def set_strategy(self, name: str, **options: Any) -> PromptOptimizer:
+        get_registry().strategy(name)
+        return self._set(strategy=name, strategy_options=options)
+
+    def set_reasoning_model(self, model: str, *, base_url: str | None = None,
+                            temperature: float | None = None) -> PromptOptimizer:
+        extra = {} if temperature is None else {"reasoning_temperature": temperature}
+        return self._set(reasoning_model=model, reasoning_base_url=base_url, **extra)
+
+    def set_splits(self, train: float = 0.6, val: float = 0.2, *,
+                   group_key: str | None = None) -> PromptOptimizer:
+        return self._set(train_split=train, val_split=val, group_key=group_key)
+
+    def set_budget(self, *, max_calls: int | None = None, max_reasoning_calls: int | None = None,
+                   max_cost: float | None = None,
+                   max_seconds: float | None = None) -> PromptOptimizer:
+        values = {"max_metric_calls": max_calls, "max_reasoning_calls": max_reasoning_calls,
+                  "max_cost": max_cost, "max_seconds": max_seconds}
+        try:
+            budget = BudgetConfig(**values)
+        except ValidationError as exc:
+            raise ConfigurationError(validation_message(exc)) from None
+        return self._set(budget=budget.model_dump())
+
+    def configure(self, **settings: Any) -> PromptOptimizer:
+        """Set any RunConfig field by name (seed, max_iterations, max_workers, run_dir, ...)."""
+        unknown = set(settings) - set(RunConfig.model_fields)
+        if unknown:
+            raise ConfigurationError(f"unknown setting(s) {sorted(unknown)}; known: "
+                                     f"{', '.join(sorted(RunConfig.model_fields))}")
+        return self._set(**settings)
+
+    def set_seed(self, seed: int) -> PromptOptimizer:
+        return self._set(seed=seed)
+
+    def set_max_iterations(self, n: int) -> PromptOptimizer:
+        return self._set(max_iterations=n)
+
+    def set_max_workers(self, n: int) -> PromptOptimizer:
+        return self._set(max_workers=n)
+
+    def set_run_dir(self, path: str | Path) -> PromptOptimizer:
+        return self._set(run_dir=str(path))
+
+    def build_config(self) -> RunConfig:
+        """The validated RunConfig this builder would run with."""
+        if self._dataset is None:
+            raise ConfigurationError("no dataset: call .set_dataset(path_or_records) first")
+        if not self._settings["models"]:
+            raise ConfigurationError("no task model: call .add_provider('openai', 'gpt-4o-mini')")
+        if not self._metrics:
+            raise ConfigurationError("no metric: call .add_metric(...) e.g. 'exact_match'")
+        self._check_references()
+        return RunConfig(**self._settings, dataset_name=self._dataset.name,
+                         dataset_size=len(self._dataset))
+
+    def _check_references(self) -> None:
+        assert self._dataset is not None
+        if self._dataset.with_references == 0 and all(m.requires_reference
+                                                       for m in self._metrics):
+            names = ", ".join(m.name for m in self._metrics)
+            raise ConfigurationError(f"dataset {self._dataset.name!r} has no reference answers "
+                                     f"but every metric ({names}) needs one: add an 'ideal' "
+                                     "field or use a judge metric")
+
+    def run(self, prompt: str | Path,
+            callbacks: Sequence[Callback] = ()) -> OptimizationResult:
+        """Optimize ``prompt`` (text, or a Path to a prompt file); returns the result."""
+        from reflex.engine import Engine
+
+        config = self.build_config()
+        assert self._dataset is not None
+        strategy_cls = get_registry().strategy(config.strategy)
+        engine = Engine(config, self._dataset, self._metrics, strategy_cls, callbacks)
+        return engine.run(read_prompt(prompt))

@@ -1,0 +1,185 @@
+"""The plugin manager: built-ins and third-party plugins load the same way, from entry points.
+
+Entry-point group ``reflex``. Each plugin module implements some of the hooks in
+:mod:`reflex.hookspecs`. Names are unique across plugins: a duplicate raises a PluginError naming
+both plugins; an unknown name lists the available ones.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from reflex import hookspecs
+from reflex.errors import PluginError
+from reflex.types import Metric, Strategy
+
+__all__ = ["PluginInfo", "Registry", "get_registry", "register_plugin", "reset_registry",
+           "unregister_plugin"]
+
+MetricFactory = Callable[..., Metric]
+CallbackFactory = Callable[[dict[str, Any]], Sequence[Any]]
+
+
+@dataclass
+class PluginInfo:
+    """One loaded plugin and what it registered."""
+
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    strategies: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)
+    commands: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "distribution": self.distribution, "version": self.version,
+                "strategies": self.strategies, "metrics": self.metrics, "options": self.options}
+
+
+@dataclass
+class OptionGroup:
+    """CLI options one plugin adds to ``optimize`` and how they become callbacks."""
+
+    plugin: str
+    options: list[Any]
+    to_callbacks: CallbackFactory
+
+
+class Registry:
+    """Strategies, metrics and CLI option groups collected from every registered plugin."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager("reflex")
+        self.pm.add_hookspecs(hookspecs)
+        self._loaded = False
+        self._collected = False
+        self.strategies: dict[str, tuple[str, type[Strategy]]] = {}
+        self.metrics: dict[str, tuple[str, MetricFactory]] = {}
+        self.option_groups: list[OptionGroup] = []
+        self.info: dict[str, PluginInfo] = {}
+
+    def load(self) -> Registry:
+        if not self._loaded:
+            self.pm.load_setuptools_entrypoints("reflex")
+            self.pm.check_pending()
+            self._loaded = True
+        if not self._collected:
+            self._collect()
+        return self
+
+    def register(self, plugin: ModuleType | object, name: str | None = None) -> str:
+        """Register a plugin object in-process (tests, notebooks); returns its name."""
+        registered = self.pm.register(plugin, name=name)
+        if registered is None:
+            raise PluginError(f"plugin {name!r} is blocked or already registered")
+        self.pm.check_pending()
+        self._collected = False
+        return registered
+
+    def unregister(self, name: str) -> None:
+        self.pm.unregister(name=name)
+        self._collected = False
+
+    def _collect(self) -> None:
+        self.strategies, self.metrics, self.option_groups = {}, {}, []
+        self.info = {name: PluginInfo(name=name) for name, _ in self.pm.list_name_plugin()}
+        for plugin_name, dist in self.pm.list_plugin_distinfo():
+            info = self.info[self.pm.get_name(plugin_name) or ""]
+            info.distribution, info.version = dist.project_name, dist.version
+        for impl in self.pm.hook.register_strategies.get_hookimpls():
+            impl.function(register=self._strategy_registrar(impl.plugin_name))
+        for impl in self.pm.hook.register_metrics.get_hookimpls():
+            impl.function(register=self._metric_registrar(impl.plugin_name))
+        for impl in self.pm.hook.register_optimize_options.get_hookimpls():
+            impl.function(register=self._option_registrar(impl.plugin_name))
+        self._collected = True
+
+    def _strategy_registrar(self, plugin: str) -> Callable[[type[Strategy]], None]:
+        def register(strategy_cls: type[Strategy]) -> None:
+            name = strategy_cls.name
+            if name in self.strategies:
+                raise PluginError(f"strategy {name!r} is registered by both plugin "
+                                  f"{self.strategies[name][0]!r} and plugin {plugin!r}")
+            self.strategies[name] = (plugin, strategy_cls)
+            self.info[plugin].strategies.append(name)
+        return register
+
+    def _metric_registrar(self, plugin: str) -> Callable[[str, MetricFactory], None]:
+        def register(name: str, factory: MetricFactory) -> None:
+            if name in self.metrics:
+                raise PluginError(f"metric {name!r} is registered by both plugin "
+                                  f"{self.metrics[name][0]!r} and plugin {plugin!r}")
+            self.metrics[name] = (plugin, factory)
+            self.info[plugin].metrics.append(name)
+        return register
+
+    def _option_registrar(self, plugin: str) -> Callable[[Sequence[Any], CallbackFactory], None]:
+        def register(options: Sequence[Any], to_callbacks: CallbackFactory) -> None:
+            self.option_groups.append(OptionGroup(plugin, list(options), to_callbacks))
+            self.info[plugin].options.extend(
+                str(getattr(o, "opts", [o])[0]) for o in options)
+        return register
+
+    def strategy(self, name: str) -> type[Strategy]:
+        self.load()
+        if name not in self.strategies:
+            raise PluginError(f"unknown strategy {name!r}; available: "
+                              f"{', '.join(sorted(self.strategies)) or 'none'}")
+        return self.strategies[name][1]
+
+    def metric(self, name: str, **options: Any) -> Metric:
+        self.load()
+        if name not in self.metrics:
+            raise PluginError(f"unknown metric {name!r}; available: "
+                              f"{', '.join(sorted(self.metrics)) or 'none'}")
+        return self.metrics[name][1](**options)
+
+    def plugins(self) -> list[PluginInfo]:
+        self.load()
+        return sorted(self.info.values(), key=lambda info: info.name)
+
+
+_REGISTRY: list[Registry] = []
+
+
+def get_registry() -> Registry:
+    """The process-wide registry, with entry points loaded."""
+    if not _REGISTRY:
+        _REGISTRY.append(Registry())
+    return _REGISTRY[0].load()
+
+
+def register_plugin(plugin: ModuleType | object, name: str | None = None) -> str:
+    """Register a plugin in-process, exactly as if it had been installed with an entry point."""
+    registry = get_registry()
+    registered = registry.register(plugin, name)
+    try:
+        registry.load()
+    except PluginError:
+        registry.unregister(registered)
+        registry.load()
+        raise
+    return registered
+
+
+def unregister_plugin(name: str) -> None:
+    get_registry().unregister(name)
+
+
+def reset_registry() -> None:
+    """Forget every in-process registration (the next call reloads entry points)."""
+    _REGISTRY.clear()
+
+
+def distribution_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None

@@ -1,0 +1,235 @@
+"""Every model call goes through here: LiteLLM (imported lazily), cache, retries, usage, limits.
+
+``import litellm`` costs 5-9 s, so it happens on the first call, never at ``import reflex``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reflex.cache import CachedResponse, ResponseCache, cache_key
+from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
+from reflex.retry import RetryPolicy, is_transient
+from reflex.usage import Ledger, Role
+
+__all__ = [
+    "Completion",
+    "ModelSpec",
+    "ProviderClient",
+    "load_litellm",
+    "parse_model",
+    "register_provider",
+]
+
+logger = logging.getLogger(__name__)
+
+# provider name -> factory(litellm module) returning a litellm.CustomLLM instance.
+_CUSTOM_PROVIDERS: dict[str, Callable[[Any], Any]] = {}
+_INSTALLED: dict[str, Any] = {}
+
+
+def register_provider(name: str, factory: Callable[[Any], Any]) -> None:
+    """Make ``name/<model>`` strings resolve to an in-process LiteLLM ``CustomLLM``.
+
+    ``factory(litellm)`` runs once, after litellm is imported, so registering costs nothing.
+    """
+    _CUSTOM_PROVIDERS[name] = factory
+    _INSTALLED.pop(name, None)
+    if "litellm" in _LOADED:
+        _install_custom_providers(_LOADED["litellm"])
+
+
+_LOADED: dict[str, Any] = {}
+
+
+def _install_custom_providers(litellm: Any) -> None:
+    for name, factory in _CUSTOM_PROVIDERS.items():
+        if name not in _INSTALLED:
+            _INSTALLED[name] = factory(litellm)
+    others = [item for item in litellm.custom_provider_map if item["provider"] not in _INSTALLED]
+    litellm.custom_provider_map = others + [
+        {"provider": name, "custom_handler": handler} for name, handler in _INSTALLED.items()
+    ]
+    from litellm.utils import custom_llm_setup
+
+    custom_llm_setup()
+
+
+def load_litellm() -> Any:
+    """Import litellm once, offline-friendly and quiet, with our custom providers installed."""
+    if "litellm" not in _LOADED:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        litellm.suppress_debug_info = True
+        _LOADED["litellm"] = litellm
+    _install_custom_providers(_LOADED["litellm"])
+    return _LOADED["litellm"]
+
+
+def parse_model(value: str) -> str:
+    """Validate a ``provider/model`` string; the error shows the bad value and the fix."""
+    provider, _, name = value.partition("/")
+    if not provider or not name:
+        raise ConfigurationError(
+            f"model {value!r} has no provider: write it as provider/model, e.g. openai/gpt-4o-mini"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model plus its decoding parameters; everything here is part of the cache key."""
+
+    model: str
+    api_base: str | None = None
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    seed: int | None = 0
+    timeout: float = 120.0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        parse_model(self.model)
+
+    def cache_params(self) -> dict[str, Any]:
+        return {"api_base": self.api_base, "temperature": self.temperature,
+                "max_tokens": self.max_tokens, "seed": self.seed, **dict(self.extra)}
+
+    def call_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"temperature": self.temperature, "timeout": self.timeout}
+        for name in ("api_base", "max_tokens", "seed"):
+            if getattr(self, name) is not None:
+                kwargs[name] = getattr(self, name)
+        kwargs.update(self.extra)
+        return kwargs
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One answered call. Usage numbers are the original call's, also on a cache hit."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+    cached: bool
+    attempts: int
+
+
+RetryListener = Callable[[str, int, BaseException, float], None]
+
+
+class ProviderClient:
+    """Run-wide client: one concurrency limit, one cache, one ledger for every call."""
+
+    def __init__(self, *, max_workers: int = 8, cache: ResponseCache | None = None,
+                 cache_namespace: str = "default", ledger: Ledger | None = None,
+                 retry: RetryPolicy | None = None, seed: int = 0,
+                 on_retry: RetryListener | None = None) -> None:
+        if max_workers < 1:
+            raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
+        self.max_workers = max_workers
+        self.cache = cache
+        self.namespace = cache_namespace
+        self.ledger = ledger or Ledger()
+        self.retry = retry or RetryPolicy()
+        self._rng = random.Random(seed)
+        self._on_retry = on_retry
+        self._semaphore: asyncio.Semaphore | None = None
+
+    def _limit(self) -> asyncio.Semaphore:
+        # Created lazily so it binds to the loop that runs the calls.
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.max_workers)
+        return self._semaphore
+
+    async def complete(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]],
+                       role: Role = "task") -> Completion:
+        key = cache_key(self.namespace, spec.model, spec.cache_params(), messages)
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            self.ledger.add_cache_hit(role)
+            return Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, hit.cost,
+                              cached=True, attempts=0)
+        async with self._limit():
+            completion = await self._call_with_retries(spec, messages, role)
+        self.ledger.add_call(role, completion.prompt_tokens, completion.completion_tokens,
+                             completion.cost)
+        if self.cache is not None:
+            self.cache.put(key, CachedResponse(completion.text, completion.prompt_tokens,
+                                               completion.completion_tokens, completion.cost))
+        return completion
+
+    async def _call_with_retries(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]],
+                                 role: Role) -> Completion:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await _call_once(spec, messages, attempt)
+            except Exception as exc:  # noqa: BLE001 - classified right below
+                if not is_transient(exc):
+                    raise ProviderError(_permanent_message(spec.model, exc),
+                                        model=spec.model) from exc
+                if attempt > self.retry.max_retries:
+                    raise TransientProviderError(
+                        f"{spec.model}: still failing after {attempt} attempts: "
+                        f"{_first_line(exc)}; check the provider status or lower --max-workers",
+                        model=spec.model) from exc
+                delay = self.retry.delay(attempt, exc, self._rng)
+                self.ledger.add_retry(role)
+                if self._on_retry is not None:
+                    self._on_retry(spec.model, attempt, exc, delay)
+                logger.info("retrying %s in %.2fs after %s", spec.model, delay, _first_line(exc))
+                await asyncio.sleep(delay)
+
+
+async def _call_once(spec: ModelSpec, messages: Sequence[Mapping[str, str]],
+                     attempt: int) -> Completion:
+    litellm = load_litellm()
+    response = await litellm.acompletion(model=spec.model, messages=list(messages),
+                                         **spec.call_kwargs())
+    choice = response.choices[0]
+    text = choice.message.content
+    if text is None:
+        text = ""
+    usage = getattr(response, "usage", None)
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    return Completion(str(text), prompt_tokens, completion_tokens, _cost(litellm, response),
+                      cached=False, attempts=attempt)
+
+
+def _cost(litellm: Any, response: Any) -> float | None:
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost")
+    if cost is not None:
+        return float(cost)
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # noqa: BLE001 - unknown models have no price; cost stays unknown
+        return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def _permanent_message(model: str, exc: BaseException) -> str:
+    text = _first_line(exc)
+    lowered = text.lower()
+    if "api key" in lowered or "credentials" in lowered or "authentication" in lowered:
+        hint = "set the provider's API key in the environment (e.g. OPENAI_API_KEY)"
+    elif "context" in lowered:
+        hint = "shorten the prompt or inputs, or use a model with a longer context window"
+    else:
+        hint = "check the model name, --api-base and the request parameters"
+    return f"{model}: permanent provider error, not retried: {text}; {hint}"

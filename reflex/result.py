@@ -1,0 +1,181 @@
+"""Result records. Attribute names here are a public contract (see DESIGN.md); keep them.
+
+Every record round-trips through ``to_dict`` / ``from_dict``; ``OptimizationResult.to_dict``
+is what ``--results-json`` and ``result.json`` hold (with ``schema_version``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "EvalSnapshot",
+    "IterationRecord",
+    "OptimizationResult",
+    "Sample",
+]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One (example, model) evaluation: output, combined score, per-metric scores and feedback.
+
+    ``score`` is None when no metric applied to the row (e.g. no reference) or it errored.
+    """
+
+    example_id: str
+    model: str
+    output: str
+    score: float | None
+    scores: dict[str, float] = field(default_factory=dict)
+    feedback: dict[str, str] = field(default_factory=dict)
+    objectives: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    cached: bool = False
+
+    @property
+    def key(self) -> str:
+        """Pairing key: example id, plus the model when several task models are evaluated."""
+        return f"{self.example_id}@{self.model}"
+
+
+@dataclass(frozen=True)
+class EvalSnapshot:
+    """A prompt measured on one split. ``mean_score`` averages the scored samples."""
+
+    system_prompt: str
+    split: str
+    mean_score: float
+    scores_by_metric: dict[str, float]
+    samples: tuple[Sample, ...] = ()
+    n_errors: int = 0
+    n_skipped: dict[str, int] = field(default_factory=dict)
+
+    def per_example(self) -> dict[str, float]:
+        """Scores keyed for pairing (example id @ model), scored samples only."""
+        return {s.key: s.score for s in self.samples if s.score is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["samples"] = [asdict(s) for s in self.samples]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalSnapshot:
+        values = {k: v for k, v in data.items() if k in _names(cls)}
+        values["samples"] = tuple(Sample(**s) for s in data.get("samples", ()))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """One strategy iteration: train (or minibatch) score, val score, and what was tried.
+
+    ``score`` is the candidate's train score, ``val_score`` its validation score (None without a
+    val split or when the iteration failed). ``change`` is the train-score change against the
+    prompt it was derived from. ``calls``/``tokens``/``cost`` are run totals so far.
+    """
+
+    iteration: int
+    score: float | None
+    val_score: float | None
+    scores_by_metric: dict[str, float]
+    system_prompt: str
+    reasoning: str = ""
+    accepted: bool = False
+    change: float | None = None
+    failed: str | None = None
+    is_best: bool = False
+    phase: str = ""
+    calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    elapsed_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IterationRecord:
+        return cls(**{k: v for k, v in data.items() if k in _names(cls)})
+
+
+@dataclass
+class OptimizationResult:
+    """The outcome of a run. ``best_prompt`` is the prompt whose ``final`` test score is reported.
+
+    ``best_score`` is ``best_prompt``'s validation score (the selection criterion; its train score
+    when the run has no val split). ``baseline`` and ``final`` are measured on the test split.
+    """
+
+    best_prompt: str
+    best_score: float | None
+    baseline: EvalSnapshot | None
+    final: EvalSnapshot | None
+    iterations: list[IterationRecord] = field(default_factory=list)
+    initial_prompt: str = ""
+    p_value: float | None = None
+    significance: dict[str, Any] | None = None
+    stop_reason: str = ""
+    completed: bool = False
+    run_id: str | None = None
+    run_dir: str | None = None
+    strategy: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
+    split_sizes: dict[str, int] = field(default_factory=dict)
+    phase_history: list[dict[str, Any]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def improvement(self) -> float | None:
+        if self.baseline is None or self.final is None:
+            return None
+        return self.final.mean_score - self.baseline.mean_score
+
+    @property
+    def improvement_pct(self) -> float | None:
+        gain = self.improvement
+        if gain is None or self.baseline is None or self.baseline.mean_score == 0:
+            return None
+        return 100.0 * gain / self.baseline.mean_score
+
+    @property
+    def score_trajectory(self) -> list[float | None]:
+        return [record.score for record in self.iterations]
+
+    @property
+    def val_trajectory(self) -> list[float | None]:
+        return [record.val_score for record in self.iterations]
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, EvalSnapshot):
+                value = value.to_dict()
+            elif f.name == "iterations":
+                value = [record.to_dict() for record in value]
+            data[f.name] = value
+        data.update(improvement=self.improvement, improvement_pct=self.improvement_pct,
+                    score_trajectory=self.score_trajectory, val_trajectory=self.val_trajectory)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OptimizationResult:
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION}")
+        values = {k: v for k, v in data.items() if k in _names(cls)}
+        for name in ("baseline", "final"):
+            if values.get(name) is not None:
+                values[name] = EvalSnapshot.from_dict(values[name])
+        values["iterations"] = [IterationRecord.from_dict(r) for r in values.get("iterations", [])]
+        return cls(**values)
+
+
+def _names(cls: type) -> set[str]:
+    return {f.name for f in fields(cls)}

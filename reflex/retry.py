@@ -1,0 +1,90 @@
+"""Which provider failures are worth retrying, and how long to wait between attempts.
+
+LiteLLM maps most failures onto OpenAI-style classes, but a refused connection and a missing API
+key both arrive as ``InternalServerError``: we classify by class *and* message.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RetryPolicy", "is_transient", "retry_after_seconds"]
+
+_PERMANENT_CLASSES = {
+    "AuthenticationError", "PermissionDeniedError", "BadRequestError", "NotFoundError",
+    "ContextWindowExceededError", "ContentPolicyViolationError", "UnprocessableEntityError",
+    "UnsupportedParamsError", "InvalidRequestError", "BudgetExceededError",
+}
+_TRANSIENT_CLASSES = {
+    "RateLimitError", "Timeout", "APITimeoutError", "APIConnectionError", "InternalServerError",
+    "ServiceUnavailableError", "BadGatewayError", "TimeoutError", "ConnectionError",
+    "ConnectionResetError", "ConnectionRefusedError", "RemoteProtocolError", "ReadTimeout",
+    "ConnectTimeout", "ReadError",
+}
+_PERMANENT_HINTS = (
+    "missing credentials", "api key", "api_key", "authentication", "unauthorized",
+    "invalid_api_key", "context window", "context length", "maximum context", "permission denied",
+)
+_TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
+
+
+def _status_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for rate limits, 5xx, timeouts and dropped connections; False for everything else."""
+    message = str(exc).lower()
+    if any(hint in message for hint in _PERMANENT_HINTS):
+        return False
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & _PERMANENT_CLASSES and not names & {"RateLimitError", "Timeout"}:
+        return False
+    code = _status_code(exc)
+    if code is not None and code in _TRANSIENT_STATUS:
+        return True
+    if code is not None and 400 <= code < 500:
+        return False
+    return bool(names & _TRANSIENT_CLASSES)
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The delay a provider asked for in a Retry-After header, if any."""
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+    except AttributeError:
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except (TypeError, ValueError):
+        parsed = email.utils.parsedate_to_datetime(str(value)) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed is not None else None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter, capped; Retry-After wins when the provider sends it."""
+
+    max_retries: int = 6
+    base_delay: float = 0.5
+    max_delay: float = 60.0
+
+    def delay(self, attempt: int, exc: BaseException, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        asked = retry_after_seconds(exc)
+        if asked is not None:
+            return min(asked, self.max_delay)
+        ceiling = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
+        return rng.uniform(ceiling / 2, ceiling)

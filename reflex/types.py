@@ -1,0 +1,103 @@
+"""Contracts shared by the engine and plugins: examples, scores, metrics, strategies.
+
+The Metric and Strategy protocols are the plugin contracts; their docstrings are the spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from reflex.context import StrategyContext
+
+__all__ = ["Example", "Message", "Metric", "Score", "Strategy"]
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Example:
+    """One dataset row.
+
+    ``messages`` is the conversation sent to the task model (without the optimized prompt);
+    ``ideal`` is the reference answer or None when the row has none; ``split`` is the split the
+    file asked for ("train" / "val" / "test") or None to let the seeded splitter decide.
+    """
+
+    id: str
+    messages: tuple[Mapping[str, str], ...]
+    ideal: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    split: str | None = None
+
+    @property
+    def input(self) -> str:
+        """The last user message: what most metrics and reasoning prompts show as 'input'."""
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                return message.get("content", "")
+        return self.messages[-1].get("content", "") if self.messages else ""
+
+
+@dataclass(frozen=True)
+class Score:
+    """A metric's verdict on one output.
+
+    ``value`` is in [0, 1], higher is better. ``feedback`` is optional text for reflective
+    strategies. ``objectives`` holds optional named sub-scores, each in [0, 1]. ``error`` is set
+    when the output could not be scored (the row then counts as errored, not as a real 0).
+    """
+
+    value: float
+    feedback: str | None = None
+    objectives: Mapping[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.value <= 1.0:
+            raise ValueError(f"Score.value must be in [0, 1], got {self.value!r}")
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """Scores one model output against one example.
+
+    - ``name``: unique, lower_snake_case; used on the CLI (``--metric NAME``) and as the key in
+      ``scores_by_metric``.
+    - ``requires_reference``: when True, rows whose ``ideal`` is None are skipped (and counted),
+      never scored 0.
+    - ``score(output, example)`` returns a :class:`Score` with ``value`` in [0, 1], higher is
+      better. It must not mutate ``example``. A per-example failure is returned as a Score with
+      ``error`` set, never raised; raise only for a bug in the metric itself.
+    """
+
+    name: str
+    requires_reference: bool
+
+    def score(self, output: str, example: Example) -> Score: ...
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """Improves a prompt by asking the engine's context to evaluate and reason.
+
+    - ``name``: unique; used with ``-s/--strategy``.
+    - ``Options``: a pydantic model with ``extra="forbid"``; the engine builds it from user input.
+    - ``requires_reasoning_model``: when True the engine refuses to start without one.
+    - ``optimize(ctx)``: never calls a model directly; uses ``ctx.evaluate``, ``ctx.reason``,
+      ``ctx.record_iteration`` and stops when ``ctx.should_stop`` is True. It may keep
+      resumable state in ``ctx.state`` (JSON-serialisable values only). Budget exhaustion is
+      signalled by ``BudgetExhausted`` raised from the context; strategies let it propagate.
+    """
+
+    name: ClassVar[str]
+    Options: ClassVar[type[BaseModel]]
+    requires_reasoning_model: ClassVar[bool]
+
+    def __init__(self, options: BaseModel) -> None: ...
+
+    def optimize(self, ctx: StrategyContext) -> None: ...

@@ -1,0 +1,119 @@
+"""``iterative``: diagnose the worst train examples, propose a revision, keep what helps.
+
+Each iteration samples a train minibatch, scores the current prompt on it, shows the reasoning
+model the worst rows plus the rewrite log (each past edit paired with the score change *that
+edit* caused on its own minibatch), and scores the revision on the same rows. The revision is
+adopted only if it scores strictly higher. An unusable answer is retried once; a second failure
+records the iteration as failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reflex.context import StrategyContext
+from reflex.hookspecs import hookimpl
+from reflex.reasoning import Proposal, ProposalError, parse_proposal
+from reflex.result import EvalSnapshot, Sample
+
+__all__ = ["IterativeOptions", "IterativeStrategy", "register_strategies"]
+
+SYSTEM = (
+    "You improve system prompts for a language model. You are shown the current prompt, "
+    "examples it handled badly, and a log of earlier edits with the score change each caused. "
+    "Diagnose the failures and write a complete revised prompt. Answer exactly in this form:\n"
+    "<diagnosis>what goes wrong and why</diagnosis>\n"
+    "<edit>one line: what you changed</edit>\n"
+    "<prompt>the full revised prompt</prompt>"
+)
+
+
+class IterativeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    worst_k: int = Field(default=4, gt=0, description="failing examples shown per iteration")
+    show_reference: bool = Field(default=True, description="show expected outputs to the reasoner")
+    max_chars: int = Field(default=600, gt=20, description="truncate inputs/outputs shown")
+
+
+class IterativeStrategy:
+    name: ClassVar[str] = "iterative"
+    Options: ClassVar[type[BaseModel]] = IterativeOptions
+    requires_reasoning_model: ClassVar[bool] = True
+
+    def __init__(self, options: BaseModel) -> None:
+        assert isinstance(options, IterativeOptions)
+        self.options = options
+
+    def optimize(self, ctx: StrategyContext) -> None:
+        current = str(ctx.state.get("current", ctx.initial_prompt))
+        log: list[dict[str, Any]] = list(ctx.state.get("rewrite_log", []))
+        train = list(ctx.train)
+        while not ctx.should_stop:
+            batch = ctx.rng.sample(train, min(ctx.batch_size, len(train)))
+            before = ctx.evaluate(current, batch)
+            proposal, reasoning, error = self._propose(ctx, current, before, log)
+            if proposal is None:
+                ctx.record_iteration(current, None, reasoning=reasoning, accepted=False,
+                                     failed=error)
+                continue
+            after = ctx.evaluate(proposal.prompt, batch)
+            change = after.mean_score - before.mean_score
+            accepted = change > 0
+            log.append({"iteration": ctx.iteration + 1, "edit": proposal.edit or "(unnamed)",
+                        "change": round(change, 4), "accepted": accepted,
+                        "prompt": proposal.prompt})
+            ctx.record_iteration(proposal.prompt, after, reasoning=reasoning,
+                                 accepted=accepted, change=change)
+            if accepted:
+                current = proposal.prompt
+            ctx.state.update(current=current, rewrite_log=log)
+
+    def _propose(self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot,
+                 log: list[dict[str, Any]]) -> tuple[Proposal | None, str, str | None]:
+        messages = [{"role": "system", "content": SYSTEM},
+                    {"role": "user", "content": self._brief(ctx, current, snapshot, log)}]
+        tried = [entry.get("prompt", "") for entry in log]
+        error = ""
+        for _attempt in range(2):
+            answer = ctx.reason(messages)
+            try:
+                proposal = parse_proposal(answer, current=current, forbidden=tried)
+            except ProposalError as exc:
+                error = str(exc)
+                ctx.log("proposal_rejected", reason=error)
+                messages = [*messages, {"role": "assistant", "content": answer},
+                            {"role": "user", "content": f"That answer was unusable: {error}. "
+                             "Answer again in the required form."}]
+                continue
+            return proposal, proposal.diagnosis, None
+        return None, "", f"reasoning model gave no usable revision twice: {error}"
+
+    def _brief(self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot,
+               log: list[dict[str, Any]]) -> str:
+        worst = sorted(snapshot.samples, key=lambda s: (s.score if s.score is not None else -1))
+        rows = [self._row(ctx, sample) for sample in worst[: self.options.worst_k]]
+        history = "\n".join(f"- iteration {e['iteration']}: {e['edit']} -> change "
+                            f"{e['change']:+.3f} ({'kept' if e['accepted'] else 'reverted'})"
+                            for e in log[-10:]) or "- none yet"
+        return (f"Current prompt:\n<current>\n{current}\n</current>\n\n"
+                f"Its mean score on this batch: {snapshot.mean_score:.3f} (1.0 is perfect).\n\n"
+                "Lowest-scoring examples:\n" + "\n\n".join(rows) +
+                f"\n\nEdit log (edit -> score change it caused):\n{history}")
+
+    def _row(self, ctx: StrategyContext, sample: Sample) -> str:
+        cut = self.options.max_chars
+        example = ctx.train.by_id(sample.example_id)
+        lines = [f"input: {example.input[:cut]}", f"output: {sample.output[:cut]}"]
+        if self.options.show_reference and example.ideal is not None:
+            lines.append(f"expected: {example.ideal[:cut]}")
+        lines.append(f"score: {sample.score if sample.score is not None else 'n/a'}")
+        lines.extend(f"feedback ({name}): {text}" for name, text in sample.feedback.items())
+        return "\n".join(lines)
+
+
+@hookimpl
+def register_strategies(register) -> None:  # type: ignore[no-untyped-def]
+    register(IterativeStrategy)
