@@ -40,7 +40,8 @@ def cache_key(
 class ResponseCache:
     """sqlite-backed cache; ``path=None`` keeps it in memory (for one process only)."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | str | None) -> None:
+        path = Path(path) if path is not None else None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         target = str(path) if path is not None else ":memory:"

@@ -191,7 +191,8 @@ def _plugins_command() -> click.Command:
             where = f"{info.distribution} {info.version}" if info.distribution else "in-process"
             parts = [f"strategies: {', '.join(info.strategies)}" if info.strategies else "",
                      f"metrics: {', '.join(info.metrics)}" if info.metrics else "",
-                     f"options: {', '.join(info.options)}" if info.options else ""]
+                     f"options: {', '.join(info.options)}" if info.options else "",
+                     "commands" if info.commands else ""]
             click.echo(f"{info.name} ({where})  " + "; ".join(p for p in parts if p))
     return plugins
 

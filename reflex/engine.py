@@ -169,7 +169,7 @@ class Engine:
         dispatcher = CallbackDispatcher(self.callbacks, on_failure=lambda name, hook, exc:
                                         store.event("callback_failure", callback=name,
                                                     hook=hook, error=str(exc)))
-        return Session(config=self.config, runner=LoopRunner(), client=client,
+        return Session(config=self.config, runner=LoopRunner.shared(), client=client,
                        evaluator=evaluator, budget=Budget(self.config.budget, client.ledger),
                        store=store, dispatcher=dispatcher, reasoning=self._reasoning_spec())
 

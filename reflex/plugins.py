@@ -40,7 +40,8 @@ class PluginInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "distribution": self.distribution, "version": self.version,
-                "strategies": self.strategies, "metrics": self.metrics, "options": self.options}
+                "strategies": self.strategies, "metrics": self.metrics, "options": self.options,
+                "commands": self.commands}
 
 
 @dataclass
@@ -99,6 +100,8 @@ class Registry:
             impl.function(register=self._metric_registrar(impl.plugin_name))
         for impl in self.pm.hook.register_optimize_options.get_hookimpls():
             impl.function(register=self._option_registrar(impl.plugin_name))
+        for impl in self.pm.hook.register_commands.get_hookimpls():
+            self.info[impl.plugin_name].commands = True
         self._collected = True
 
     def _strategy_registrar(self, plugin: str) -> Callable[[type[Strategy]], None]:

@@ -143,11 +143,15 @@ class ProviderClient:
         self._rng = random.Random(seed)
         self._on_retry = on_retry
         self._semaphore: asyncio.Semaphore | None = None
+        self._semaphore_loop: asyncio.AbstractEventLoop | None = None
 
     def _limit(self) -> asyncio.Semaphore:
-        # Created lazily so it binds to the loop that runs the calls.
-        if self._semaphore is None:
+        # Created lazily, and again for a new loop: a semaphore that ever had to wait is bound to
+        # its loop, and reusing it from another loop (asyncio.run twice) raises RuntimeError.
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or self._semaphore_loop is not loop:
             self._semaphore = asyncio.Semaphore(self.max_workers)
+            self._semaphore_loop = loop
         return self._semaphore
 
     async def complete(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]],
@@ -174,7 +178,7 @@ class ProviderClient:
             attempt += 1
             try:
                 return await _call_once(spec, messages, attempt)
-            except Exception as exc:  # noqa: BLE001 - classified right below
+            except Exception as exc:  # classified right below: permanent or transient
                 if not is_transient(exc):
                     raise ProviderError(_permanent_message(spec.model, exc),
                                         model=spec.model) from exc
@@ -228,6 +232,8 @@ def _permanent_message(model: str, exc: BaseException) -> str:
     lowered = text.lower()
     if "api key" in lowered or "credentials" in lowered or "authentication" in lowered:
         hint = "set the provider's API key in the environment (e.g. OPENAI_API_KEY)"
+    elif "quota" in lowered or "billing" in lowered:
+        hint = "check the provider account's quota and billing"
     elif "context" in lowered:
         hint = "shorten the prompt or inputs, or use a model with a longer context window"
     else:

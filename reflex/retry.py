@@ -7,9 +7,11 @@ key both arrive as ``InternalServerError``: we classify by class *and* message.
 from __future__ import annotations
 
 import email.utils
+import math
 import random
 import time
 from dataclasses import dataclass
+from datetime import timezone
 from typing import Any
 
 __all__ = ["RetryPolicy", "is_transient", "retry_after_seconds"]
@@ -30,6 +32,10 @@ _PERMANENT_HINTS = (
     "invalid_api_key", "context window", "context length", "maximum context", "permission denied",
 )
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
+# A rate limit or timeout is transient whatever its message says ("... per API key" is common),
+# except an exhausted quota or billing limit, which no amount of waiting fixes.
+_ALWAYS_TRANSIENT_CLASSES = {"RateLimitError", "Timeout", "APITimeoutError"}
+_QUOTA_HINTS = ("insufficient_quota", "exceeded your current quota", "billing")
 
 
 def _status_code(exc: BaseException) -> int | None:
@@ -40,10 +46,12 @@ def _status_code(exc: BaseException) -> int | None:
 def is_transient(exc: BaseException) -> bool:
     """True for rate limits, 5xx, timeouts and dropped connections; False for everything else."""
     message = str(exc).lower()
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & _ALWAYS_TRANSIENT_CLASSES:
+        return not any(hint in message for hint in _QUOTA_HINTS)
     if any(hint in message for hint in _PERMANENT_HINTS):
         return False
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    if names & _PERMANENT_CLASSES and not names & {"RateLimitError", "Timeout"}:
+    if names & _PERMANENT_CLASSES:
         return False
     code = _status_code(exc)
     if code is not None and code in _TRANSIENT_STATUS:
@@ -53,24 +61,41 @@ def is_transient(exc: BaseException) -> bool:
     return bool(names & _TRANSIENT_CLASSES)
 
 
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """The delay a provider asked for in a Retry-After header, if any."""
-    headers: Any = getattr(exc, "litellm_response_headers", None)
-    if headers is None:
-        headers = getattr(getattr(exc, "response", None), "headers", None)
-    if not headers:
-        return None
+def _header(headers: Any, name: str) -> Any:
     try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
+        return headers.get(name) or headers.get(name.title())
     except AttributeError:
         return None
-    if value is None:
-        return None
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The delay a provider asked for in a Retry-After header (seconds or HTTP-date), if any.
+
+    An unparseable value means "no advice", never an error: it must not turn a retryable
+    failure into a crash.
+    """
+    sources = (getattr(exc, "litellm_response_headers", None),
+               getattr(getattr(exc, "response", None), "headers", None))
+    for headers in sources:
+        if headers:
+            value = _header(headers, "retry-after")
+            if value is not None:
+                return _parse_retry_after(value)
+    return None
+
+
+def _parse_retry_after(value: Any) -> float | None:
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except (TypeError, ValueError):
-        parsed = email.utils.parsedate_to_datetime(str(value)) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed is not None else None
+        try:
+            parsed = email.utils.parsedate_to_datetime(str(value))
+        except (TypeError, ValueError, IndexError):
+            return None
+        if parsed.tzinfo is None:  # "-0000" parses naive; HTTP dates are always UTC
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        return max(0.0, parsed.timestamp() - time.time())
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 @dataclass(frozen=True)

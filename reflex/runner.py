@@ -1,14 +1,16 @@
-"""One event loop per run, on a background thread: async inside, a sync API outside.
+"""One long-lived event loop on a background thread: async inside, a sync API outside.
 
 Strategies and the builder are synchronous; model calls are async so a run-wide semaphore can
-keep ``max_workers`` calls in flight. Using one long-lived loop (not ``asyncio.run`` per call)
-keeps LiteLLM's loop-bound HTTP clients valid for the whole run.
+keep ``max_workers`` calls in flight. One loop per process (not ``asyncio.run`` per call, nor a
+loop per run) keeps LiteLLM's loop-bound HTTP clients and its background logging worker valid;
+closing a loop under them leaves "Event loop is closed" errors behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from typing import ClassVar
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -18,7 +20,18 @@ T = TypeVar("T")
 
 
 class LoopRunner:
-    """Runs coroutines on a private event loop thread and blocks for their results."""
+    """Runs coroutines on an event loop thread and blocks for their results."""
+
+    _shared: ClassVar[LoopRunner | None] = None
+    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def shared(cls) -> LoopRunner:
+        """The process-wide runner (started on first use, a daemon thread, never closed)."""
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()

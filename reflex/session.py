@@ -87,6 +87,5 @@ class Session:
     def close(self) -> None:
         if self.client.cache is not None:
             self.client.cache.close()
-        self.runner.close()
 
 

@@ -14,7 +14,10 @@ ROLES: tuple[Role, ...] = ("task", "judge", "reasoning")
 
 @dataclass
 class Usage:
-    """Totals for one role. ``cost`` sums the calls whose cost is known; ``cost_unknown`` counts the rest."""
+    """Totals for one role.
+
+    ``cost`` sums the calls whose cost is known; ``cost_unknown`` counts the rest.
+    """
 
     calls: int = 0
     cache_hits: int = 0
