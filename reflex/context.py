@@ -38,6 +38,7 @@ class StrategyContext:
         self.state: dict[str, Any] = {}
         self.iterations: list[IterationRecord] = []
         self.phase = session.config.strategy
+        self.phase_history: list[dict[str, Any]] = []
         self.best_prompt = initial_prompt
         self.best_val: float | None = initial_val.mean_score if initial_val else None
         self._since_best = 0
@@ -64,6 +65,12 @@ class StrategyContext:
         if self.iteration >= self.max_iterations:
             self.stop_reason = f"reached max iterations ({self.max_iterations})"
         return bool(self.stop_reason)
+
+    def begin_phase(self, name: str) -> None:
+        """Mark the start of a named phase (e.g. ``auto`` running ``fewshot``); in phase_history."""
+        self.phase = name
+        self.phase_history.append({"phase": name, "start_iteration": self.iteration + 1})
+        self.log("phase", phase=name)
 
     def evaluate(self, prompt: str, examples: Sequence[Example] | None = None,
                  label: str = "train") -> EvalSnapshot:

@@ -126,7 +126,8 @@ class Engine:
             ctx.stop_reason = f"budget exhausted: {exc.reason}"
             session.store.event("budget_exhausted", reason=exc.reason)
         result.stop_reason = ctx.stop_reason
-        result.phase_history = [{"phase": ctx.phase, "iterations": ctx.iteration}]
+        result.phase_history = ctx.phase_history or [
+            {"phase": ctx.phase, "start_iteration": 1}]
         return ctx
 
     def _preflight(self, session: Session, prompt: str) -> None:
