@@ -142,9 +142,12 @@ def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
     reporter = ConsoleReporter()
     result = optimizer.run(prompt, callbacks=[reporter, *plugin_callbacks])
     reporter.close()
+    # Create missing parent folders: failing here, after a paid run, would lose the output.
     if params["output"] is not None:
+        params["output"].parent.mkdir(parents=True, exist_ok=True)
         params["output"].write_text(result.best_prompt + "\n", encoding="utf-8")
     if params["results_json"] is not None:
+        params["results_json"].parent.mkdir(parents=True, exist_ok=True)
         params["results_json"].write_text(json.dumps(result.to_dict(), indent=2) + "\n",
                                           encoding="utf-8")
     print_summary(result)

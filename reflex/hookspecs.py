@@ -1,4 +1,4 @@
-"""Plugin hooks. Each hook receives a ``register`` callback (or the CLI group) and returns nothing."""
+"""Plugin hooks. Each receives a ``register`` callback (or the CLI group) and returns nothing."""
 
 from __future__ import annotations
 
@@ -14,17 +14,17 @@ hookimpl = pluggy.HookimplMarker("reflex")
 
 @hookspec
 def register_strategies(register: Any) -> None:
-    """Register strategy classes: ``register(StrategyClass)``; the name is ``StrategyClass.name``."""
+    """Register strategies: ``register(StrategyClass)``; its name is ``StrategyClass.name``."""
 
 
 @hookspec
 def register_metrics(register: Any) -> None:
-    """Register metric factories: ``register(name, factory)``; ``factory(**options)`` returns a Metric."""
+    """Register metrics: ``register(name, factory)``; ``factory(**options)`` returns a Metric."""
 
 
 @hookspec
 def register_optimize_options(register: Any) -> None:
-    """Add ``optimize`` CLI options: ``register(options, to_callbacks)`` with click options and a function from parsed values to callbacks."""
+    """Add ``optimize`` options: ``register(click_options, to_callbacks(values) -> callbacks)``."""
 
 
 @hookspec

@@ -1,4 +1,4 @@
-"""The fluent builder: ``PromptOptimizer().set_dataset(ds).add_provider(...).add_metric(...).run(p)``.
+"""The fluent builder: ``PromptOptimizer().set_dataset(d).add_provider(..).add_metric(..).run(p)``.
 
 Each call validates its input at once, so a mistake is reported where it was made.
 """
@@ -81,7 +81,10 @@ class PromptOptimizer:
 
     def add_provider(self, provider: str, model: str | None = None, *,
                      api_base: str | None = None) -> PromptOptimizer:
-        """Add a task model: ``add_provider("openai", "gpt-4o-mini")`` or ``("openai/gpt-4o-mini")``."""
+        """Add a task model: ``add_provider("openai", "gpt-4o-mini")`` or ``("openai/gpt-4o")``.
+
+        ``api_base`` applies to every task model (one endpoint per run).
+        """
         full = parse_model(f"{provider}/{model}" if model else provider)
         if api_base is not None:
             self._set(api_base=api_base)
@@ -121,10 +124,10 @@ class PromptOptimizer:
     def set_budget(self, *, max_calls: int | None = None, max_reasoning_calls: int | None = None,
                    max_cost: float | None = None,
                    max_seconds: float | None = None) -> PromptOptimizer:
-        values = {"max_metric_calls": max_calls, "max_reasoning_calls": max_reasoning_calls,
-                  "max_cost": max_cost, "max_seconds": max_seconds}
         try:
-            budget = BudgetConfig(**values)
+            budget = BudgetConfig(max_metric_calls=max_calls,
+                                  max_reasoning_calls=max_reasoning_calls, max_cost=max_cost,
+                                  max_seconds=max_seconds)
         except ValidationError as exc:
             raise ConfigurationError(validation_message(exc)) from None
         return self._set(budget=budget.model_dump())

@@ -56,9 +56,7 @@ def _install_custom_providers(litellm: Any) -> None:
     litellm.custom_provider_map = others + [
         {"provider": name, "custom_handler": handler} for name, handler in _INSTALLED.items()
     ]
-    from litellm.utils import custom_llm_setup
-
-    custom_llm_setup()
+    litellm.utils.custom_llm_setup()
 
 
 def load_litellm() -> Any:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import ClassVar
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 __all__ = ["LoopRunner"]
 

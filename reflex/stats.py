@@ -215,7 +215,7 @@ def _wilcoxon_exact_p(r_plus: float, n: int) -> float:
     total = 2**n
     cdf = sum(counts[: math.ceil(r_plus) + 1]) / total
     sf = sum(counts[math.floor(r_plus) :]) / total
-    return min(1.0, 2.0 * min(cdf, sf))
+    return float(min(1.0, 2.0 * min(cdf, sf)))
 
 
 def _wilcoxon_normal_p(r_plus: float, n: int, groups: Sequence[int]) -> float:
@@ -242,7 +242,7 @@ def wilcoxon_signed_rank(diffs: Iterable[float]) -> float | None:
     if not values:
         return None
     ranks, groups = _average_ranks([abs(v) for v in values])
-    r_plus = sum(r for r, v in zip(ranks, values) if v > 0)
+    r_plus = sum(r for r, v in zip(ranks, values, strict=True) if v > 0)
     n = len(values)
     has_ties = any(t > 1 for t in groups)
     if not has_ties and n <= WILCOXON_MAX_EXACT:

@@ -78,7 +78,7 @@ class FakeModel:
 
 
 def _adapter(litellm: Any, fake: FakeModel) -> Any:
-    class _FakeLLM(litellm.CustomLLM):  # type: ignore[misc, name-defined]
+    class _FakeLLM(litellm.CustomLLM):  # type: ignore[misc]
         def completion(self, model: str, messages: list[dict[str, str]], *args: Any,
                        **kwargs: Any) -> Any:
             params = dict(kwargs.get("optional_params") or {})

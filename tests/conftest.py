@@ -11,8 +11,8 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from reflex.plugins import reset_registry  # noqa: E402
-from reflex.testing import FakeModel, FakeRequest  # noqa: E402
+from reflex.plugins import reset_registry
+from reflex.testing import FakeModel, FakeRequest
 
 KEYWORD = "Answer with one word."
 BETTER = f"Classify the sentiment. {KEYWORD}"

@@ -178,7 +178,7 @@ def test_permanent_provider_error_calls_on_run_error(tmp_path: Path) -> None:
     with pytest.raises(ProviderError, match="permanent"):
         builder(tmp_path).run(START, callbacks=[rec])
     assert rec.hooks[-1] == "on_run_error"
-    error, partial = rec.calls[-1][1]
+    _error, partial = rec.calls[-1][1]
     assert isinstance(partial, OptimizationResult) and partial.baseline is not None
 
 

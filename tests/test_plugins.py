@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from conftest import KEYWORD
 from pydantic import BaseModel, ConfigDict
 
-from reflex import __version__, Example, PluginError, PromptOptimizer, Score
+from reflex import Example, PluginError, PromptOptimizer, Score, __version__
 from reflex.cli import build_cli
 from reflex.hookspecs import hookimpl
 from reflex.plugins import get_registry, register_plugin, unregister_plugin
@@ -252,12 +252,15 @@ def test_strategy_option_reaches_strategy(fake_model: FakeModel, dataset_file: P
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     register_plugin(SuffixPlugin(), name="suffix-plugin")
-    best = tmp_path / "best.md"
+    out = tmp_path / "results.json"
     result = _invoke(["optimize", str(dataset_file), str(prompt_file), "-m", "fake/task",
                       "--metric", "length_ok", "-s", "suffix",
-                      "--strategy-option", "suffix= Be brief.", "-o", str(best)])
+                      "--strategy-option", "suffix= Be brief.", "--results-json", str(out)])
     assert result.exit_code == 0, result.output
-    assert best.read_text(encoding="utf-8") == "Classify the sentiment. Be brief.\n"
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["iterations"][0]["system_prompt"] == "Classify the sentiment. Be brief."
+    # The suffix does not shorten the answers, so the initial prompt stays the best.
+    assert data["best_prompt"] == data["final"]["system_prompt"] == "Classify the sentiment."
 
 
 # --- CLI hooks ----------------------------------------------------------------------------
@@ -303,6 +306,7 @@ def test_register_commands_adds_command() -> None:
     assert result.output == "hello reflex\n"
     assert "hello" in _invoke(["--help"]).output
     assert {i.name: i for i in get_registry().plugins()}["hello-plugin"].commands is True
+    assert "hello-plugin (in-process)  commands" in _invoke(["plugins"]).output.splitlines()
 
 
 # --- `aevyra-reflex plugins` ------------------------------------------------------------------

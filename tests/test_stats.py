@@ -26,7 +26,7 @@ def _brute_force_sign_flip(diffs: list[float]) -> float:
     observed = abs(sum(values))
     hits = 0
     for signs in itertools.product((1, -1), repeat=len(values)):
-        if abs(sum(s * v for s, v in zip(signs, values))) >= observed - 1e-12:
+        if abs(sum(s * v for s, v in zip(signs, values, strict=False))) >= observed - 1e-12:
             hits += 1
     return hits / 2 ** len(values)
 
@@ -54,7 +54,7 @@ def _rand_diffs(rng: random.Random, n: int, shift: float = 0.0) -> list[float]:
 @pytest.mark.parametrize("n", [1, 2, 5, 8, 11])
 def test_exact_sign_flip_matches_brute_force(n: int) -> None:
     rng = random.Random(n)
-    diffs = _rand_diffs(rng, n, shift=0.4) + [0.0, 0.0]
+    diffs = [*_rand_diffs(rng, n, shift=0.4), 0.0, 0.0]
     p, method = sign_flip_p(diffs)
     assert method == "exact sign-flip"
     assert p == pytest.approx(_brute_force_sign_flip(diffs), abs=1e-12)
@@ -67,7 +67,7 @@ def test_exact_sign_flip_matches_scipy_permutation_test(n: int) -> None:
     rng = random.Random(100 + n)
     base = [rng.random() for _ in range(n)]
     final = [min(1.0, b + rng.gauss(0.15, 0.2)) for b in base]
-    diffs = [f - b for f, b in zip(final, base)]
+    diffs = [f - b for f, b in zip(final, base, strict=False)]
     res = scipy_stats.permutation_test(
         (np.array(final), np.array(base)),
         lambda x, y, axis: np.mean(x - y, axis=axis),

