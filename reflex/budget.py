@@ -43,7 +43,8 @@ class Budget:
         if uncached_calls > room:
             raise BudgetExhausted(
                 f"metric-call budget: {uncached_calls} more calls needed, {max(room, 0)} left of "
-                f"{limit} (raise --max-calls to continue)")
+                f"{limit} (raise --max-calls to continue)"
+            )
 
     def check_reasoning(self) -> None:
         self._check_clock_and_cost(False)
@@ -54,10 +55,12 @@ class Budget:
     def _check_clock_and_cost(self, use_reserve: bool) -> None:
         if self.limits.max_seconds is not None and self.elapsed >= self.limits.max_seconds:
             raise BudgetExhausted(
-                f"time budget: {self.elapsed:.0f}s used of {self.limits.max_seconds:.0f}s")
+                f"time budget: {self.elapsed:.0f}s used of {self.limits.max_seconds:.0f}s"
+            )
         if self.limits.max_cost is not None:
             spent = self.ledger.total().cost + (0.0 if use_reserve else self.reserved_cost)
             if spent >= self.limits.max_cost:
                 raise BudgetExhausted(
                     f"cost budget: ${spent:.4f} spent or reserved of ${self.limits.max_cost:.4f}"
-                    " (raise --max-cost to continue)")
+                    " (raise --max-cost to continue)"
+                )

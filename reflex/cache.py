@@ -72,8 +72,13 @@ class ResponseCache:
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
-                (key, response.text, response.prompt_tokens, response.completion_tokens,
-                 response.cost),
+                (
+                    key,
+                    response.text,
+                    response.prompt_tokens,
+                    response.completion_tokens,
+                    response.cost,
+                ),
             )
             self._db.commit()
 

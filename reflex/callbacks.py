@@ -57,8 +57,9 @@ FailureListener = Callable[[str, str, BaseException], None]
 class CallbackDispatcher:
     """Calls every callback in order; a callback that raises is logged as a warning and skipped."""
 
-    def __init__(self, callbacks: Sequence[Callback],
-                 on_failure: FailureListener | None = None) -> None:
+    def __init__(
+        self, callbacks: Sequence[Callback], on_failure: FailureListener | None = None
+    ) -> None:
         self.callbacks = list(callbacks)
         self._on_failure = on_failure
 
@@ -69,7 +70,6 @@ class CallbackDispatcher:
                 method(*args)
             except Exception as exc:  # noqa: BLE001 - a tracker must never break a run
                 name = type(callback).__name__
-                logger.warning("callback %s.%s failed: %s: %s", name, hook,
-                               type(exc).__name__, exc)
+                logger.warning("callback %s.%s failed: %s: %s", name, hook, type(exc).__name__, exc)
                 if self._on_failure is not None:
                     self._on_failure(name, hook, exc)

@@ -66,13 +66,30 @@ def _optimize_options() -> list[Callable[[Any], Any]]:
     return [
         click.argument("dataset", type=click.Path(dir_okay=False, path_type=Path)),
         click.argument("prompt", type=click.Path(dir_okay=False, path_type=Path)),
-        o("-m", "--model", "models", multiple=True, required=True,
-          help="Task model as provider/model; repeat for several."),
-        o("--metric", "metrics", multiple=True, default=("exact_match",), show_default=True,
-          help="Metric name; repeat for several (see `aevyra-reflex plugins`)."),
+        o(
+            "-m",
+            "--model",
+            "models",
+            multiple=True,
+            required=True,
+            help="Task model as provider/model; repeat for several.",
+        ),
+        o(
+            "--metric",
+            "metrics",
+            multiple=True,
+            default=("exact_match",),
+            show_default=True,
+            help="Metric name; repeat for several (see `aevyra-reflex plugins`).",
+        ),
         o("-s", "--strategy", default="iterative", show_default=True, help="Strategy name."),
-        o("--strategy-option", "strategy_options", multiple=True, metavar="KEY=VALUE",
-          help="Strategy option; repeat for several."),
+        o(
+            "--strategy-option",
+            "strategy_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Strategy option; repeat for several.",
+        ),
         o("--reasoning-model", help="Reasoning model as provider/model."),
         o("--reasoning-base-url", help="API base URL for the reasoning model."),
         o("--api-base", help="API base URL for the task model(s)."),
@@ -82,28 +99,57 @@ def _optimize_options() -> list[Callable[[Any], Any]]:
         o("--val-split", type=float, default=0.2, show_default=True),
         o("--group-key", help="Metadata key whose rows stay in one split."),
         o("--seed", type=int, default=0, show_default=True),
-        o("--batch-size", type=int, default=8, show_default=True,
-          help="Train rows per iteration (minibatch)."),
+        o(
+            "--batch-size",
+            type=int,
+            default=8,
+            show_default=True,
+            help="Train rows per iteration (minibatch).",
+        ),
         o("--early-stopping-patience", type=int, default=3, show_default=True),
-        o("--max-workers", type=int, default=8, show_default=True,
-          help="Model calls in flight at once, across the whole run."),
-        o("--temperature", type=float, default=0.0, show_default=True,
-          help="Task-model temperature."),
+        o(
+            "--max-workers",
+            type=int,
+            default=8,
+            show_default=True,
+            help="Model calls in flight at once, across the whole run.",
+        ),
+        o(
+            "--temperature",
+            type=float,
+            default=0.0,
+            show_default=True,
+            help="Task-model temperature.",
+        ),
         o("--input-field", help="Dataset field holding the input."),
         o("--output-field", help="Dataset field holding the reference answer."),
         o("--max-calls", type=int, help="Budget: metric calls (uncached model calls)."),
         o("--max-reasoning-calls", type=int, help="Budget: reasoning-model calls."),
         o("--max-cost", type=float, help="Budget: dollars."),
         o("--max-seconds", type=float, help="Budget: wall-clock seconds."),
-        o("--allow-degenerate-seed", is_flag=True,
-          help="Run even if the starting prompt scores the worst value on every row."),
-        o("--cache-namespace", default="default", show_default=True,
-          help="Change to ignore earlier cached responses."),
+        o(
+            "--allow-degenerate-seed",
+            is_flag=True,
+            help="Run even if the starting prompt scores the worst value on every row.",
+        ),
+        o(
+            "--cache-namespace",
+            default="default",
+            show_default=True,
+            help="Change to ignore earlier cached responses.",
+        ),
         o("--run-dir", default=".reflex", show_default=True, type=click.Path(file_okay=False)),
-        o("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-          help="Write the best prompt (the one whose test score is reported) here."),
-        o("--results-json", type=click.Path(dir_okay=False, path_type=Path),
-          help="Write the full result as JSON here."),
+        o(
+            "-o",
+            "--output",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Write the best prompt (the one whose test score is reported) here.",
+        ),
+        o(
+            "--results-json",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Write the full result as JSON here.",
+        ),
         o("-v", "--verbose", is_flag=True, help="Debug logging and full tracebacks."),
     ]
 
@@ -111,8 +157,9 @@ def _optimize_options() -> list[Callable[[Any], Any]]:
 def _build_optimizer(p: dict[str, Any]) -> Any:
     from reflex.optimizer import PromptOptimizer
 
-    opt = PromptOptimizer().set_dataset(p["dataset"], input_field=p["input_field"],
-                                        output_field=p["output_field"])
+    opt = PromptOptimizer().set_dataset(
+        p["dataset"], input_field=p["input_field"], output_field=p["output_field"]
+    )
     for model in p["models"]:
         opt.add_provider(model, api_base=p["api_base"])
     for metric in p["metrics"]:
@@ -121,22 +168,34 @@ def _build_optimizer(p: dict[str, Any]) -> Any:
     if p["reasoning_model"]:
         opt.set_reasoning_model(p["reasoning_model"], base_url=p["reasoning_base_url"])
     opt.set_splits(p["train_split"], p["val_split"], group_key=p["group_key"])
-    opt.set_budget(max_calls=p["max_calls"], max_reasoning_calls=p["max_reasoning_calls"],
-                   max_cost=p["max_cost"], max_seconds=p["max_seconds"])
+    opt.set_budget(
+        max_calls=p["max_calls"],
+        max_reasoning_calls=p["max_reasoning_calls"],
+        max_cost=p["max_cost"],
+        max_seconds=p["max_seconds"],
+    )
     return opt.configure(
-        max_iterations=p["max_iterations"], score_threshold=p["threshold"], seed=p["seed"],
-        batch_size=p["batch_size"], early_stopping_patience=p["early_stopping_patience"],
-        max_workers=p["max_workers"], temperature=p["temperature"], run_dir=p["run_dir"],
+        max_iterations=p["max_iterations"],
+        score_threshold=p["threshold"],
+        seed=p["seed"],
+        batch_size=p["batch_size"],
+        early_stopping_patience=p["early_stopping_patience"],
+        max_workers=p["max_workers"],
+        temperature=p["temperature"],
+        run_dir=p["run_dir"],
         allow_degenerate_seed=p["allow_degenerate_seed"],
-        cache_namespace=p["cache_namespace"])
+        cache_namespace=p["cache_namespace"],
+    )
 
 
 def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
     from reflex.optimizer import read_prompt
     from reflex.report import ConsoleReporter, print_summary
 
-    logging.basicConfig(level=logging.DEBUG if params["verbose"] else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if params["verbose"] else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     optimizer = _build_optimizer(params)
     prompt = read_prompt(params["prompt"])
     reporter = ConsoleReporter()
@@ -148,8 +207,9 @@ def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
         params["output"].write_text(result.best_prompt + "\n", encoding="utf-8")
     if params["results_json"] is not None:
         params["results_json"].parent.mkdir(parents=True, exist_ok=True)
-        params["results_json"].write_text(json.dumps(result.to_dict(), indent=2) + "\n",
-                                          encoding="utf-8")
+        params["results_json"].write_text(
+            json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8"
+        )
     print_summary(result)
 
 
@@ -178,6 +238,7 @@ def _attach(option: click.Parameter) -> Callable[[Any], Any]:
     def decorate(func: Any) -> Any:
         func.__click_params__ = [*getattr(func, "__click_params__", []), option]
         return func
+
     return decorate
 
 
@@ -192,11 +253,14 @@ def _plugins_command() -> click.Command:
             return
         for info in infos:
             where = f"{info.distribution} {info.version}" if info.distribution else "in-process"
-            parts = [f"strategies: {', '.join(info.strategies)}" if info.strategies else "",
-                     f"metrics: {', '.join(info.metrics)}" if info.metrics else "",
-                     f"options: {', '.join(info.options)}" if info.options else "",
-                     "commands" if info.commands else ""]
+            parts = [
+                f"strategies: {', '.join(info.strategies)}" if info.strategies else "",
+                f"metrics: {', '.join(info.metrics)}" if info.metrics else "",
+                f"options: {', '.join(info.options)}" if info.options else "",
+                "commands" if info.commands else "",
+            ]
             click.echo(f"{info.name} ({where})  " + "; ".join(p for p in parts if p))
+
     return plugins
 
 

@@ -71,7 +71,8 @@ class RunConfig(BaseModel):
         if self.train_split + self.val_split >= 1.0:
             raise ConfigurationError(
                 f"train split {self.train_split} + val split {self.val_split} leaves no test "
-                "split: make them sum to less than 1 (e.g. 0.6 and 0.2)")
+                "split: make them sum to less than 1 (e.g. 0.6 and 0.2)"
+            )
         return self
 
     @property

@@ -25,8 +25,16 @@ class StrategyContext:
     checkpoint and notifies callbacks.
     """
 
-    def __init__(self, session: Session, *, train: Dataset, val: Dataset, initial_prompt: str,
-                 options: BaseModel, initial_val: EvalSnapshot | None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        train: Dataset,
+        val: Dataset,
+        initial_prompt: str,
+        options: BaseModel,
+        initial_val: EvalSnapshot | None,
+    ) -> None:
         self._session = session
         self.train = train
         self.val = val
@@ -72,8 +80,9 @@ class StrategyContext:
         self.phase_history.append({"phase": name, "start_iteration": self.iteration + 1})
         self.log("phase", phase=name)
 
-    def evaluate(self, prompt: str, examples: Sequence[Example] | None = None,
-                 label: str = "train") -> EvalSnapshot:
+    def evaluate(
+        self, prompt: str, examples: Sequence[Example] | None = None, label: str = "train"
+    ) -> EvalSnapshot:
         """Score ``prompt`` on ``examples`` (default: the whole train split)."""
         rows = list(self.train) if examples is None else list(examples)
         return self._session.evaluate(prompt, rows, f"{label}:it{self.iteration + 1}")
@@ -88,41 +97,91 @@ class StrategyContext:
         """Append a strategy event to the run's events.jsonl."""
         self._session.store.event(kind, iteration=self.iteration, **data)
 
-    def record_iteration(self, prompt: str, train: EvalSnapshot | None, *, reasoning: str = "",
-                         accepted: bool = True, change: float | None = None,
-                         failed: str | None = None) -> IterationRecord:
+    def record_iteration(
+        self,
+        prompt: str,
+        train: EvalSnapshot | None,
+        *,
+        reasoning: str = "",
+        accepted: bool = True,
+        change: float | None = None,
+        failed: str | None = None,
+    ) -> IterationRecord:
         """Record one iteration; measures ``prompt`` on val unless the iteration failed."""
         val_score = None
         if failed is None and len(self.val):
-            val_score = self._session.evaluate(prompt, list(self.val),
-                                               f"val:it{self.iteration + 1}").mean_score
+            val_score = self._session.evaluate(
+                prompt, list(self.val), f"val:it{self.iteration + 1}"
+            ).mean_score
         selection = val_score if len(self.val) else (train.mean_score if train else None)
-        is_best = failed is None and selection is not None and (
-            self.best_val is None or selection > self.best_val)
+        is_best = (
+            failed is None
+            and selection is not None
+            and (self.best_val is None or selection > self.best_val)
+        )
         if is_best:
             self.best_prompt, self.best_val, self._since_best = prompt, selection, 0
         else:
             self._since_best += 1
-        record = self._make_record(prompt, train, val_score, reasoning, accepted, change,
-                                   failed, is_best)
+        record = self._make_record(
+            prompt, train, val_score, reasoning, accepted, change, failed, is_best
+        )
         self.iterations.append(record)
         self._update_stop()
         self._session.store.write_prompt(f"iter_{record.iteration:03d}", prompt)
+        self._session.store.write_json("checkpoint.json", self.checkpoint())
         self._session.store.event("iteration", **record.to_dict())
         self._session.dispatcher.emit("on_iteration", record)
         return record
 
-    def _make_record(self, prompt: str, train: EvalSnapshot | None, val_score: float | None,
-                     reasoning: str, accepted: bool, change: float | None, failed: str | None,
-                     is_best: bool) -> IterationRecord:
+    def checkpoint(self) -> dict[str, Any]:
+        """The resumable state after the latest iteration (written atomically each iteration)."""
+        budget = self._session.budget
+        return {
+            "iteration": self.iteration,
+            "phase": self.phase,
+            "phase_history": self.phase_history,
+            "best_prompt": self.best_prompt,
+            "best_val": self.best_val,
+            "since_best": self._since_best,
+            "stop_reason": self.stop_reason,
+            "state": self.state,
+            "rng_state": self.rng.getstate(),
+            "iterations": [r.to_dict() for r in self.iterations],
+            "ledger": self._session.client.ledger.to_dict(),
+            "metric_calls": budget.metric_calls,
+            "elapsed_s": budget.elapsed,
+        }
+
+    def _make_record(
+        self,
+        prompt: str,
+        train: EvalSnapshot | None,
+        val_score: float | None,
+        reasoning: str,
+        accepted: bool,
+        change: float | None,
+        failed: str | None,
+        is_best: bool,
+    ) -> IterationRecord:
         total = self._session.client.ledger.total()
         return IterationRecord(
-            iteration=self.iteration + 1, score=train.mean_score if train else None,
-            val_score=val_score, scores_by_metric=dict(train.scores_by_metric) if train else {},
-            system_prompt=prompt, reasoning=reasoning, accepted=accepted and failed is None,
-            change=change, failed=failed, is_best=is_best, phase=self.phase, calls=total.calls,
-            tokens=total.tokens, cost=total.cost,
-            elapsed_s=round(time.monotonic() - self._started, 3))
+            iteration=self.iteration + 1,
+            score=train.mean_score if train else None,
+            val_score=val_score,
+            scores_by_metric=dict(train.scores_by_metric) if train else {},
+            system_prompt=prompt,
+            reasoning=reasoning,
+            accepted=accepted and failed is None,
+            change=change,
+            failed=failed,
+            is_best=is_best,
+            phase=self.phase,
+            calls=total.calls,
+            tokens=total.tokens,
+            cost=total.cost,
+            elapsed_s=round(time.monotonic() - self._started, 3),
+        )
 
     def _update_stop(self) -> None:
         threshold = self.config.score_threshold

@@ -46,14 +46,21 @@ def build_options(strategy_cls: type[Strategy], values: dict[str, object]) -> Ba
         known = ", ".join(sorted(strategy_cls.Options.model_fields)) or "none"
         raise ConfigurationError(
             f"strategy {strategy_cls.name!r} option {field!r}: {first['msg']} "
-            f"(its options: {known})") from None
+            f"(its options: {known})"
+        ) from None
 
 
 class Engine:
     """Runs one optimization. Build it through PromptOptimizer; ``run`` is the lifecycle."""
 
-    def __init__(self, config: RunConfig, dataset: Dataset, metrics: Sequence[Metric],
-                 strategy_cls: type[Strategy], callbacks: Sequence[Callback] = ()) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        dataset: Dataset,
+        metrics: Sequence[Metric],
+        strategy_cls: type[Strategy],
+        callbacks: Sequence[Callback] = (),
+    ) -> None:
         self.config = config
         self.dataset = dataset
         self.metrics = list(metrics)
@@ -62,20 +69,31 @@ class Engine:
         if strategy_cls.requires_reasoning_model and not config.reasoning_model:
             raise ConfigurationError(
                 f"strategy {strategy_cls.name!r} needs a reasoning model: pass "
-                "--reasoning-model provider/model (builder: .set_reasoning_model(...))")
+                "--reasoning-model provider/model (builder: .set_reasoning_model(...))"
+            )
         self.callbacks = list(callbacks)
         self.split: Split = split_dataset(
-            dataset, train=config.train_split, val=config.val_split, seed=config.seed,
-            group_key=config.group_key)
+            dataset,
+            train=config.train_split,
+            val=config.val_split,
+            seed=config.seed,
+            group_key=config.group_key,
+        )
 
     def run(self, prompt: str) -> OptimizationResult:
         session = self._open_session()
         session.store.write_prompt("initial", prompt)
-        result = OptimizationResult(best_prompt=prompt, best_score=None, baseline=None,
-                                    final=None, initial_prompt=prompt,
-                                    strategy=self.strategy_cls.name, run_id=session.store.run_id,
-                                    run_dir=str(session.store.path),
-                                    split_sizes=self._split_sizes())
+        result = OptimizationResult(
+            best_prompt=prompt,
+            best_score=None,
+            baseline=None,
+            final=None,
+            initial_prompt=prompt,
+            strategy=self.strategy_cls.name,
+            run_id=session.store.run_id,
+            run_dir=str(session.store.path),
+            split_sizes=self._split_sizes(),
+        )
         started = time.monotonic()
         try:
             self._lifecycle(session, prompt, result)
@@ -101,22 +119,30 @@ class Engine:
         self._reserve_final(session, result.baseline)
         ctx = self._optimize(session, prompt, result)
         result.best_prompt, result.best_score = ctx.best_prompt, ctx.best_val
-        result.final = session.evaluate(ctx.best_prompt, list(self.split.test), "test:final",
-                                        use_reserve=True)
+        result.final = session.evaluate(
+            ctx.best_prompt, list(self.split.test), "test:final", use_reserve=True
+        )
         session.dispatcher.emit("on_final", result.final)
-        test = paired_test(result.baseline.per_example(), result.final.per_example(),
-                           seed=self.config.seed)
+        test = paired_test(
+            result.baseline.per_example(), result.final.per_example(), seed=self.config.seed
+        )
         result.p_value, result.significance = test.p_value, test.to_dict()
         result.completed = True
 
-    def _optimize(self, session: Session, prompt: str,
-                  result: OptimizationResult) -> StrategyContext:
+    def _optimize(
+        self, session: Session, prompt: str, result: OptimizationResult
+    ) -> StrategyContext:
         initial_val = None
         if len(self.split.val):
             initial_val = session.evaluate(prompt, list(self.split.val), "val:baseline")
-        ctx = StrategyContext(session, train=self.split.train, val=self.split.val,
-                              initial_prompt=prompt, options=self.options,
-                              initial_val=initial_val)
+        ctx = StrategyContext(
+            session,
+            train=self.split.train,
+            val=self.split.val,
+            initial_prompt=prompt,
+            options=self.options,
+            initial_val=initial_val,
+        )
         result.iterations = ctx.iterations
         strategy = self.strategy_cls(self.options)
         try:
@@ -126,8 +152,7 @@ class Engine:
             ctx.stop_reason = f"budget exhausted: {exc.reason}"
             session.store.event("budget_exhausted", reason=exc.reason)
         result.stop_reason = ctx.stop_reason
-        result.phase_history = ctx.phase_history or [
-            {"phase": ctx.phase, "start_iteration": 1}]
+        result.phase_history = ctx.phase_history or [{"phase": ctx.phase, "start_iteration": 1}]
         return ctx
 
     def _preflight(self, session: Session, prompt: str) -> None:
@@ -135,17 +160,23 @@ class Engine:
         snap = session.evaluate(prompt, rows, "train:preflight")
         scored = [s for s in snap.samples if s.score is not None]
         errored = snap.n_errors == len(snap.samples)
-        all_worst = bool(scored) and len(scored) == len(snap.samples) and all(
-            s.score == 0.0 for s in scored)
+        all_worst = (
+            bool(scored)
+            and len(scored) == len(snap.samples)
+            and all(s.score == 0.0 for s in scored)
+        )
         if not (errored or all_worst) or self.config.allow_degenerate_seed:
             return
-        shown = "; ".join(f"{s.example_id}: got {s.output[:40]!r}" +
-                          (f" ({s.error})" if s.error else "") for s in snap.samples[:3])
+        shown = "; ".join(
+            f"{s.example_id}: got {s.output[:40]!r}" + (f" ({s.error})" if s.error else "")
+            for s in snap.samples[:3]
+        )
         what = "errors on" if errored else "scores 0 on"
         raise DegenerateSeedError(
             f"the starting prompt {what} all {len(snap.samples)} preflight train rows "
             f"({shown}); there is no signal to optimize from: fix the prompt, the metric or "
-            "the model, or pass --allow-degenerate-seed")
+            "the model, or pass --allow-degenerate-seed"
+        )
 
     def _reserve_final(self, session: Session, baseline: EvalSnapshot) -> None:
         # Keep room for the final test evaluation: same rows, a similar cost to the baseline.
@@ -158,42 +189,74 @@ class Engine:
         store.write_json("splits.json", self.split.ids())
         cache = ResponseCache(store.cache_path)
         client = ProviderClient(
-            max_workers=self.config.max_workers, cache=cache,
-            cache_namespace=self.config.cache_namespace, seed=self.config.seed,
+            max_workers=self.config.max_workers,
+            cache=cache,
+            cache_namespace=self.config.cache_namespace,
+            seed=self.config.seed,
             on_retry=lambda model, attempt, exc, delay: store.event(
-                "retry", model=model, attempt=attempt, delay=round(delay, 3),
-                error=f"{type(exc).__name__}: {str(exc)[:200]}"))
-        evaluator = Evaluator(client=client, models=[self._task_spec(m) for m in
-                                                     self.config.models],
-                              metrics=self.metrics, weights=self.config.metric_weights,
-                              prompt_mode=self.config.prompt_mode)
-        dispatcher = CallbackDispatcher(self.callbacks, on_failure=lambda name, hook, exc:
-                                        store.event("callback_failure", callback=name,
-                                                    hook=hook, error=str(exc)))
-        return Session(config=self.config, runner=LoopRunner.shared(), client=client,
-                       evaluator=evaluator, budget=Budget(self.config.budget, client.ledger),
-                       store=store, dispatcher=dispatcher, reasoning=self._reasoning_spec())
+                "retry",
+                model=model,
+                attempt=attempt,
+                delay=round(delay, 3),
+                error=f"{type(exc).__name__}: {str(exc)[:200]}",
+            ),
+        )
+        evaluator = Evaluator(
+            client=client,
+            models=[self._task_spec(m) for m in self.config.models],
+            metrics=self.metrics,
+            weights=self.config.metric_weights,
+            prompt_mode=self.config.prompt_mode,
+        )
+        dispatcher = CallbackDispatcher(
+            self.callbacks,
+            on_failure=lambda name, hook, exc: store.event(
+                "callback_failure", callback=name, hook=hook, error=str(exc)
+            ),
+        )
+        return Session(
+            config=self.config,
+            runner=LoopRunner.shared(),
+            client=client,
+            evaluator=evaluator,
+            budget=Budget(self.config.budget, client.ledger),
+            store=store,
+            dispatcher=dispatcher,
+            reasoning=self._reasoning_spec(),
+        )
 
     def _task_spec(self, model: str) -> ModelSpec:
-        return ModelSpec(model=model, api_base=self.config.api_base,
-                         temperature=self.config.temperature, max_tokens=self.config.max_tokens,
-                         seed=self.config.seed)
+        return ModelSpec(
+            model=model,
+            api_base=self.config.api_base,
+            temperature=self.config.temperature,
+            max_tokens=self.config.max_tokens,
+            seed=self.config.seed,
+        )
 
     def _reasoning_spec(self) -> ModelSpec | None:
         if not self.config.reasoning_model:
             return None
-        return ModelSpec(model=self.config.reasoning_model,
-                         api_base=self.config.reasoning_base_url,
-                         temperature=self.config.reasoning_temperature, seed=self.config.seed,
-                         timeout=300.0)
+        return ModelSpec(
+            model=self.config.reasoning_model,
+            api_base=self.config.reasoning_base_url,
+            temperature=self.config.reasoning_temperature,
+            seed=self.config.seed,
+            timeout=300.0,
+        )
 
     def _split_sizes(self) -> dict[str, int]:
-        return {"train": len(self.split.train), "val": len(self.split.val),
-                "test": len(self.split.test)}
+        return {
+            "train": len(self.split.train),
+            "val": len(self.split.val),
+            "test": len(self.split.test),
+        }
 
     def _finish(self, session: Session, result: OptimizationResult, started: float) -> None:
         result.elapsed_s = round(time.monotonic() - started, 3)
-        result.usage = {**session.client.ledger.to_dict(),
-                        "metric_calls": session.budget.metric_calls}
+        result.usage = {
+            **session.client.ledger.to_dict(),
+            "metric_calls": session.budget.metric_calls,
+        }
         session.store.write_prompt("best", result.best_prompt)
         session.store.write_json("result.json", result.to_dict())

@@ -21,8 +21,9 @@ PromptMode = Literal["replace", "prepend"]
 Progress = Callable[[int], None]
 
 
-def render_messages(prompt: str, example: Example,
-                    mode: PromptMode = "replace") -> list[dict[str, str]]:
+def render_messages(
+    prompt: str, example: Example, mode: PromptMode = "replace"
+) -> list[dict[str, str]]:
     """The conversation sent to the task model for ``example`` under ``prompt``.
 
     The prompt is the system message. If the example carries its own system message, ``replace``
@@ -56,8 +57,9 @@ class Evaluator:
     weights: Mapping[str, float]
     prompt_mode: PromptMode = "replace"
 
-    async def evaluate(self, prompt: str, examples: Sequence[Example], split: str,
-                       progress: Progress | None = None) -> EvalSnapshot:
+    async def evaluate(
+        self, prompt: str, examples: Sequence[Example], split: str, progress: Progress | None = None
+    ) -> EvalSnapshot:
         async def one(spec: ModelSpec, example: Example) -> Sample:
             sample = await self._sample(prompt, spec, example)
             if progress is not None:
@@ -69,8 +71,9 @@ class Evaluator:
         return self._snapshot(prompt, split, samples, examples)
 
     async def _sample(self, prompt: str, spec: ModelSpec, example: Example) -> Sample:
-        completion = await self.client.complete(spec, render_messages(prompt, example,
-                                                                      self.prompt_mode))
+        completion = await self.client.complete(
+            spec, render_messages(prompt, example, self.prompt_mode)
+        )
         scores: dict[str, float] = {}
         feedback: dict[str, str] = {}
         objectives: dict[str, float] = {}
@@ -87,12 +90,21 @@ class Evaluator:
                 feedback[metric.name] = verdict.feedback
             objectives.update({f"{metric.name}.{k}": v for k, v in verdict.objectives.items()})
         combined = None if errors else combine_scores(scores, self.weights)
-        return Sample(example_id=example.id, model=spec.model, output=completion.text,
-                      score=combined, scores=scores, feedback=feedback, objectives=objectives,
-                      error="; ".join(errors) or None, cached=completion.cached)
+        return Sample(
+            example_id=example.id,
+            model=spec.model,
+            output=completion.text,
+            score=combined,
+            scores=scores,
+            feedback=feedback,
+            objectives=objectives,
+            error="; ".join(errors) or None,
+            cached=completion.cached,
+        )
 
-    def _snapshot(self, prompt: str, split: str, samples: tuple[Sample, ...],
-                  examples: Sequence[Example]) -> EvalSnapshot:
+    def _snapshot(
+        self, prompt: str, split: str, samples: tuple[Sample, ...], examples: Sequence[Example]
+    ) -> EvalSnapshot:
         scored = [s.score for s in samples if s.score is not None]
         by_metric: dict[str, float] = {}
         skipped: dict[str, int] = {}
@@ -104,8 +116,12 @@ class Evaluator:
                 missing = sum(1 for ex in examples if ex.ideal is None) * len(self.models)
                 if missing:
                     skipped[metric.name] = missing
-        return EvalSnapshot(system_prompt=prompt, split=split,
-                            mean_score=fmean(scored) if scored else 0.0,
-                            scores_by_metric=by_metric, samples=samples,
-                            n_errors=sum(1 for s in samples if s.error is not None),
-                            n_skipped=skipped)
+        return EvalSnapshot(
+            system_prompt=prompt,
+            split=split,
+            mean_score=fmean(scored) if scored else 0.0,
+            scores_by_metric=by_metric,
+            samples=samples,
+            n_errors=sum(1 for s in samples if s.error is not None),
+            n_skipped=skipped,
+        )

@@ -38,8 +38,9 @@ def read_prompt(prompt: str | Path) -> str:
         except FileNotFoundError:
             raise ConfigurationError(f"{prompt}: prompt file not found") from None
         except UnicodeDecodeError:
-            raise ConfigurationError(f"{prompt}: prompt file is not UTF-8 text; re-save it "
-                                     "as UTF-8") from None
+            raise ConfigurationError(
+                f"{prompt}: prompt file is not UTF-8 text; re-save it as UTF-8"
+            ) from None
         if "\x00" in text:
             raise ConfigurationError(f"{prompt}: prompt file looks binary (NUL bytes)")
     else:
@@ -68,19 +69,26 @@ class PromptOptimizer:
         self._settings = trial
         return self
 
-    def set_dataset(self, data: Dataset | str | Path | Sequence[dict[str, Any]] | Any, *,
-                    input_field: str | None = None, output_field: str | None = None,
-                    name: str | None = None) -> PromptOptimizer:
+    def set_dataset(
+        self,
+        data: Dataset | str | Path | Sequence[dict[str, Any]] | Any,
+        *,
+        input_field: str | None = None,
+        output_field: str | None = None,
+        name: str | None = None,
+    ) -> PromptOptimizer:
         """A Dataset, a JSONL/CSV path, a list of records or a pandas DataFrame."""
         if isinstance(data, Dataset):
             self._dataset = data
         else:
-            self._dataset = load_dataset(data, input_field=input_field,
-                                         output_field=output_field, name=name)
+            self._dataset = load_dataset(
+                data, input_field=input_field, output_field=output_field, name=name
+            )
         return self
 
-    def add_provider(self, provider: str, model: str | None = None, *,
-                     api_base: str | None = None) -> PromptOptimizer:
+    def add_provider(
+        self, provider: str, model: str | None = None, *, api_base: str | None = None
+    ) -> PromptOptimizer:
         """Add a task model: ``add_provider("openai", "gpt-4o-mini")`` or ``("openai/gpt-4o")``.
 
         ``api_base`` applies to every task model (one endpoint per run).
@@ -92,14 +100,17 @@ class PromptOptimizer:
 
     add_model = add_provider
 
-    def add_metric(self, metric: Metric | str, *, weight: float = 1.0,
-                   **options: Any) -> PromptOptimizer:
+    def add_metric(
+        self, metric: Metric | str, *, weight: float = 1.0, **options: Any
+    ) -> PromptOptimizer:
         """A Metric object, or a registered metric name plus its options."""
         if isinstance(metric, str):
             metric = get_registry().metric(metric, **options)
         elif not isinstance(metric, Metric):
-            raise ConfigurationError(f"{metric!r} is not a metric: it needs name, "
-                                     "requires_reference and score(output, example)")
+            raise ConfigurationError(
+                f"{metric!r} is not a metric: it needs name, "
+                "requires_reference and score(output, example)"
+            )
         if weight <= 0:
             raise ConfigurationError(f"metric weight must be > 0, got {weight}")
         if any(m.name == metric.name for m in self._metrics):
@@ -112,22 +123,32 @@ class PromptOptimizer:
         get_registry().strategy(name)
         return self._set(strategy=name, strategy_options=options)
 
-    def set_reasoning_model(self, model: str, *, base_url: str | None = None,
-                            temperature: float | None = None) -> PromptOptimizer:
+    def set_reasoning_model(
+        self, model: str, *, base_url: str | None = None, temperature: float | None = None
+    ) -> PromptOptimizer:
         extra = {} if temperature is None else {"reasoning_temperature": temperature}
         return self._set(reasoning_model=model, reasoning_base_url=base_url, **extra)
 
-    def set_splits(self, train: float = 0.6, val: float = 0.2, *,
-                   group_key: str | None = None) -> PromptOptimizer:
+    def set_splits(
+        self, train: float = 0.6, val: float = 0.2, *, group_key: str | None = None
+    ) -> PromptOptimizer:
         return self._set(train_split=train, val_split=val, group_key=group_key)
 
-    def set_budget(self, *, max_calls: int | None = None, max_reasoning_calls: int | None = None,
-                   max_cost: float | None = None,
-                   max_seconds: float | None = None) -> PromptOptimizer:
+    def set_budget(
+        self,
+        *,
+        max_calls: int | None = None,
+        max_reasoning_calls: int | None = None,
+        max_cost: float | None = None,
+        max_seconds: float | None = None,
+    ) -> PromptOptimizer:
         try:
-            budget = BudgetConfig(max_metric_calls=max_calls,
-                                  max_reasoning_calls=max_reasoning_calls, max_cost=max_cost,
-                                  max_seconds=max_seconds)
+            budget = BudgetConfig(
+                max_metric_calls=max_calls,
+                max_reasoning_calls=max_reasoning_calls,
+                max_cost=max_cost,
+                max_seconds=max_seconds,
+            )
         except ValidationError as exc:
             raise ConfigurationError(validation_message(exc)) from None
         return self._set(budget=budget.model_dump())
@@ -136,8 +157,10 @@ class PromptOptimizer:
         """Set any RunConfig field by name (seed, max_iterations, max_workers, run_dir, ...)."""
         unknown = set(settings) - set(RunConfig.model_fields)
         if unknown:
-            raise ConfigurationError(f"unknown setting(s) {sorted(unknown)}; known: "
-                                     f"{', '.join(sorted(RunConfig.model_fields))}")
+            raise ConfigurationError(
+                f"unknown setting(s) {sorted(unknown)}; known: "
+                f"{', '.join(sorted(RunConfig.model_fields))}"
+            )
         return self._set(**settings)
 
     def set_seed(self, seed: int) -> PromptOptimizer:
@@ -161,20 +184,21 @@ class PromptOptimizer:
         if not self._metrics:
             raise ConfigurationError("no metric: call .add_metric(...) e.g. 'exact_match'")
         self._check_references()
-        return RunConfig(**self._settings, dataset_name=self._dataset.name,
-                         dataset_size=len(self._dataset))
+        return RunConfig(
+            **self._settings, dataset_name=self._dataset.name, dataset_size=len(self._dataset)
+        )
 
     def _check_references(self) -> None:
         assert self._dataset is not None
-        if self._dataset.with_references == 0 and all(m.requires_reference
-                                                       for m in self._metrics):
+        if self._dataset.with_references == 0 and all(m.requires_reference for m in self._metrics):
             names = ", ".join(m.name for m in self._metrics)
-            raise ConfigurationError(f"dataset {self._dataset.name!r} has no reference answers "
-                                     f"but every metric ({names}) needs one: add an 'ideal' "
-                                     "field or use a judge metric")
+            raise ConfigurationError(
+                f"dataset {self._dataset.name!r} has no reference answers "
+                f"but every metric ({names}) needs one: add an 'ideal' "
+                "field or use a judge metric"
+            )
 
-    def run(self, prompt: str | Path,
-            callbacks: Sequence[Callback] = ()) -> OptimizationResult:
+    def run(self, prompt: str | Path, callbacks: Sequence[Callback] = ()) -> OptimizationResult:
         """Optimize ``prompt`` (text, or a Path to a prompt file); returns the result."""
         from reflex.engine import Engine
 

@@ -19,8 +19,14 @@ from reflex import hookspecs
 from reflex.errors import PluginError
 from reflex.types import Metric, Strategy
 
-__all__ = ["PluginInfo", "Registry", "get_registry", "register_plugin", "reset_registry",
-           "unregister_plugin"]
+__all__ = [
+    "PluginInfo",
+    "Registry",
+    "get_registry",
+    "register_plugin",
+    "reset_registry",
+    "unregister_plugin",
+]
 
 MetricFactory = Callable[..., Metric]
 CallbackFactory = Callable[[dict[str, Any]], Sequence[Any]]
@@ -39,9 +45,15 @@ class PluginInfo:
     commands: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "distribution": self.distribution, "version": self.version,
-                "strategies": self.strategies, "metrics": self.metrics, "options": self.options,
-                "commands": self.commands}
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "strategies": self.strategies,
+            "metrics": self.metrics,
+            "options": self.options,
+            "commands": self.commands,
+        }
 
 
 @dataclass
@@ -108,40 +120,49 @@ class Registry:
         def register(strategy_cls: type[Strategy]) -> None:
             name = strategy_cls.name
             if name in self.strategies:
-                raise PluginError(f"strategy {name!r} is registered by both plugin "
-                                  f"{self.strategies[name][0]!r} and plugin {plugin!r}")
+                raise PluginError(
+                    f"strategy {name!r} is registered by both plugin "
+                    f"{self.strategies[name][0]!r} and plugin {plugin!r}"
+                )
             self.strategies[name] = (plugin, strategy_cls)
             self.info[plugin].strategies.append(name)
+
         return register
 
     def _metric_registrar(self, plugin: str) -> Callable[[str, MetricFactory], None]:
         def register(name: str, factory: MetricFactory) -> None:
             if name in self.metrics:
-                raise PluginError(f"metric {name!r} is registered by both plugin "
-                                  f"{self.metrics[name][0]!r} and plugin {plugin!r}")
+                raise PluginError(
+                    f"metric {name!r} is registered by both plugin "
+                    f"{self.metrics[name][0]!r} and plugin {plugin!r}"
+                )
             self.metrics[name] = (plugin, factory)
             self.info[plugin].metrics.append(name)
+
         return register
 
     def _option_registrar(self, plugin: str) -> Callable[[Sequence[Any], CallbackFactory], None]:
         def register(options: Sequence[Any], to_callbacks: CallbackFactory) -> None:
             self.option_groups.append(OptionGroup(plugin, list(options), to_callbacks))
-            self.info[plugin].options.extend(
-                str(getattr(o, "opts", [o])[0]) for o in options)
+            self.info[plugin].options.extend(str(getattr(o, "opts", [o])[0]) for o in options)
+
         return register
 
     def strategy(self, name: str) -> type[Strategy]:
         self.load()
         if name not in self.strategies:
-            raise PluginError(f"unknown strategy {name!r}; available: "
-                              f"{', '.join(sorted(self.strategies)) or 'none'}")
+            raise PluginError(
+                f"unknown strategy {name!r}; available: "
+                f"{', '.join(sorted(self.strategies)) or 'none'}"
+            )
         return self.strategies[name][1]
 
     def metric(self, name: str, **options: Any) -> Metric:
         self.load()
         if name not in self.metrics:
-            raise PluginError(f"unknown metric {name!r}; available: "
-                              f"{', '.join(sorted(self.metrics)) or 'none'}")
+            raise PluginError(
+                f"unknown metric {name!r}; available: {', '.join(sorted(self.metrics)) or 'none'}"
+            )
         return self.metrics[name][1](**options)
 
     def plugins(self) -> list[PluginInfo]:

@@ -97,8 +97,13 @@ class ModelSpec:
         parse_model(self.model)
 
     def cache_params(self) -> dict[str, Any]:
-        return {"api_base": self.api_base, "temperature": self.temperature,
-                "max_tokens": self.max_tokens, "seed": self.seed, **dict(self.extra)}
+        return {
+            "api_base": self.api_base,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            **dict(self.extra),
+        }
 
     def call_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"temperature": self.temperature, "timeout": self.timeout}
@@ -127,10 +132,17 @@ RetryListener = Callable[[str, int, BaseException, float], None]
 class ProviderClient:
     """Run-wide client: one concurrency limit, one cache, one ledger for every call."""
 
-    def __init__(self, *, max_workers: int = 8, cache: ResponseCache | None = None,
-                 cache_namespace: str = "default", ledger: Ledger | None = None,
-                 retry: RetryPolicy | None = None, seed: int = 0,
-                 on_retry: RetryListener | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_workers: int = 8,
+        cache: ResponseCache | None = None,
+        cache_namespace: str = "default",
+        ledger: Ledger | None = None,
+        retry: RetryPolicy | None = None,
+        seed: int = 0,
+        on_retry: RetryListener | None = None,
+    ) -> None:
         if max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
         self.max_workers = max_workers
@@ -152,25 +164,41 @@ class ProviderClient:
             self._semaphore_loop = loop
         return self._semaphore
 
-    async def complete(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]],
-                       role: Role = "task") -> Completion:
+    async def complete(
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role = "task"
+    ) -> Completion:
         key = cache_key(self.namespace, spec.model, spec.cache_params(), messages)
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             self.ledger.add_cache_hit(role)
-            return Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, hit.cost,
-                              cached=True, attempts=0)
+            return Completion(
+                hit.text,
+                hit.prompt_tokens,
+                hit.completion_tokens,
+                hit.cost,
+                cached=True,
+                attempts=0,
+            )
         async with self._limit():
             completion = await self._call_with_retries(spec, messages, role)
-        self.ledger.add_call(role, completion.prompt_tokens, completion.completion_tokens,
-                             completion.cost)
+        self.ledger.add_call(
+            role, completion.prompt_tokens, completion.completion_tokens, completion.cost
+        )
         if self.cache is not None:
-            self.cache.put(key, CachedResponse(completion.text, completion.prompt_tokens,
-                                               completion.completion_tokens, completion.cost))
+            self.cache.put(
+                key,
+                CachedResponse(
+                    completion.text,
+                    completion.prompt_tokens,
+                    completion.completion_tokens,
+                    completion.cost,
+                ),
+            )
         return completion
 
-    async def _call_with_retries(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]],
-                                 role: Role) -> Completion:
+    async def _call_with_retries(
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role
+    ) -> Completion:
         attempt = 0
         while True:
             attempt += 1
@@ -178,13 +206,15 @@ class ProviderClient:
                 return await _call_once(spec, messages, attempt)
             except Exception as exc:  # classified right below: permanent or transient
                 if not is_transient(exc):
-                    raise ProviderError(_permanent_message(spec.model, exc),
-                                        model=spec.model) from exc
+                    raise ProviderError(
+                        _permanent_message(spec.model, exc), model=spec.model
+                    ) from exc
                 if attempt > self.retry.max_retries:
                     raise TransientProviderError(
                         f"{spec.model}: still failing after {attempt} attempts: "
                         f"{_first_line(exc)}; check the provider status or lower --max-workers",
-                        model=spec.model) from exc
+                        model=spec.model,
+                    ) from exc
                 delay = self.retry.delay(attempt, exc, self._rng)
                 self.ledger.add_retry(role)
                 if self._on_retry is not None:
@@ -193,11 +223,13 @@ class ProviderClient:
                 await asyncio.sleep(delay)
 
 
-async def _call_once(spec: ModelSpec, messages: Sequence[Mapping[str, str]],
-                     attempt: int) -> Completion:
+async def _call_once(
+    spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int
+) -> Completion:
     litellm = load_litellm()
-    response = await litellm.acompletion(model=spec.model, messages=list(messages),
-                                         **spec.call_kwargs())
+    response = await litellm.acompletion(
+        model=spec.model, messages=list(messages), **spec.call_kwargs()
+    )
     choice = response.choices[0]
     text = choice.message.content
     if text is None:
@@ -205,8 +237,14 @@ async def _call_once(spec: ModelSpec, messages: Sequence[Mapping[str, str]],
     usage = getattr(response, "usage", None)
     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
     completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-    return Completion(str(text), prompt_tokens, completion_tokens, _cost(litellm, response),
-                      cached=False, attempts=attempt)
+    return Completion(
+        str(text),
+        prompt_tokens,
+        completion_tokens,
+        _cost(litellm, response),
+        cached=False,
+        attempts=attempt,
+    )
 
 
 def _cost(litellm: Any, response: Any) -> float | None:

@@ -24,17 +24,24 @@ class ConsoleReporter(Callback):
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
-        self._progress = Progress(TextColumn("{task.description:<18}"), BarColumn(),
-                                  MofNCompleteColumn(), TimeElapsedColumn(),
-                                  console=self.console, transient=True)
+        self._progress = Progress(
+            TextColumn("{task.description:<18}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+        )
         self._task: Any = None
         self._lock = threading.Lock()
         self._started = False
 
     def on_run_start(self, config: Any, initial_prompt: str) -> None:
-        self.console.print(f"[bold]aevyra-reflex[/] strategy={config.strategy} "
-                           f"models={','.join(config.models)} dataset={config.dataset_name} "
-                           f"({config.dataset_size} rows)")
+        self.console.print(
+            f"[bold]aevyra-reflex[/] strategy={config.strategy} "
+            f"models={','.join(config.models)} dataset={config.dataset_name} "
+            f"({config.dataset_size} rows)"
+        )
 
     def on_evaluation_start(self, label: str, total: int) -> None:
         with self._lock:
@@ -67,7 +74,8 @@ class ConsoleReporter(Callback):
         self.console.print(
             f"iter {record.iteration:>3}  train {_fmt(record.score)} {change:<9} "
             f"val {_fmt(record.val_score)}{mark:<6} {verdict:<8} calls {record.calls} "
-            f"tokens {record.tokens:,} cost ${record.cost:.4f}")
+            f"tokens {record.tokens:,} cost ${record.cost:.4f}"
+        )
 
     def on_final(self, snapshot: EvalSnapshot) -> None:
         self.console.print(f"final     test {_fmt(snapshot.mean_score)}")
@@ -104,8 +112,9 @@ def print_summary(result: OptimizationResult, console: Console | None = None) ->
     table.add_row("iterations", str(len(result.iterations)))
     table.add_row("stopped", result.stop_reason)
     total = result.usage.get("total", {})
-    table.add_row("calls / tokens / cost",
-                  f"{total.get('calls', 0)} / {total.get('tokens', 0):,} / "
-                  f"${total.get('cost', 0.0):.4f}")
+    table.add_row(
+        "calls / tokens / cost",
+        f"{total.get('calls', 0)} / {total.get('tokens', 0):,} / ${total.get('cost', 0.0):.4f}",
+    )
     table.add_row("run directory", str(result.run_dir))
     console.print(table)

@@ -160,8 +160,12 @@ class OptimizationResult:
             elif f.name == "iterations":
                 value = [record.to_dict() for record in value]
             data[f.name] = value
-        data.update(improvement=self.improvement, improvement_pct=self.improvement_pct,
-                    score_trajectory=self.score_trajectory, val_trajectory=self.val_trajectory)
+        data.update(
+            improvement=self.improvement,
+            improvement_pct=self.improvement_pct,
+            score_trajectory=self.score_trajectory,
+            val_trajectory=self.val_trajectory,
+        )
         return data
 
     @classmethod

@@ -17,19 +17,45 @@ from typing import Any
 __all__ = ["RetryPolicy", "is_transient", "retry_after_seconds"]
 
 _PERMANENT_CLASSES = {
-    "AuthenticationError", "PermissionDeniedError", "BadRequestError", "NotFoundError",
-    "ContextWindowExceededError", "ContentPolicyViolationError", "UnprocessableEntityError",
-    "UnsupportedParamsError", "InvalidRequestError", "BudgetExceededError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "BadRequestError",
+    "NotFoundError",
+    "ContextWindowExceededError",
+    "ContentPolicyViolationError",
+    "UnprocessableEntityError",
+    "UnsupportedParamsError",
+    "InvalidRequestError",
+    "BudgetExceededError",
 }
 _TRANSIENT_CLASSES = {
-    "RateLimitError", "Timeout", "APITimeoutError", "APIConnectionError", "InternalServerError",
-    "ServiceUnavailableError", "BadGatewayError", "TimeoutError", "ConnectionError",
-    "ConnectionResetError", "ConnectionRefusedError", "RemoteProtocolError", "ReadTimeout",
-    "ConnectTimeout", "ReadError",
+    "RateLimitError",
+    "Timeout",
+    "APITimeoutError",
+    "APIConnectionError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "BadGatewayError",
+    "TimeoutError",
+    "ConnectionError",
+    "ConnectionResetError",
+    "ConnectionRefusedError",
+    "RemoteProtocolError",
+    "ReadTimeout",
+    "ConnectTimeout",
+    "ReadError",
 }
 _PERMANENT_HINTS = (
-    "missing credentials", "api key", "api_key", "authentication", "unauthorized",
-    "invalid_api_key", "context window", "context length", "maximum context", "permission denied",
+    "missing credentials",
+    "api key",
+    "api_key",
+    "authentication",
+    "unauthorized",
+    "invalid_api_key",
+    "context window",
+    "context length",
+    "maximum context",
+    "permission denied",
 )
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 # A rate limit or timeout is transient whatever its message says ("... per API key" is common),
@@ -74,8 +100,10 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     An unparseable value means "no advice", never an error: it must not turn a retryable
     failure into a crash.
     """
-    sources = (getattr(exc, "litellm_response_headers", None),
-               getattr(getattr(exc, "response", None), "headers", None))
+    sources = (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+    )
     for headers in sources:
         if headers:
             value = _header(headers, "retry-after")

@@ -34,8 +34,9 @@ class LoopRunner:
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="reflex-loop",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="reflex-loop", daemon=True
+        )
         self._thread.start()
 
     @property

@@ -49,8 +49,9 @@ class Session:
                 missing += cache.get(key) is None
         return missing
 
-    def evaluate(self, prompt: str, examples: Sequence[Example], label: str, *,
-                 use_reserve: bool = False) -> EvalSnapshot:
+    def evaluate(
+        self, prompt: str, examples: Sequence[Example], label: str, *, use_reserve: bool = False
+    ) -> EvalSnapshot:
         """Evaluate ``prompt`` on ``examples`` after checking the budget; emits progress."""
         if not examples:
             raise ConfigurationError(f"cannot evaluate on an empty set of examples ({label})")
@@ -59,11 +60,18 @@ class Session:
         total = len(examples) * len(self.evaluator.models)
         self.dispatcher.emit("on_evaluation_start", label, total)
         before = self.client.ledger.by_role["task"].calls
-        snapshot = self.runner.run(self.evaluator.evaluate(
-            prompt, examples, label.split(":")[0], progress=self._advance))
+        snapshot = self.runner.run(
+            self.evaluator.evaluate(prompt, examples, label.split(":")[0], progress=self._advance)
+        )
         self.budget.metric_calls += self.client.ledger.by_role["task"].calls - before
-        self.store.event("evaluation", label=label, examples=len(examples), calls=needed,
-                         mean_score=snapshot.mean_score, errors=snapshot.n_errors)
+        self.store.event(
+            "evaluation",
+            label=label,
+            examples=len(examples),
+            calls=needed,
+            mean_score=snapshot.mean_score,
+            errors=snapshot.n_errors,
+        )
         self.dispatcher.emit("on_evaluation_end", label, snapshot)
         return snapshot
 
@@ -76,16 +84,19 @@ class Session:
         if self.reasoning is None:
             raise ConfigurationError(
                 f"strategy {self.config.strategy!r} needs a reasoning model: pass "
-                "--reasoning-model provider/model (or .set_reasoning_model(...))")
+                "--reasoning-model provider/model (or .set_reasoning_model(...))"
+            )
         self.budget.check_reasoning()
-        completion = self.runner.run(self.client.complete(self.reasoning, messages,
-                                                          role="reasoning"))
-        self.store.event("reasoning", cached=completion.cached,
-                         tokens=completion.prompt_tokens + completion.completion_tokens)
+        completion = self.runner.run(
+            self.client.complete(self.reasoning, messages, role="reasoning")
+        )
+        self.store.event(
+            "reasoning",
+            cached=completion.cached,
+            tokens=completion.prompt_tokens + completion.completion_tokens,
+        )
         return completion.text
 
     def close(self) -> None:
         if self.client.cache is not None:
             self.client.cache.close()
-
-

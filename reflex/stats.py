@@ -305,9 +305,7 @@ def cohens_dz(diffs: Iterable[float]) -> float | None:
 # --------------------------------------------------------------------------- #
 # Front door
 # --------------------------------------------------------------------------- #
-def _paired_diffs(
-    baseline: Mapping[str, float], final: Mapping[str, float]
-) -> list[float]:
+def _paired_diffs(baseline: Mapping[str, float], final: Mapping[str, float]) -> list[float]:
     shared = sorted(set(baseline) & set(final), key=str)
     if not shared:
         raise ValueError(
@@ -318,9 +316,7 @@ def _paired_diffs(
     for key in shared:
         b, f = float(baseline[key]), float(final[key])
         if not (math.isfinite(b) and math.isfinite(f)):
-            raise ValueError(
-                f"non-finite score for example {key!r}: baseline={b}, final={f}"
-            )
+            raise ValueError(f"non-finite score for example {key!r}: baseline={b}, final={f}")
         diffs.append(round(f - b, DIFF_DECIMALS))
     return diffs
 

@@ -58,8 +58,9 @@ class RunStore:
         atomic_write_text(self.path / "prompts" / f"{label}.txt", prompt)
 
     def event(self, kind: str, **data: Any) -> None:
-        line = json.dumps({"ts": time.time(), "type": kind, **data}, ensure_ascii=False,
-                          default=str)
+        line = json.dumps(
+            {"ts": time.time(), "type": kind, **data}, ensure_ascii=False, default=str
+        )
         with self._lock, open(self.path / "events.jsonl", "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
 

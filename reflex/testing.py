@@ -45,8 +45,9 @@ class FakeModel:
     Token usage is the word count of the messages and of the answer.
     """
 
-    def __init__(self, responder: Responder = _echo, *, fault: Fault | None = None,
-                 provider: str = "fake") -> None:
+    def __init__(
+        self, responder: Responder = _echo, *, fault: Fault | None = None, provider: str = "fake"
+    ) -> None:
         self.responder = responder
         self.fault = fault
         self.provider = provider
@@ -60,8 +61,9 @@ class FakeModel:
     def calls_to(self, model: str) -> list[FakeRequest]:
         return [r for r in self.requests if r.model == model]
 
-    def answer(self, model: str, messages: Sequence[dict[str, str]],
-               params: dict[str, Any]) -> tuple[str, int, int]:
+    def answer(
+        self, model: str, messages: Sequence[dict[str, str]], params: dict[str, Any]
+    ) -> tuple[str, int, int]:
         system = next((m["content"] for m in messages if m.get("role") == "system"), "")
         user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
         request = FakeRequest(model, system, user, tuple(dict(m) for m in messages), params)
@@ -79,19 +81,30 @@ class FakeModel:
 
 def _adapter(litellm: Any, fake: FakeModel) -> Any:
     class _FakeLLM(litellm.CustomLLM):  # type: ignore[misc]
-        def completion(self, model: str, messages: list[dict[str, str]], *args: Any,
-                       **kwargs: Any) -> Any:
+        def completion(
+            self, model: str, messages: list[dict[str, str]], *args: Any, **kwargs: Any
+        ) -> Any:
             params = dict(kwargs.get("optional_params") or {})
             text, p_tokens, c_tokens = fake.answer(f"{fake.provider}/{model}", messages, params)
             return litellm.ModelResponse(
                 model=model,
-                choices=[{"index": 0, "finish_reason": "stop",
-                          "message": {"role": "assistant", "content": text}}],
-                usage={"prompt_tokens": p_tokens, "completion_tokens": c_tokens,
-                       "total_tokens": p_tokens + c_tokens})
+                choices=[
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text},
+                    }
+                ],
+                usage={
+                    "prompt_tokens": p_tokens,
+                    "completion_tokens": c_tokens,
+                    "total_tokens": p_tokens + c_tokens,
+                },
+            )
 
-        async def acompletion(self, model: str, messages: list[dict[str, str]], *args: Any,
-                              **kwargs: Any) -> Any:
+        async def acompletion(
+            self, model: str, messages: list[dict[str, str]], *args: Any, **kwargs: Any
+        ) -> Any:
             return self.completion(model, messages, *args, **kwargs)
 
     return _FakeLLM()

@@ -42,8 +42,9 @@ class Ledger:
         self._lock = threading.Lock()
         self.by_role: dict[str, Usage] = {role: Usage() for role in ROLES}
 
-    def add_call(self, role: Role, prompt_tokens: int, completion_tokens: int,
-                 cost: float | None) -> None:
+    def add_call(
+        self, role: Role, prompt_tokens: int, completion_tokens: int, cost: float | None
+    ) -> None:
         with self._lock:
             usage = self.by_role[role]
             usage.calls += 1
@@ -66,8 +67,14 @@ class Ledger:
         with self._lock:
             total = Usage()
             for usage in self.by_role.values():
-                for name in ("calls", "cache_hits", "retries", "prompt_tokens",
-                             "completion_tokens", "cost_unknown"):
+                for name in (
+                    "calls",
+                    "cache_hits",
+                    "retries",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "cost_unknown",
+                ):
                     setattr(total, name, getattr(total, name) + getattr(usage, name))
                 total.cost += usage.cost
             return total
