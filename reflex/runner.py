@@ -9,6 +9,7 @@ closing a loop under them leaves "Event loop is closed" errors behind.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import threading
 from collections.abc import Coroutine
 from typing import Any, ClassVar, TypeVar
@@ -30,6 +31,7 @@ class LoopRunner:
         with cls._shared_lock:
             if cls._shared is None:
                 cls._shared = cls()
+                atexit.register(cls._shared.close)
             return cls._shared
 
     def __init__(self) -> None:
@@ -53,8 +55,19 @@ class LoopRunner:
             raise
 
     def close(self) -> None:
+        """Cancel what is still pending (e.g. LiteLLM's logging worker), stop and close."""
         if self._loop.is_closed():
             return
+        if self._thread.is_alive():
+            self.run(_cancel_pending())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._loop.close()
+
+
+async def _cancel_pending() -> None:
+    current = asyncio.current_task()
+    pending = [task for task in asyncio.all_tasks() if task is not current]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)

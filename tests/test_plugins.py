@@ -210,7 +210,7 @@ def test_duplicate_metric_names_both_plugins() -> None:
 
 def test_unknown_names_list_available() -> None:
     register_plugin(SuffixPlugin(), name="suffix-plugin")
-    with pytest.raises(PluginError, match="unknown strategy 'nope'; available: iterative, suffix"):
+    with pytest.raises(PluginError, match=r"unknown strategy 'nope'; available: .*iterative.*suffix"):
         PromptOptimizer().set_strategy("nope")
     with pytest.raises(PluginError,
                        match="unknown metric 'nope'; available: exact_match, length_ok"):
@@ -227,7 +227,9 @@ def test_unknown_strategy_on_cli_lists_available(fake_model: FakeModel, dataset_
     result = _invoke(["optimize", str(dataset_file), str(prompt_file), "-m", "fake/task",
                       "-s", "nope"])
     assert result.exit_code == 2
-    assert result.stderr.strip() == "error: unknown strategy 'nope'; available: iterative, suffix"
+    line = result.stderr.strip()
+    assert line.startswith("error: unknown strategy 'nope'; available: ") and "\n" not in line
+    assert {"iterative", "suffix"} <= set(line.split("available: ")[1].split(", "))
     assert fake_model.requests == []
 
 
