@@ -26,6 +26,7 @@ class CachedResponse:
     prompt_tokens: int
     completion_tokens: int
     cost: float | None
+    owner: str | None = None
 
 
 def cache_key(
@@ -53,31 +54,36 @@ class ResponseCache:
                 self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
-                " prompt_tokens INTEGER, completion_tokens INTEGER, cost REAL)"
+                " prompt_tokens INTEGER, completion_tokens INTEGER, cost REAL, owner TEXT)"
             )
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
+            if "owner" not in columns:  # caches written before the owner column existed
+                self._db.execute("ALTER TABLE responses ADD COLUMN owner TEXT")
             self._db.commit()
         self.path = path
 
     def get(self, key: str) -> CachedResponse | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT text, prompt_tokens, completion_tokens, cost FROM responses WHERE key = ?",
+                "SELECT text, prompt_tokens, completion_tokens, cost, owner FROM responses"
+                " WHERE key = ?",
                 (key,),
             ).fetchone()
         if row is None:
             return None
-        return CachedResponse(row[0], int(row[1] or 0), int(row[2] or 0), row[3])
+        return CachedResponse(row[0], int(row[1] or 0), int(row[2] or 0), row[3], row[4])
 
     def put(self, key: str, response: CachedResponse) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     response.text,
                     response.prompt_tokens,
                     response.completion_tokens,
                     response.cost,
+                    response.owner,
                 ),
             )
             self._db.commit()

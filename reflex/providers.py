@@ -142,6 +142,7 @@ class ProviderClient:
         retry: RetryPolicy | None = None,
         seed: int = 0,
         on_retry: RetryListener | None = None,
+        owner: str | None = None,
     ) -> None:
         if max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
@@ -154,6 +155,11 @@ class ProviderClient:
         self._on_retry = on_retry
         self._semaphore: asyncio.Semaphore | None = None
         self._semaphore_loop: asyncio.AbstractEventLoop | None = None
+        # ``owner`` (the run id) marks what this run paid for, so a resumed run that replays
+        # its history from the cache counts those calls exactly once, as the original did.
+        self.owner = owner
+        self._seen: set[str] = set()
+        self._inflight: dict[str, asyncio.Future[Completion]] = {}
 
     def _limit(self) -> asyncio.Semaphore:
         # Created lazily, and again for a new loop: a semaphore that ever had to wait is bound to
@@ -164,13 +170,34 @@ class ProviderClient:
             self._semaphore_loop = loop
         return self._semaphore
 
+    def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> str:
+        return cache_key(self.namespace, spec.model, spec.cache_params(), messages)
+
+    def would_pay(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> bool:
+        """Whether ``complete`` would count a paid call (a miss, or a replay of our own call)."""
+        key = self.key(spec, messages)
+        hit = self.cache.get(key) if self.cache is not None else None
+        return hit is None or self._replays(key, hit)
+
+    def _replays(self, key: str, hit: CachedResponse) -> bool:
+        return self.owner is not None and hit.owner == self.owner and key not in self._seen
+
     async def complete(
         self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role = "task"
     ) -> Completion:
-        key = cache_key(self.namespace, spec.model, spec.cache_params(), messages)
+        """One answer: from the cache, from an identical call in flight, or from the provider."""
+        key = self.key(spec, messages)
+        if key in self._inflight:  # the same request is already being paid for: share it
+            shared = await asyncio.shield(self._inflight[key])
+            self.ledger.add_cache_hit(role)
+            return _as_cached(shared)
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
-            self.ledger.add_cache_hit(role)
+            if self._replays(key, hit):
+                self.ledger.add_call(role, hit.prompt_tokens, hit.completion_tokens, hit.cost)
+            else:
+                self.ledger.add_cache_hit(role)
+            self._seen.add(key)
             return Completion(
                 hit.text,
                 hit.prompt_tokens,
@@ -179,8 +206,25 @@ class ProviderClient:
                 cached=True,
                 attempts=0,
             )
-        async with self._limit():
-            completion = await self._call_with_retries(spec, messages, role)
+        return await self._pay(key, spec, messages, role)
+
+    async def _pay(
+        self, key: str, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role
+    ) -> Completion:
+        future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            async with self._limit():
+                completion = await self._call_with_retries(spec, messages, role)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: nobody may be waiting on it
+            raise
+        finally:
+            del self._inflight[key]
         self.ledger.add_call(
             role, completion.prompt_tokens, completion.completion_tokens, completion.cost
         )
@@ -192,8 +236,11 @@ class ProviderClient:
                     completion.prompt_tokens,
                     completion.completion_tokens,
                     completion.cost,
+                    self.owner,
                 ),
             )
+        self._seen.add(key)
+        future.set_result(completion)
         return completion
 
     async def _call_with_retries(
@@ -244,6 +291,17 @@ async def _call_once(
         _cost(litellm, response),
         cached=False,
         attempts=attempt,
+    )
+
+
+def _as_cached(completion: Completion) -> Completion:
+    return Completion(
+        completion.text,
+        completion.prompt_tokens,
+        completion.completion_tokens,
+        completion.cost,
+        cached=True,
+        attempts=0,
     )
 
 

@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from reflex.budget import Budget
-from reflex.cache import cache_key
 from reflex.callbacks import CallbackDispatcher
 from reflex.config import RunConfig
 from reflex.errors import ConfigurationError
@@ -38,16 +37,12 @@ class Session:
 
     def uncached_calls(self, prompt: str, examples: Sequence[Example]) -> int:
         """How many (example, model) calls an evaluation would pay for (cache probes only)."""
-        cache = self.client.cache
-        if cache is None:
-            return len(examples) * len(self.evaluator.models)
-        missing = 0
-        for spec in self.evaluator.models:
-            for example in examples:
-                messages = render_messages(prompt, example, self.evaluator.prompt_mode)
-                key = cache_key(self.client.namespace, spec.model, spec.cache_params(), messages)
-                missing += cache.get(key) is None
-        return missing
+        mode = self.evaluator.prompt_mode
+        return sum(
+            self.client.would_pay(spec, render_messages(prompt, example, mode))
+            for spec in self.evaluator.models
+            for example in examples
+        )
 
     def evaluate(
         self, prompt: str, examples: Sequence[Example], label: str, *, use_reserve: bool = False

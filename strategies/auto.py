@@ -20,12 +20,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from reflex.context import StrategyContext
-from reflex.hookspecs import hookimpl
 from reflex_strategies.fewshot import FewshotOptions, FewshotStrategy
 from reflex_strategies.instructions import InstructionsOptions, InstructionsStrategy
 from reflex_strategies.iterative import IterativeOptions, IterativeStrategy
+
+from reflex.context import StrategyContext
+from reflex.hookspecs import hookimpl
 
 __all__ = ["AutoOptions", "AutoStrategy", "plan_iterations", "register_strategies"]
 

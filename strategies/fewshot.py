@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from reflex_strategies._common import join_sections, screening_batch, try_candidate
 
 from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.types import Example
-from reflex_strategies._common import join_sections, screening_batch, try_candidate
 
 __all__ = ["Demo", "FewshotOptions", "FewshotStrategy", "register_strategies", "render_demos"]
 

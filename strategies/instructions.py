@@ -25,11 +25,11 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
+from reflex_strategies._common import join_sections, references, screening_batch, try_candidate
 
 from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.types import Example
-from reflex_strategies._common import join_sections, references, screening_batch, try_candidate
 
 __all__ = ["InstructionsOptions", "InstructionsStrategy", "instruction_candidates",
            "register_strategies"]

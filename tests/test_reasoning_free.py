@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reflex_strategies.auto import plan_iterations
+from reflex_strategies.instructions import InstructionsOptions, instruction_candidates
 
 from reflex import ConfigurationError, Example, OptimizationResult, PromptOptimizer
 from reflex.testing import FakeModel, FakeRequest
-from reflex_strategies.auto import plan_iterations
-from reflex_strategies.instructions import InstructionsOptions, instruction_candidates
 
 START = "Classify the topic of the text."
 LABELS = ["politics", "sports", "tech"]
