@@ -74,6 +74,17 @@ def bench(model: str) -> None:
         f"{usage.completion_tokens / total:.1f} completion tok/s"
     )
     print(f"  exact-match accuracy {correct}/{len(REVIEWS)}")
+    print(
+        f"  generation {generation_rate(client, model):.1f} tok/s (64-token answer, short prompt)"
+    )
+
+
+def generation_rate(client: ProviderClient, model: str) -> float:
+    """Completion tokens/s on a tiny prompt and a long answer: decoding speed, not prefill."""
+    messages = [{"role": "user", "content": "Count from 1 to 100, separated by spaces."}]
+    started = time.perf_counter()
+    result = LoopRunner.shared().run(client.complete(ModelSpec(model, max_tokens=64), messages))
+    return result.completion_tokens / (time.perf_counter() - started)
 
 
 def main() -> None:

@@ -2,55 +2,70 @@
 
 from __future__ import annotations
 
-import re
-import string
+from typing import Any
+
+from reflex_metrics._text import clip, normalise
 
 from reflex.hookspecs import hookimpl
 from reflex.types import Example, Score
 
 __all__ = ["ExactMatch", "normalise", "register_metrics"]
 
-_QUOTES = "\"'`\u201c\u201d\u2018\u2019"
-
-
-def normalise(text: str, *, case: bool = True, whitespace: bool = True,
-              punctuation: bool = False, quotes: bool = True) -> str:
-    """Lowercase, collapse whitespace, strip surrounding quotes and a trailing period."""
-    value = text.strip()
-    if whitespace:
-        value = re.sub(r"\s+", " ", value)
-    if case:
-        value = value.lower()
-    if quotes:
-        value = value.strip(_QUOTES).strip()
-        value = value[:-1].rstrip() if value.endswith(".") and not value.endswith("..") else value
-    if punctuation:
-        value = value.translate(str.maketrans("", "", string.punctuation)).strip()
-    return value
-
 
 class ExactMatch:
-    """Exact match after normalisation (case, whitespace, quotes, trailing period by default)."""
+    """Exact match after normalisation.
+
+    Defaults: case-insensitive, whitespace collapsed, surrounding quotes and one trailing period
+    stripped; ``punctuation=True`` also drops all punctuation. Feedback says how the output
+    differs without quoting the reference unless ``show_reference=True``.
+    """
 
     name = "exact_match"
     requires_reference = True
 
-    def __init__(self, *, case: bool = True, whitespace: bool = True,
-                 punctuation: bool = False, quotes: bool = True) -> None:
-        self.options = {"case": case, "whitespace": whitespace, "punctuation": punctuation,
-                        "quotes": quotes}
+    def __init__(
+        self,
+        *,
+        case: bool = True,
+        whitespace: bool = True,
+        punctuation: bool = False,
+        quotes: bool = True,
+        trailing_period: bool = True,
+        show_reference: bool = False,
+    ) -> None:
+        self.options = {
+            "case": case,
+            "whitespace": whitespace,
+            "punctuation": punctuation,
+            "quotes": quotes,
+            "trailing_period": trailing_period,
+        }
+        self.show_reference = show_reference
 
     def score(self, output: str, example: Example) -> Score:
-        reference = example.ideal or ""
-        got, want = normalise(output, **self.options), normalise(reference, **self.options)
+        if example.ideal is None:
+            return Score(0.0, error="no reference answer")
+        got, want = normalise(output, **self.options), normalise(example.ideal, **self.options)
         if got == want:
             return Score(1.0)
-        shown = got if len(got) <= 80 else got[:77] + "..."
-        hint = "output is longer than the reference" if len(got) > 2 * len(want) + 10 else (
-            "output differs from the reference")
-        return Score(0.0, feedback=f"{hint}: got {shown!r}")
+        return Score(0.0, feedback=_difference(got, want, self.show_reference))
+
+
+def _difference(got: str, want: str, show_reference: bool) -> str:
+    if not got:
+        hint = "output is empty"
+    elif want and want in got:
+        hint = "output contains the expected answer plus extra text; answer with it alone"
+    elif len(got) > 2 * len(want) + 10:
+        hint = f"output is much longer than expected ({len(got)} vs {len(want)} characters)"
+    else:
+        hint = "output differs from the expected answer"
+    detail = f": got {clip(got)!r}"
+    if show_reference:
+        detail += f", expected {clip(want)!r}"
+    return hint + detail
 
 
 @hookimpl
-def register_metrics(register) -> None:  # type: ignore[no-untyped-def]
+def register_metrics(register: Any) -> None:
     register("exact_match", ExactMatch)

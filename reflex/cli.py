@@ -78,9 +78,21 @@ def _optimize_options() -> list[Callable[[Any], Any]]:
             "--metric",
             "metrics",
             multiple=True,
-            default=("exact_match",),
-            show_default=True,
-            help="Metric name; repeat for several (see `aevyra-reflex plugins`).",
+            help="Metric name; repeat for several (see `aevyra-reflex plugins`). "
+            "Default: exact_match, or none when --judge is given.",
+        ),
+        o("--judge", metavar="PROVIDER/MODEL", help="Also score with this LLM judge."),
+        o(
+            "--judge-criteria",
+            type=click.Path(dir_okay=False, exists=True, path_type=Path),
+            help="Judge rubric: a JSON criteria file or a plain-text rubric.",
+        ),
+        o(
+            "--slice-by",
+            "slice_by",
+            multiple=True,
+            metavar="KEY",
+            help="Report test scores per value of this metadata key; repeat for several.",
         ),
         o("-s", "--strategy", default="iterative", show_default=True, help="Strategy name."),
         o(
@@ -162,8 +174,15 @@ def _build_optimizer(p: dict[str, Any]) -> Any:
     )
     for model in p["models"]:
         opt.add_provider(model, api_base=p["api_base"])
-    for metric in p["metrics"]:
+    # Without --metric: exact_match, unless a judge scores the run (then the judge alone).
+    for metric in p["metrics"] or (() if p["judge"] else ("exact_match",)):
         opt.add_metric(metric)
+    if p["judge"]:
+        opt.set_judge(p["judge"], criteria=p["judge_criteria"])
+    elif p["judge_criteria"]:
+        raise click.BadParameter("needs --judge PROVIDER/MODEL", param_hint="--judge-criteria")
+    if p["slice_by"]:
+        opt.set_slices(*p["slice_by"])
     opt.set_strategy(p["strategy"], **_pairs(p["strategy_options"], "--strategy-option"))
     if p["reasoning_model"]:
         opt.set_reasoning_model(p["reasoning_model"], base_url=p["reasoning_base_url"])
@@ -211,6 +230,20 @@ def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
             json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8"
         )
     print_summary(result)
+    _print_slices(result.slices)
+
+
+def _print_slices(slices: dict[str, Any]) -> None:
+    def fmt(value: float | None) -> str:
+        return "  n/a" if value is None else f"{value:.3f}"
+
+    for key, groups in slices.items():
+        click.echo(f"test score by {key} (baseline -> final):", err=True)
+        for group, row in groups.items():
+            click.echo(
+                f"  {group:<20} n={row['n']:<4} {fmt(row['baseline'])} -> {fmt(row['final'])}",
+                err=True,
+            )
 
 
 def _make_optimize(registry: Any) -> click.Command:

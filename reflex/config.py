@@ -37,6 +37,7 @@ class RunConfig(BaseModel):
     reasoning_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     metrics: list[str] = Field(default_factory=list)
     metric_weights: dict[str, float] = Field(default_factory=dict)
+    guards: dict[str, float] = Field(default_factory=dict)
     strategy: str = "iterative"
     strategy_options: dict[str, Any] = Field(default_factory=dict)
     max_iterations: int = Field(default=5, ge=0)
@@ -55,6 +56,8 @@ class RunConfig(BaseModel):
     allow_degenerate_seed: bool = False
     dataset_name: str = ""
     dataset_size: int = 0
+    run_id: str = ""
+    resumed: bool = False
 
     @field_validator("models")
     @classmethod

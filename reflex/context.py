@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from reflex.dataset import Dataset
+from reflex.errors import ReflexError
 from reflex.result import EvalSnapshot, IterationRecord
 from reflex.session import Session
 from reflex.types import Example
@@ -21,8 +22,11 @@ class StrategyContext:
     """The engine's side of the Strategy contract.
 
     ``record_iteration`` measures each candidate on the validation split, keeps the best-on-val
-    prompt (ties keep the earlier one), applies early stopping and the threshold, writes a
-    checkpoint and notifies callbacks.
+    prompt (ties keep the earlier one; guard metrics must not regress), applies early stopping
+    and the threshold, writes a checkpoint and notifies callbacks.
+
+    On resume the strategy is replayed from the start against the response cache (no paid calls);
+    iterations up to the checkpoint are checked against it and not reported twice.
     """
 
     def __init__(
@@ -34,6 +38,7 @@ class StrategyContext:
         initial_prompt: str,
         options: BaseModel,
         initial_val: EvalSnapshot | None,
+        replay: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self._session = session
         self.train = train
@@ -49,9 +54,13 @@ class StrategyContext:
         self.phase_history: list[dict[str, Any]] = []
         self.best_prompt = initial_prompt
         self.best_val: float | None = initial_val.mean_score if initial_val else None
+        self._initial_val = initial_val
         self._since_best = 0
         self.stop_reason = ""
         self._started = time.monotonic()
+        self._replay = list(replay)
+        if not self._replay:
+            session.end_replay(0)
 
     @property
     def max_iterations(self) -> int:
@@ -74,10 +83,17 @@ class StrategyContext:
             self.stop_reason = f"reached max iterations ({self.max_iterations})"
         return bool(self.stop_reason)
 
-    def begin_phase(self, name: str) -> None:
-        """Mark the start of a named phase (e.g. ``auto`` running ``fewshot``); in phase_history."""
+    def begin_phase(self, name: str, *, reset_patience: bool = True) -> None:
+        """Start a named phase (e.g. ``auto`` running ``fewshot``); recorded in phase_history.
+
+        By default the early-stopping counter restarts, so one phase's misses do not end the next.
+        """
         self.phase = name
         self.phase_history.append({"phase": name, "start_iteration": self.iteration + 1})
+        if reset_patience:
+            self._since_best = 0
+            if self.stop_reason.endswith("(early stopping)"):
+                self.stop_reason = ""
         self.log("phase", phase=name)
 
     def evaluate(
@@ -95,7 +111,7 @@ class StrategyContext:
 
     def log(self, kind: str, **data: Any) -> None:
         """Append a strategy event to the run's events.jsonl."""
-        self._session.store.event(kind, iteration=self.iteration, **data)
+        self._session.event(kind, iteration=self.iteration, **data)
 
     def record_iteration(
         self,
@@ -103,19 +119,28 @@ class StrategyContext:
         train: EvalSnapshot | None,
         *,
         reasoning: str = "",
-        accepted: bool = True,
+        accepted: bool | None = None,
         change: float | None = None,
         failed: str | None = None,
+        rejected: str | None = None,
     ) -> IterationRecord:
-        """Record one iteration; measures ``prompt`` on val unless the iteration failed."""
-        val_score = None
-        if failed is None and len(self.val):
-            val_score = self._session.evaluate(
-                prompt, list(self.val), f"val:it{self.iteration + 1}"
-            ).mean_score
-        selection = val_score if len(self.val) else (train.mean_score if train else None)
+        """Record one iteration and return it.
+
+        The candidate is measured on val unless it ``failed`` (an error) or was ``rejected``
+        before val (e.g. screened out on train; the reason is recorded). ``accepted=None`` means
+        "accepted if it became the new best on val".
+        """
+        val = None
+        if failed is None and rejected is None and len(self.val):
+            val = self._session.evaluate(prompt, list(self.val), f"val:it{self.iteration + 1}")
+        selection = val.mean_score if val is not None else None
+        if not len(self.val) and failed is None and rejected is None and train is not None:
+            selection = train.mean_score
+        guard = self._guard_violation(val)
+        rejected = rejected or guard
         is_best = (
             failed is None
+            and guard is None
             and selection is not None
             and (self.best_val is None or selection > self.best_val)
         )
@@ -123,21 +148,52 @@ class StrategyContext:
             self.best_prompt, self.best_val, self._since_best = prompt, selection, 0
         else:
             self._since_best += 1
-        record = self._make_record(
-            prompt, train, val_score, reasoning, accepted, change, failed, is_best
-        )
+        ok = is_best if accepted is None else accepted
+        record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
+        record = _with(record, rejected=rejected)
         self.iterations.append(record)
         self._update_stop()
-        self._session.store.write_prompt(f"iter_{record.iteration:03d}", prompt)
-        self._session.store.write_json("checkpoint.json", self.checkpoint())
-        self._session.store.event("iteration", **record.to_dict())
-        self._session.dispatcher.emit("on_iteration", record)
+        self._publish(record)
         return record
 
+    def _guard_violation(self, val: EvalSnapshot | None) -> str | None:
+        """A reason when a guard metric regressed on val beyond its tolerance, else None."""
+        if val is None or self._initial_val is None:
+            return None
+        for name, tolerance in self.config.guards.items():
+            before = self._initial_val.scores_by_metric.get(name)
+            after = val.scores_by_metric.get(name)
+            if before is not None and after is not None and after < before - tolerance:
+                return f"guard {name} regressed {before:.3f} -> {after:.3f} (tolerance {tolerance})"
+        return None
+
+    def _publish(self, record: IterationRecord) -> None:
+        session = self._session
+        if session.replaying:
+            self._check_replay(record)
+            if self.iteration >= len(self._replay):
+                session.end_replay(self.iteration)
+            return
+        session.store.write_prompt(f"iter_{record.iteration:03d}", record.system_prompt)
+        session.store.write_json("checkpoint.json", self.checkpoint())
+        session.event("iteration", **record.to_dict())
+        session.dispatcher.emit("on_iteration", record)
+
+    def _check_replay(self, record: IterationRecord) -> None:
+        saved = self._replay[record.iteration - 1]
+        fields = ("system_prompt", "score", "val_score", "failed", "is_best")
+        diffs = [f for f in fields if saved.get(f) != getattr(record, f)]
+        if diffs:
+            raise ReflexError(
+                f"resume diverged at iteration {record.iteration} ({', '.join(diffs)} differ): "
+                "the models or the cache changed since the run was interrupted; start a new run"
+            )
+
     def checkpoint(self) -> dict[str, Any]:
-        """The resumable state after the latest iteration (written atomically each iteration)."""
+        """The state after the latest iteration (written atomically after each iteration)."""
         budget = self._session.budget
         return {
+            "stage": "iterations",
             "iteration": self.iteration,
             "phase": self.phase,
             "phase_history": self.phase_history,
@@ -146,18 +202,17 @@ class StrategyContext:
             "since_best": self._since_best,
             "stop_reason": self.stop_reason,
             "state": self.state,
-            "rng_state": self.rng.getstate(),
             "iterations": [r.to_dict() for r in self.iterations],
             "ledger": self._session.client.ledger.to_dict(),
             "metric_calls": budget.metric_calls,
-            "elapsed_s": budget.elapsed,
+            "elapsed_s": round(budget.elapsed, 3),
         }
 
     def _make_record(
         self,
         prompt: str,
         train: EvalSnapshot | None,
-        val_score: float | None,
+        val: EvalSnapshot | None,
         reasoning: str,
         accepted: bool,
         change: float | None,
@@ -168,8 +223,9 @@ class StrategyContext:
         return IterationRecord(
             iteration=self.iteration + 1,
             score=train.mean_score if train else None,
-            val_score=val_score,
+            val_score=val.mean_score if val is not None else None,
             scores_by_metric=dict(train.scores_by_metric) if train else {},
+            val_scores_by_metric=dict(val.scores_by_metric) if val is not None else {},
             system_prompt=prompt,
             reasoning=reasoning,
             accepted=accepted and failed is None,
@@ -190,3 +246,9 @@ class StrategyContext:
         patience = self.config.early_stopping_patience
         if patience is not None and self._since_best >= patience:
             self.stop_reason = f"no val improvement in {patience} iterations (early stopping)"
+
+
+def _with(record: IterationRecord, **changes: Any) -> IterationRecord:
+    from dataclasses import replace
+
+    return replace(record, **changes)

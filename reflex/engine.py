@@ -8,6 +8,7 @@ on_final -> paired test -> on_run_end. On any exception: on_run_error(error, par
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Sequence
 
@@ -23,6 +24,7 @@ from reflex.errors import BudgetExhausted, ConfigurationError, DegenerateSeedErr
 from reflex.evaluate import Evaluator
 from reflex.providers import ModelSpec, ProviderClient
 from reflex.result import EvalSnapshot, OptimizationResult
+from reflex.resume import ResumePoint, prompt_hash
 from reflex.runner import LoopRunner
 from reflex.session import Session
 from reflex.splits import Split, split_dataset
@@ -60,8 +62,10 @@ class Engine:
         metrics: Sequence[Metric],
         strategy_cls: type[Strategy],
         callbacks: Sequence[Callback] = (),
+        resume: ResumePoint | None = None,
     ) -> None:
         self.config = config
+        self.resume = resume
         self.dataset = dataset
         self.metrics = list(metrics)
         self.strategy_cls = strategy_cls
@@ -72,17 +76,19 @@ class Engine:
                 "--reasoning-model provider/model (builder: .set_reasoning_model(...))"
             )
         self.callbacks = list(callbacks)
-        self.split: Split = split_dataset(
-            dataset,
-            train=config.train_split,
-            val=config.val_split,
-            seed=config.seed,
-            group_key=config.group_key,
-        )
+        if resume is not None:
+            self.split: Split = Split.from_ids(dataset, resume.split_ids)
+        else:
+            self.split = split_dataset(
+                dataset,
+                train=config.train_split,
+                val=config.val_split,
+                seed=config.seed,
+                group_key=config.group_key,
+            )
 
     def run(self, prompt: str) -> OptimizationResult:
-        session = self._open_session()
-        session.store.write_prompt("initial", prompt)
+        session = self._open_session(prompt)
         result = OptimizationResult(
             best_prompt=prompt,
             best_score=None,
@@ -100,6 +106,7 @@ class Engine:
         except BaseException as exc:
             result.stop_reason = result.stop_reason or f"error: {type(exc).__name__}: {exc}"
             self._finish(session, result, started)
+            session.replaying = False
             session.store.event("run_error", error=f"{type(exc).__name__}: {exc}")
             session.dispatcher.emit("on_run_error", exc, result)
             if isinstance(exc, BudgetExhausted) and exc.partial is None:
@@ -112,17 +119,17 @@ class Engine:
         return result
 
     def _lifecycle(self, session: Session, prompt: str, result: OptimizationResult) -> None:
-        session.dispatcher.emit("on_run_start", self.config, prompt)
+        session.dispatcher.emit("on_run_start", session.config, prompt)
         self._preflight(session, prompt)
         result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
-        session.dispatcher.emit("on_baseline", result.baseline)
+        session.emit("on_baseline", result.baseline)
         self._reserve_final(session, result.baseline)
         ctx = self._optimize(session, prompt, result)
         result.best_prompt, result.best_score = ctx.best_prompt, ctx.best_val
         result.final = session.evaluate(
             ctx.best_prompt, list(self.split.test), "test:final", use_reserve=True
         )
-        session.dispatcher.emit("on_final", result.final)
+        session.emit("on_final", result.final)
         test = paired_test(
             result.baseline.per_example(), result.final.per_example(), seed=self.config.seed
         )
@@ -135,6 +142,9 @@ class Engine:
         initial_val = None
         if len(self.split.val):
             initial_val = session.evaluate(prompt, list(self.split.val), "val:baseline")
+        if not session.replaying:
+            session.store.write_json("checkpoint.json", {"stage": "baseline", "iteration": 0})
+        checkpoint = self.resume.checkpoint if self.resume else None
         ctx = StrategyContext(
             session,
             train=self.split.train,
@@ -142,6 +152,7 @@ class Engine:
             initial_prompt=prompt,
             options=self.options,
             initial_val=initial_val,
+            replay=(checkpoint or {}).get("iterations", []),
         )
         result.iterations = ctx.iterations
         strategy = self.strategy_cls(self.options)
@@ -150,7 +161,7 @@ class Engine:
             ctx.stop_reason = ctx.stop_reason or "strategy finished"
         except BudgetExhausted as exc:
             ctx.stop_reason = f"budget exhausted: {exc.reason}"
-            session.store.event("budget_exhausted", reason=exc.reason)
+            session.event("budget_exhausted", reason=exc.reason)
         result.stop_reason = ctx.stop_reason
         result.phase_history = ctx.phase_history or [{"phase": ctx.phase, "start_iteration": 1}]
         return ctx
@@ -183,17 +194,22 @@ class Engine:
         session.budget.reserved_calls = len(self.split.test) * len(self.config.models)
         session.budget.reserved_cost = session.client.ledger.by_role["task"].cost
 
-    def _open_session(self) -> Session:
-        store = RunStore(self.config.run_dir)
-        store.write_json("config.json", self.config.model_dump(mode="json"))
-        store.write_json("splits.json", self.split.ids())
+    def _open_session(self, prompt: str) -> Session:
+        resume = self.resume
+        store = RunStore(self.config.run_dir, run_id=resume.run_id if resume else None)
+        config = self.config.model_copy(update={"run_id": store.run_id, "resumed": bool(resume)})
+        if resume is None:
+            self._write_run_files(store, config, prompt)
+        else:
+            store.write_json("run.json", {**self._meta(store, prompt), "resumed_at": time.time()})
         cache = ResponseCache(store.cache_path)
         client = ProviderClient(
-            max_workers=self.config.max_workers,
+            max_workers=config.max_workers,
             cache=cache,
-            cache_namespace=self.config.cache_namespace,
-            seed=self.config.seed,
-            on_retry=lambda model, attempt, exc, delay: store.event(
+            cache_namespace=config.cache_namespace,
+            seed=config.seed,
+            owner=store.run_id,
+            on_retry=lambda model, attempt, exc, delay: session.event(
                 "retry",
                 model=model,
                 attempt=attempt,
@@ -203,10 +219,10 @@ class Engine:
         )
         evaluator = Evaluator(
             client=client,
-            models=[self._task_spec(m) for m in self.config.models],
+            models=[self._task_spec(m) for m in config.models],
             metrics=self.metrics,
-            weights=self.config.metric_weights,
-            prompt_mode=self.config.prompt_mode,
+            weights=config.metric_weights,
+            prompt_mode=config.prompt_mode,
         )
         dispatcher = CallbackDispatcher(
             self.callbacks,
@@ -214,16 +230,40 @@ class Engine:
                 "callback_failure", callback=name, hook=hook, error=str(exc)
             ),
         )
-        return Session(
-            config=self.config,
+        budget = Budget(config.budget, client.ledger)
+        if resume is not None and resume.checkpoint:
+            budget.elapsed_before = float(resume.checkpoint.get("elapsed_s", 0.0))
+        session = Session(
+            config=config,
             runner=LoopRunner.shared(),
             client=client,
             evaluator=evaluator,
-            budget=Budget(self.config.budget, client.ledger),
+            budget=budget,
             store=store,
             dispatcher=dispatcher,
             reasoning=self._reasoning_spec(),
+            replaying=bool(resume and resume.checkpoint),
         )
+        return session
+
+    def _write_run_files(self, store: RunStore, config: RunConfig, prompt: str) -> None:
+        store.write_json("config.json", config.model_dump(mode="json"))
+        store.write_json("splits.json", self.split.ids())
+        store.write_json("run.json", self._meta(store, prompt))
+        store.write_prompt("initial", prompt)
+
+    def _meta(self, store: RunStore, prompt: str) -> dict[str, object]:
+        return {
+            "run_id": store.run_id,
+            "pid": os.getpid(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "strategy": self.strategy_cls.name,
+            "dataset_name": self.dataset.name,
+            "dataset_source": self.dataset.source,
+            "dataset_fingerprint": self.dataset.fingerprint(),
+            "prompt_sha256": prompt_hash(prompt),
+            "reflex_version": _version(),
+        }
 
     def _task_spec(self, model: str) -> ModelSpec:
         return ModelSpec(
@@ -253,10 +293,16 @@ class Engine:
         }
 
     def _finish(self, session: Session, result: OptimizationResult, started: float) -> None:
-        result.elapsed_s = round(time.monotonic() - started, 3)
+        result.elapsed_s = round(session.budget.elapsed, 3)
         result.usage = {
             **session.client.ledger.to_dict(),
             "metric_calls": session.budget.metric_calls,
         }
         session.store.write_prompt("best", result.best_prompt)
         session.store.write_json("result.json", result.to_dict())
+
+
+def _version() -> str:
+    from reflex import __version__
+
+    return __version__

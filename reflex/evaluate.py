@@ -6,16 +6,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Literal
+from typing import Any, Literal
 
 from reflex.providers import ModelSpec, ProviderClient
 from reflex.result import EvalSnapshot, Sample
-from reflex.types import Example, Metric, Score
+from reflex.types import Example, JudgeCall, Metric, ModelGradedMetric, Score
 
-__all__ = ["PromptMode", "Evaluator", "combine_scores", "render_messages"]
+__all__ = ["PromptMode", "Evaluator", "combine_scores", "render_messages", "slice_scores"]
 
 PromptMode = Literal["replace", "prepend"]
 Progress = Callable[[int], None]
@@ -78,12 +78,14 @@ class Evaluator:
         feedback: dict[str, str] = {}
         objectives: dict[str, float] = {}
         errors: list[str] = []
+        failed: list[str] = []
         for metric in self.metrics:
             if metric.requires_reference and example.ideal is None:
                 continue
-            verdict: Score = metric.score(completion.text, example)
+            verdict = await self._score(metric, completion.text, example)
             if verdict.error is not None:
                 errors.append(f"{metric.name}: {verdict.error}")
+                failed.append(metric.name)
                 continue
             scores[metric.name] = verdict.value
             if verdict.feedback:
@@ -100,7 +102,21 @@ class Evaluator:
             objectives=objectives,
             error="; ".join(errors) or None,
             cached=completion.cached,
+            failed_metrics=failed,
         )
+
+    async def _score(self, metric: Metric, output: str, example: Example) -> Score:
+        if isinstance(metric, ModelGradedMetric):
+            return await metric.ascore(output, example, self._judge_call(metric))
+        return metric.score(output, example)
+
+    def _judge_call(self, metric: ModelGradedMetric) -> JudgeCall:
+        # Judge calls take the task calls' road: same client, cache, ledger and concurrency.
+        async def call(messages: Sequence[Mapping[str, str]]) -> str:
+            completion = await self.client.complete(metric.judge, messages, role="judge")
+            return completion.text
+
+        return call
 
     def _snapshot(
         self, prompt: str, split: str, samples: tuple[Sample, ...], examples: Sequence[Example]
@@ -108,10 +124,14 @@ class Evaluator:
         scored = [s.score for s in samples if s.score is not None]
         by_metric: dict[str, float] = {}
         skipped: dict[str, int] = {}
+        failed: dict[str, int] = {}
         for metric in self.metrics:
             values = [s.scores[metric.name] for s in samples if metric.name in s.scores]
             if values:
                 by_metric[metric.name] = fmean(values)
+            n_failed = sum(1 for s in samples if metric.name in s.failed_metrics)
+            if n_failed:
+                failed[metric.name] = n_failed
             if metric.requires_reference:
                 missing = sum(1 for ex in examples if ex.ideal is None) * len(self.models)
                 if missing:
@@ -124,4 +144,51 @@ class Evaluator:
             samples=samples,
             n_errors=sum(1 for s in samples if s.error is not None),
             n_skipped=skipped,
+            n_failed=failed,
+            model_graded=any(isinstance(m, ModelGradedMetric) for m in self.metrics),
         )
+
+
+def slice_scores(
+    examples: Iterable[Example],
+    baseline: EvalSnapshot | None,
+    final: EvalSnapshot | None,
+    keys: Sequence[str],
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per-group mean scores by metadata key, baseline vs final.
+
+    ``{key: {group: {"n", "baseline", "final", "change"}}}`` over the rows the snapshots measured
+    (``n`` counts those rows); rows without the key fall in the group ``"(none)"``; a side with
+    no scored row in a group reads None.
+    """
+    snapshots = [snap for snap in (baseline, final) if snap is not None]
+    measured = {s.example_id for snap in snapshots for s in snap.samples}
+    rows = [example for example in examples if example.id in measured]
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for key in keys:
+        members: dict[str, set[str]] = {}
+        for example in rows:
+            value = example.metadata.get(key)
+            members.setdefault("(none)" if value is None else str(value), set()).add(example.id)
+        table: dict[str, dict[str, Any]] = {}
+        for group in sorted(members):
+            before, after = (
+                _group_mean(baseline, members[group]),
+                _group_mean(final, members[group]),
+            )
+            change = None if before is None or after is None else after - before
+            table[group] = {
+                "n": len(members[group]),
+                "baseline": before,
+                "final": after,
+                "change": change,
+            }
+        out[key] = table
+    return out
+
+
+def _group_mean(snapshot: EvalSnapshot | None, ids: set[str]) -> float | None:
+    if snapshot is None:
+        return None
+    values = [s.score for s in snapshot.samples if s.example_id in ids and s.score is not None]
+    return fmean(values) if values else None

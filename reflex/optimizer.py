@@ -59,6 +59,7 @@ class PromptOptimizer:
         self._metrics: list[Metric] = []
         self._settings: dict[str, Any] = {"models": []}
         self._budget: dict[str, Any] = {}
+        self._slice_by: list[str] = []
 
     def _set(self, **values: Any) -> PromptOptimizer:
         trial = {**self._settings, **values}
@@ -111,13 +112,42 @@ class PromptOptimizer:
                 f"{metric!r} is not a metric: it needs name, "
                 "requires_reference and score(output, example)"
             )
-        if weight <= 0:
-            raise ConfigurationError(f"metric weight must be > 0, got {weight}")
+        if weight < 0:
+            raise ConfigurationError(
+                f"metric weight must be >= 0 (0 = reported and guardable, not optimized), "
+                f"got {weight}"
+            )
         if any(m.name == metric.name for m in self._metrics):
             raise ConfigurationError(f"metric {metric.name!r} was added twice")
         self._metrics.append(metric)
         weights = {**self._settings.get("metric_weights", {}), metric.name: weight}
         return self._set(metrics=[m.name for m in self._metrics], metric_weights=weights)
+
+    def set_judge(
+        self,
+        model: str,
+        *,
+        criteria: str | Path | None = None,
+        criteria_list: Sequence[Any] | None = None,
+        weight: float = 1.0,
+        **options: Any,
+    ) -> PromptOptimizer:
+        """Score with an LLM judge (``reflex.judge.LLMJudge``), alone or beside other metrics.
+
+        ``criteria``: rubric text or a rubric file; ``criteria_list``: named criteria with
+        weights and gates. Judge calls are cached and counted under the "judge" role.
+        """
+        from reflex.judge import LLMJudge
+
+        judge = LLMJudge(model, criteria=criteria, criteria_list=criteria_list, **options)
+        return self.add_metric(judge, weight=weight)
+
+    def set_slices(self, *keys: str) -> PromptOptimizer:
+        """Report test scores per group of these metadata keys, baseline vs final."""
+        if not all(isinstance(k, str) and k for k in keys):
+            raise ConfigurationError(f"slice keys must be non-empty strings, got {keys!r}")
+        self._slice_by = list(dict.fromkeys(keys))
+        return self
 
     def set_strategy(self, name: str, **options: Any) -> PromptOptimizer:
         get_registry().strategy(name)
@@ -198,12 +228,41 @@ class PromptOptimizer:
                 "field or use a judge metric"
             )
 
-    def run(self, prompt: str | Path, callbacks: Sequence[Callback] = ()) -> OptimizationResult:
-        """Optimize ``prompt`` (text, or a Path to a prompt file); returns the result."""
+    def run(
+        self,
+        prompt: str | Path,
+        callbacks: Sequence[Callback] = (),
+        *,
+        resume: bool | str = False,
+    ) -> OptimizationResult:
+        """Optimize ``prompt`` (text, or a Path to a prompt file); returns the result.
+
+        ``resume=True`` continues the latest unfinished run for this dataset and prompt in the
+        run directory; ``resume="<run id>"`` continues that run. Paid calls are not repeated.
+        """
         from reflex.engine import Engine
+        from reflex.resume import find_resumable, load_resume
 
         config = self.build_config()
         assert self._dataset is not None
+        text = read_prompt(prompt)
         strategy_cls = get_registry().strategy(config.strategy)
-        engine = Engine(config, self._dataset, self._metrics, strategy_cls, callbacks)
-        return engine.run(read_prompt(prompt))
+        point = None
+        if resume:
+            run_id = (
+                resume
+                if isinstance(resume, str)
+                else find_resumable(config.run_dir, self._dataset, text)
+            )
+            point = load_resume(config, self._dataset, text, run_id)
+        engine = Engine(config, self._dataset, self._metrics, strategy_cls, callbacks, point)
+        return self._add_slices(engine.run(text))
+
+    def _add_slices(self, result: OptimizationResult) -> OptimizationResult:
+        if self._slice_by and self._dataset is not None:
+            from reflex.evaluate import slice_scores
+
+            result.slices = slice_scores(
+                self._dataset, result.baseline, result.final, self._slice_by
+            )
+        return result

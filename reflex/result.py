@@ -36,6 +36,7 @@ class Sample:
     objectives: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     cached: bool = False
+    failed_metrics: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -45,7 +46,12 @@ class Sample:
 
 @dataclass(frozen=True)
 class EvalSnapshot:
-    """A prompt measured on one split. ``mean_score`` averages the scored samples."""
+    """A prompt measured on one split. ``mean_score`` averages the scored samples.
+
+    ``n_skipped``: rows a reference metric skipped (no reference), per metric. ``n_failed``:
+    rows a metric could not score (e.g. failed judgements), per metric; they are excluded.
+    ``model_graded``: a judge model scored this snapshot.
+    """
 
     system_prompt: str
     split: str
@@ -54,6 +60,8 @@ class EvalSnapshot:
     samples: tuple[Sample, ...] = ()
     n_errors: int = 0
     n_skipped: dict[str, int] = field(default_factory=dict)
+    n_failed: dict[str, int] = field(default_factory=dict)
+    model_graded: bool = False
 
     def per_example(self) -> dict[str, float]:
         """Scores keyed for pairing (example id @ model), scored samples only."""
@@ -77,7 +85,9 @@ class IterationRecord:
 
     ``score`` is the candidate's train score, ``val_score`` its validation score (None without a
     val split or when the iteration failed). ``change`` is the train-score change against the
-    prompt it was derived from. ``calls``/``tokens``/``cost`` are run totals so far.
+    prompt it was derived from. ``failed`` is an error; ``rejected`` a reason the candidate was
+    not eligible (screened out before val, or a guard metric regressed). ``calls``/``tokens``/
+    ``cost`` are run totals so far.
     """
 
     iteration: int
@@ -86,9 +96,11 @@ class IterationRecord:
     scores_by_metric: dict[str, float]
     system_prompt: str
     reasoning: str = ""
+    val_scores_by_metric: dict[str, float] = field(default_factory=dict)
     accepted: bool = False
     change: float | None = None
     failed: str | None = None
+    rejected: str | None = None
     is_best: bool = False
     phase: str = ""
     calls: int = 0
@@ -110,6 +122,8 @@ class OptimizationResult:
 
     ``best_score`` is ``best_prompt``'s validation score (the selection criterion; its train score
     when the run has no val split). ``baseline`` and ``final`` are measured on the test split.
+    ``slices``: per-group test scores by metadata key, baseline vs final (see
+    :func:`reflex.evaluate.slice_scores`); empty unless slices were asked for.
     """
 
     best_prompt: str
@@ -129,6 +143,12 @@ class OptimizationResult:
     split_sizes: dict[str, int] = field(default_factory=dict)
     phase_history: list[dict[str, Any]] = field(default_factory=list)
     elapsed_s: float = 0.0
+    slices: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def model_graded(self) -> bool:
+        """True when a judge model scored the reported numbers (baseline or final)."""
+        return any(s is not None and s.model_graded for s in (self.baseline, self.final))
 
     @property
     def improvement(self) -> float | None:
@@ -165,6 +185,7 @@ class OptimizationResult:
             improvement_pct=self.improvement_pct,
             score_trajectory=self.score_trajectory,
             val_trajectory=self.val_trajectory,
+            model_graded=self.model_graded,
         )
         return data
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import os
 import threading
 from collections.abc import Coroutine
 from typing import Any, ClassVar, TypeVar
@@ -33,6 +34,12 @@ class LoopRunner:
                 cls._shared = cls()
                 atexit.register(cls._shared.close)
             return cls._shared
+
+    @classmethod
+    def _forget_after_fork(cls) -> None:
+        # A forked child has no loop thread: it must start its own on first use.
+        cls._shared = None
+        cls._shared_lock = threading.Lock()
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
@@ -71,3 +78,6 @@ async def _cancel_pending() -> None:
     for task in pending:
         task.cancel()
     await asyncio.gather(*pending, return_exceptions=True)
+
+
+os.register_at_fork(after_in_child=LoopRunner._forget_after_fork)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from reflex.budget import Budget
 from reflex.callbacks import CallbackDispatcher
@@ -34,6 +35,22 @@ class Session:
     store: RunStore
     dispatcher: CallbackDispatcher
     reasoning: ModelSpec | None = None
+    replaying: bool = False
+
+    def event(self, kind: str, **data: Any) -> None:
+        """Append to events.jsonl, except while a resumed run replays what it already logged."""
+        if not self.replaying:
+            self.store.event(kind, **data)
+
+    def emit(self, hook: str, *args: Any) -> None:
+        """Notify callbacks, except while replaying what they were already told."""
+        if not self.replaying:
+            self.dispatcher.emit(hook, *args)
+
+    def end_replay(self, iteration: int) -> None:
+        if self.replaying:
+            self.replaying = False
+            self.store.event("resumed", after_iteration=iteration)
 
     def uncached_calls(self, prompt: str, examples: Sequence[Example]) -> int:
         """How many (example, model) calls an evaluation would pay for (cache probes only)."""
@@ -53,13 +70,13 @@ class Session:
         needed = self.uncached_calls(prompt, examples)
         self.budget.check_evaluation(needed, use_reserve=use_reserve)
         total = len(examples) * len(self.evaluator.models)
-        self.dispatcher.emit("on_evaluation_start", label, total)
+        self.emit("on_evaluation_start", label, total)
         before = self.client.ledger.by_role["task"].calls
         snapshot = self.runner.run(
             self.evaluator.evaluate(prompt, examples, label.split(":")[0], progress=self._advance)
         )
         self.budget.metric_calls += self.client.ledger.by_role["task"].calls - before
-        self.store.event(
+        self.event(
             "evaluation",
             label=label,
             examples=len(examples),
@@ -67,12 +84,12 @@ class Session:
             mean_score=snapshot.mean_score,
             errors=snapshot.n_errors,
         )
-        self.dispatcher.emit("on_evaluation_end", label, snapshot)
+        self.emit("on_evaluation_end", label, snapshot)
         return snapshot
 
     def _advance(self, n: int) -> None:
         # Called on the loop thread; progress callbacks must be cheap and thread-safe.
-        self.dispatcher.emit("on_evaluation_advance", n)
+        self.emit("on_evaluation_advance", n)
 
     def reason(self, messages: Sequence[Mapping[str, str]]) -> str:
         """One reasoning-model call (budget-checked, cached, counted under 'reasoning')."""
@@ -85,7 +102,7 @@ class Session:
         completion = self.runner.run(
             self.client.complete(self.reasoning, messages, role="reasoning")
         )
-        self.store.event(
+        self.event(
             "reasoning",
             cached=completion.cached,
             tokens=completion.prompt_tokens + completion.completion_tokens,

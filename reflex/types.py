@@ -5,7 +5,7 @@ The Metric and Strategy protocols are the plugin contracts; their docstrings are
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -13,10 +13,13 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from reflex.context import StrategyContext
+    from reflex.providers import ModelSpec
 
-__all__ = ["Example", "Message", "Metric", "Score", "Strategy"]
+__all__ = ["Example", "JudgeCall", "Message", "Metric", "ModelGradedMetric", "Score", "Strategy"]
 
 Message = dict[str, str]
+# Sends one conversation to the judge model and returns its reply text (see ModelGradedMetric).
+JudgeCall = Callable[[Sequence[Mapping[str, str]]], Awaitable[str]]
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,32 @@ class Metric(Protocol):
     requires_reference: bool
 
     def score(self, output: str, example: Example) -> Score: ...
+
+
+@runtime_checkable
+class ModelGradedMetric(Protocol):
+    """A Metric whose verdict comes from a judge model (e.g. :class:`reflex.judge.LLMJudge`).
+
+    Everything in :class:`Metric` holds, plus:
+
+    - ``judge``: the judge model and decoding parameters (part of the cache key).
+    - ``ascore(output, example, call)``: the evaluator's path. The metric sends its judge
+      conversations through ``call`` and nothing else, so they are cached, counted under the
+      "judge" role and share the run's concurrency limit. A reply it cannot use is retried and,
+      if still unusable, returned as a Score with ``error`` set (a failed judgement: excluded and
+      counted), never as a made-up midpoint. Provider errors propagate.
+    - ``score(output, example)`` may score standalone (its own client) outside a running loop.
+
+    A run scored by any such metric is flagged ``model_graded`` in its snapshots and result.
+    """
+
+    name: str
+    requires_reference: bool
+    judge: ModelSpec
+
+    def score(self, output: str, example: Example) -> Score: ...
+
+    async def ascore(self, output: str, example: Example, call: JudgeCall) -> Score: ...
 
 
 @runtime_checkable

@@ -1,0 +1,88 @@
+"""ROUGE against rouge-score, BLEU/chrF against sacrebleu's corpus scores, on generated pairs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from reflex_metrics.bleu import SacreBleu
+from reflex_metrics.chrf import SacreChrf
+from reflex_metrics.rouge import RougeScore
+
+from reflex.types import Example
+
+rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
+sacrebleu = pytest.importorskip("sacrebleu")
+
+WORDS = (
+    "the a cat dog sat on mat quick brown fox jumps over lazy It's state-of-the-art "
+    'snake_case 42 3.14 U.S.A. e-mail (aside) "quoted" end. Yes! no? model\'s GPU x2'
+).split()
+
+
+def corpus(n: int = 400, seed: int = 7) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        ref = [rng.choice(WORDS) for _ in range(rng.randint(0, 25))]
+        hyp = [w if rng.random() < 0.6 else rng.choice(WORDS) for w in ref]
+        hyp = hyp[: rng.randint(0, len(hyp))] + [
+            rng.choice(WORDS) for _ in range(rng.randint(0, 5))
+        ]
+        pairs.append((" ".join(hyp), " ".join(ref)))
+    return [*pairs, ("", ""), ("", "a b"), ("a b", ""), ("Same text.", "same TEXT")]
+
+
+def row(ideal: str) -> Example:
+    return Example("r", ({"role": "user", "content": "q"},), ideal=ideal)
+
+
+def test_rouge_agrees_with_rouge_score_on_latin_text() -> None:
+    reference = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False)
+    ours = RougeScore()
+    for hyp, ref in corpus():
+        expected = reference.score(ref, hyp)  # rouge-score takes (target, prediction)
+        got = ours.scores(hyp, ref)
+        for variant in ("rouge1", "rouge2", "rougeL"):
+            assert got[variant][2] == pytest.approx(expected[variant].fmeasure, abs=1e-12), (
+                variant,
+                hyp,
+                ref,
+            )
+            assert got[variant][0] == pytest.approx(expected[variant].precision, abs=1e-12)
+            assert got[variant][1] == pytest.approx(expected[variant].recall, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("hyp", "ref"),
+    [
+        ("日本語 テキスト", "日本語 テキスト"),
+        ("猫が好きです", "犬が好きです"),
+        ("Привет мир", "привет, мир!"),
+        ("مرحبا بالعالم", "مرحبا بالعالم الجميل"),
+    ],
+)
+def test_rouge_scores_text_rouge_score_drops(hyp: str, ref: str) -> None:
+    reference = rouge_scorer.RougeScorer(["rougeL"])
+    assert reference.score(ref, hyp)["rougeL"].fmeasure == 0.0
+    assert RougeScore().score(hyp, row(ref)).value > 0.4
+
+
+def test_bleu_and_chrf_equal_sacrebleu_corpus_scores_of_each_pair() -> None:
+    bleu, chrf = SacreBleu(), SacreChrf()
+    corpus_bleu = sacrebleu.metrics.BLEU(effective_order=True)
+    plain_chrf = sacrebleu.metrics.CHRF()
+    for hyp, ref in corpus(150, seed=3):
+        if not ref.strip():
+            continue
+        want_bleu = corpus_bleu.corpus_score([hyp], [[ref]]).score / 100
+        assert bleu.score(hyp, row(ref)).value == pytest.approx(want_bleu, abs=1e-9)
+        want_chrf = sacrebleu.corpus_chrf([hyp], [[ref]]).score / 100
+        assert chrf.score(hyp, row(ref)).value == pytest.approx(want_chrf, abs=1e-9)
+        assert want_chrf == pytest.approx(plain_chrf.sentence_score(hyp, [ref]).score / 100)
+
+
+def test_sentence_bleu_uses_effective_order() -> None:
+    # Two-word outputs have no 3/4-grams: without effective order BLEU would be 0.
+    assert SacreBleu().score("the cat", row("the cat")).value == pytest.approx(1.0)
+    assert sacrebleu.corpus_bleu(["the cat"], [["the cat"]]).score < 100

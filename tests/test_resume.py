@@ -1,0 +1,117 @@
+"""Crash-safe resume: SIGKILL a run at random points, resume it, get the uninterrupted result."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_rows, responder
+
+from reflex import ConfigurationError, PromptOptimizer
+from reflex.providers import load_litellm
+from reflex.resume import list_runs
+from reflex.testing import FakeModel, FakeRequest
+
+START = "Classify the sentiment."
+VOLATILE = {"elapsed_s", "run_id", "run_dir"}
+STRATEGIES = ["iterative", "fewshot", "instructions", "auto"]
+
+
+def builder(run_dir: Path, strategy: str) -> PromptOptimizer:
+    opt = (PromptOptimizer().set_dataset(make_rows(40)).add_provider("fake", "task")
+           .add_metric("exact_match").set_strategy(strategy).set_run_dir(run_dir)
+           .configure(max_iterations=4, early_stopping_patience=None, max_workers=4))
+    if strategy in ("iterative", "auto"):
+        opt.set_reasoning_model("fake/reasoner")
+    return opt
+
+
+def reasoner_variants(request: FakeRequest) -> str:
+    """Several distinct proposals, so iterations differ from one another."""
+    if request.model == "fake/reasoner":
+        n = request.user.count("iteration ")
+        extra = " Answer with one word." if n >= 1 else ""
+        return f"<edit>variant {n}</edit><prompt>{START} v{n}.{extra}</prompt>"
+    return responder(request)
+
+
+def comparable(result: Any) -> dict[str, Any]:
+    data = result.to_dict()
+    for key in VOLATILE:
+        data.pop(key, None)
+    for record in data["iterations"]:
+        record.pop("elapsed_s", None)
+    for snapshot in (data["baseline"], data["final"]):
+        for sample in snapshot["samples"]:
+            sample.pop("cached")  # a fact about this process, not about the result
+    return data
+
+
+def run_killed(run_dir: Path, strategy: str, kill_at: int) -> None:
+    """Run in a forked child that SIGKILLs itself when the fake model gets call ``kill_at``."""
+    load_litellm()  # import once in the parent; the child inherits it
+    pid = os.fork()
+    if pid == 0:  # child
+        def fault(request: FakeRequest, n: int) -> BaseException | None:
+            if n >= kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return None
+
+        FakeModel(reasoner_variants, fault=fault).install()
+        try:
+            builder(run_dir, strategy).run(START)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+def cached_rows(run_dir: Path) -> int:
+    with sqlite3.connect(run_dir / "cache.sqlite") as db:
+        return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_sigkill_then_resume_matches_uninterrupted(strategy: str, tmp_path: Path) -> None:
+    reference = FakeModel(reasoner_variants).install()
+    expected = builder(tmp_path / "ref", strategy).run(START)
+    total_requests = len(reference.requests)
+    rng = random.Random(strategy)
+    for kill_at in sorted(rng.sample(range(1, total_requests), 3)):
+        run_dir = tmp_path / f"kill{kill_at}"
+        run_killed(run_dir, strategy, kill_at)
+        [run] = list_runs(run_dir)
+        assert run.status == "interrupted"
+        paid_before = cached_rows(run_dir)
+        fake = FakeModel(reasoner_variants).install()
+        resumed = builder(run_dir, strategy).run(START, resume=True)
+        assert comparable(resumed) == comparable(expected), f"kill at call {kill_at}"
+        # Only what the killed process had not finished is paid again.
+        assert len(fake.requests) == total_requests - paid_before
+        assert list_runs(run_dir)[0].status == "completed"
+        events = (run_dir / "runs" / run.run_id / "events.jsonl").read_text()
+        iterations = [line for line in events.splitlines() if '"type": "iteration"' in line]
+        assert len(iterations) == len(expected.iterations)  # nothing reported twice
+
+
+def test_resume_refuses_changed_settings(tmp_path: Path) -> None:
+    FakeModel(reasoner_variants).install()
+    run_killed(tmp_path, "instructions", 30)
+    with pytest.raises(ConfigurationError, match="seed: 0 -> 7"):
+        builder(tmp_path, "instructions").set_seed(7).run(START, resume=True)
+    with pytest.raises(ConfigurationError, match="prompt"):
+        builder(tmp_path, "instructions").run(START + " Be brief.", resume=True)
+    with pytest.raises(ConfigurationError, match="no unfinished run"):
+        builder(tmp_path / "elsewhere", "instructions").run(START, resume=True)
+
+
+def test_completed_run_cannot_be_resumed(tmp_path: Path) -> None:
+    FakeModel(reasoner_variants).install()
+    result = builder(tmp_path, "instructions").run(START)
+    with pytest.raises(ConfigurationError, match="already completed"):
+        builder(tmp_path, "instructions").run(START, resume=str(result.run_id))
