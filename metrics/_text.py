@@ -11,7 +11,7 @@ import re
 import string
 import unicodedata
 
-__all__ = ["clip", "normalise", "squad_tokens", "unicode_tokens"]
+__all__ = ["clip", "normalise", "squad_tokens", "strip_punctuation", "unicode_tokens"]
 
 _QUOTES = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb"
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -36,6 +36,23 @@ def clip(text: str, limit: int = 80) -> str:
 
 def _is_punctuation(char: str) -> bool:
     return unicodedata.category(char).startswith("P") or char in string.punctuation
+
+
+class _DropPunctuation(dict[int, int | None]):
+    """A ``str.translate`` table that deletes punctuation, filled lazily per code point."""
+
+    def __missing__(self, code: int) -> int | None:
+        value = None if _is_punctuation(chr(code)) else code
+        self[code] = value
+        return value
+
+
+_DROP_PUNCTUATION = _DropPunctuation()
+
+
+def strip_punctuation(text: str) -> str:
+    """``text`` without punctuation characters (ASCII and Unicode ``P*`` categories)."""
+    return text.translate(_DROP_PUNCTUATION)
 
 
 def normalise(
@@ -65,14 +82,14 @@ def normalise(
         if quotes:
             value = value.strip(_QUOTES).strip()
     if punctuation:
-        value = "".join(ch for ch in value if not _is_punctuation(ch))
+        value = strip_punctuation(value)
         value = re.sub(r"\s+", " ", value).strip() if whitespace else value.strip()
     return value
 
 
 def squad_tokens(text: str) -> list[str]:
     """SQuAD answer normalisation: lowercase, drop punctuation and articles, split on spaces."""
-    value = "".join(ch for ch in text.lower() if not _is_punctuation(ch))
+    value = strip_punctuation(text.lower())
     return _ARTICLES.sub(" ", value).split()
 
 

@@ -14,7 +14,7 @@ from reflex.types import Example, Score
 __all__ = ["NumericMatch", "extract_number", "register_metrics"]
 
 # 1,234.5  -3  .5  2e-3  12%  ; thousands separators only in groups of three.
-_NUMBER = re.compile(r"[-+\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_NUMBER = re.compile(r"[-+\u2212]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 def extract_number(text: str, *, last: bool = True) -> float | None:
@@ -22,8 +22,6 @@ def extract_number(text: str, *, last: bool = True) -> float | None:
     found: list[float] = []
     for match in _NUMBER.finditer(text):
         raw = match.group(0)
-        if not any(ch.isdigit() for ch in raw):
-            continue
         cleaned = raw.replace(",", "").replace("\u2212", "-")
         try:
             found.append(float(cleaned))

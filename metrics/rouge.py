@@ -57,8 +57,14 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     previous = [0] * (len(b) + 1)
     for token in a:
         current = [0]
+        left = 0
         for j, other in enumerate(b):
-            current.append(previous[j] + 1 if token == other else max(previous[j + 1], current[j]))
+            # The hot loop of ROUGE-L: plain comparisons beat max() here.
+            if token == other:
+                left = previous[j] + 1
+            elif previous[j + 1] > left:
+                left = previous[j + 1]
+            current.append(left)
         previous = current
     return previous[-1]
 

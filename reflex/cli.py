@@ -133,6 +133,7 @@ def _optimize_options() -> list[Callable[[Any], Any]]:
             show_default=True,
             help="Task-model temperature.",
         ),
+        o("--max-tokens", type=int, help="Task-model output limit (tokens)."),
         o("--input-field", help="Dataset field holding the input."),
         o("--output-field", help="Dataset field holding the reference answer."),
         o("--max-calls", type=int, help="Budget: metric calls (uncached model calls)."),
@@ -162,6 +163,9 @@ def _optimize_options() -> list[Callable[[Any], Any]]:
             type=click.Path(dir_okay=False, path_type=Path),
             help="Write the full result as JSON here.",
         ),
+        o("--resume", is_flag=True,
+          help="Continue the latest unfinished run for this dataset and prompt."),
+        o("--resume-from", metavar="RUN_ID", help="Continue this unfinished run."),
         o("-v", "--verbose", is_flag=True, help="Debug logging and full tracebacks."),
     ]
 
@@ -201,6 +205,7 @@ def _build_optimizer(p: dict[str, Any]) -> Any:
         early_stopping_patience=p["early_stopping_patience"],
         max_workers=p["max_workers"],
         temperature=p["temperature"],
+        max_tokens=p["max_tokens"],
         run_dir=p["run_dir"],
         allow_degenerate_seed=p["allow_degenerate_seed"],
         cache_namespace=p["cache_namespace"],
@@ -218,7 +223,8 @@ def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
     optimizer = _build_optimizer(params)
     prompt = read_prompt(params["prompt"])
     reporter = ConsoleReporter()
-    result = optimizer.run(prompt, callbacks=[reporter, *plugin_callbacks])
+    resume: bool | str = params["resume_from"] or bool(params["resume"])
+    result = optimizer.run(prompt, callbacks=[reporter, *plugin_callbacks], resume=resume)
     reporter.close()
     # Create missing parent folders: failing here, after a paid run, would lose the output.
     if params["output"] is not None:
@@ -313,6 +319,10 @@ def build_cli() -> click.Group:
         sys.exit(EXIT_USAGE)
     cli.add_command(_make_optimize(registry))
     cli.add_command(_plugins_command())
+    from reflex.cli_runs import runs_command, show_command
+
+    cli.add_command(runs_command)
+    cli.add_command(show_command)
     registry.pm.hook.register_commands(cli=cli)
     return cli
 

@@ -107,7 +107,9 @@ def _from_text(reply: str, names: Sequence[str], low: int, high: int) -> Grades:
         match = re.search(label + r"\W{0,3}\s*[:=\-]\s*\**\s*" + _NUMBER, reply, re.IGNORECASE)
         if match is None and len(names) == 1:
             match = re.search(
-                r"(?:grade|score|rating)\W{0,3}\s*[:=]?\s*\**\s*" + _NUMBER, reply, re.IGNORECASE
+                r"(?:grade|score|rating)(?:\s+(?:of|is))?\W{0,3}\s*[:=]?\s*\**\s*" + _NUMBER,
+                reply,
+                re.IGNORECASE,
             ) or re.fullmatch(r"\s*\**" + _NUMBER + r"\**\.?\s*", reply)
         if match is None:
             raise JudgeParseError(f"no grade found for criterion {name!r}")

@@ -56,6 +56,7 @@ __all__ = [
     "QWEN_SIZE",
     "cache_dir",
     "load_llama",
+    "model_identity",
     "qwen_model_path",
     "register_local_provider",
     "resolve_model_path",
@@ -194,6 +195,22 @@ def resolve_model_path(name: str) -> Path:
             "local//absolute/path/model.gguf"
         )
     return path.resolve()
+
+
+_IDENTITIES: dict[tuple[str, str], str] = {}
+
+
+def model_identity(model: str) -> str:
+    """Which file ``local/<name>`` means right now (path, size, mtime): part of the cache key,
+    so answers cached for another file (a changed ``REFLEX_LOCAL_MODEL``, a replaced GGUF) are
+    never returned."""
+    name = model.split("/", 1)[1] if "/" in model else model
+    memo = (name, os.environ.get("REFLEX_LOCAL_MODEL", ""))
+    if memo not in _IDENTITIES:
+        path = resolve_model_path(name)
+        stat = path.stat()
+        _IDENTITIES[memo] = f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
+    return _IDENTITIES[memo]
 
 
 def _threads() -> int:

@@ -62,6 +62,10 @@ def _install_custom_providers(litellm: Any) -> None:
 def load_litellm() -> Any:
     """Import litellm once, offline-friendly and quiet, with our custom providers installed."""
     if "litellm" not in _LOADED:
+        from reflex.local import register_local_provider
+
+        if "local" not in _CUSTOM_PROVIDERS:
+            register_local_provider()
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm
 
@@ -97,13 +101,18 @@ class ModelSpec:
         parse_model(self.model)
 
     def cache_params(self) -> dict[str, Any]:
-        return {
+        params = {
             "api_base": self.api_base,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             **dict(self.extra),
         }
+        if self.model.startswith("local/"):  # the same name can mean another file later
+            from reflex.local import model_identity
+
+            params["model_file"] = model_identity(self.model)
+        return params
 
     def call_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"temperature": self.temperature, "timeout": self.timeout}

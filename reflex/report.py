@@ -65,8 +65,9 @@ class ConsoleReporter(Callback):
         self.console.print(f"baseline  test {_fmt(snapshot.mean_score)}")
 
     def on_iteration(self, record: IterationRecord) -> None:
-        if record.failed:
-            self.console.print(f"iter {record.iteration:>3}  failed: {record.failed}")
+        if record.failed or record.rejected:
+            what = f"failed: {record.failed}" if record.failed else f"rejected: {record.rejected}"
+            self.console.print(f"iter {record.iteration:>3}  {what}", soft_wrap=True)
             return
         change = "" if record.change is None else f"({record.change:+.3f})"
         mark = " *best" if record.is_best else ""
@@ -74,7 +75,8 @@ class ConsoleReporter(Callback):
         self.console.print(
             f"iter {record.iteration:>3}  train {_fmt(record.score)} {change:<9} "
             f"val {_fmt(record.val_score)}{mark:<6} {verdict:<8} calls {record.calls} "
-            f"tokens {record.tokens:,} cost ${record.cost:.4f}"
+            f"tokens {record.tokens:,} cost ${record.cost:.4f}",
+            soft_wrap=True,
         )
 
     def on_final(self, snapshot: EvalSnapshot) -> None:

@@ -117,6 +117,9 @@ class Strategy(Protocol):
     - ``name``: unique; used with ``-s/--strategy``.
     - ``Options``: a pydantic model with ``extra="forbid"``; the engine builds it from user input.
     - ``requires_reasoning_model``: when True the engine refuses to start without one.
+    - ``derives_from_data`` (optional, default False): True when candidates come from the data
+      (label sets, formats, demos) rather than from the seed's outputs; such a strategy may start
+      from a prompt that scores 0 on every preflight row (other strategies refuse it).
     - ``optimize(ctx)``: never calls a model directly; uses ``ctx.evaluate``, ``ctx.reason``,
       ``ctx.record_iteration`` and stops when ``ctx.should_stop`` is True. It may keep
       resumable state in ``ctx.state`` (JSON-serialisable values only). Budget exhaustion is

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import mlflow
 import pandas as pd
 from mlflow import MlflowClient
+from mlflow.data.pandas_dataset import from_pandas
 from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT, MLFLOW_LOGGED_ARTIFACTS
@@ -140,7 +141,8 @@ class MLflowCallback(GuardedCallback):
         else:
             experiment = client.get_experiment_by_name(self.experiment_name)
             experiment_id = (
-                experiment.experiment_id if experiment is not None
+                experiment.experiment_id
+                if experiment is not None
                 else client.create_experiment(self.experiment_name)
             )
             run = client.create_run(experiment_id, tags=resolve_tags(tags), run_name=self.run_name)
@@ -159,7 +161,8 @@ class MLflowCallback(GuardedCallback):
             with tempfile.TemporaryDirectory() as tmp:
                 local = client.download_artifacts(run_id, TABLE, tmp)
                 table = json.loads(Path(local).read_text(encoding="utf-8"))
-            self._rows = [dict(zip(table["columns"], row)) for row in table["data"]]
+            columns = table["columns"]
+            self._rows = [dict(zip(columns, row, strict=True)) for row in table["data"]]
             self._table_marked = True
 
     def _iteration(self, record: IterationRecord) -> None:
@@ -169,18 +172,21 @@ class MLflowCallback(GuardedCallback):
         self._write_table()
         if self.log_prompt_each_iter:
             client, run_id = self._run()
-            client.log_text(run_id, record.system_prompt, f"prompts/iter_{record.iteration:03d}.txt")
-            client.log_text(run_id, record.reasoning, f"reasoning/iter_{record.iteration:03d}.txt")
+            name = f"iter_{record.iteration:03d}.txt"
+            client.log_text(run_id, record.system_prompt, f"prompts/{name}")
+            client.log_text(run_id, record.reasoning, f"reasoning/{name}")
 
     def _log_end(self, result: OptimizationResult) -> None:
         client, run_id = self._run()
         self._log_params(split_params(result))
         self._log_metrics(summary_metrics(result), self._last_step + 1)
-        self._set_tags({
-            "reflex.run_id": result.run_id or "",
-            "reflex.stop_reason": redact(result.stop_reason)[:_PARAM_LIMIT],
-            "reflex.completed": str(result.completed).lower(),
-        })
+        self._set_tags(
+            {
+                "reflex.run_id": result.run_id or "",
+                "reflex.stop_reason": redact(result.stop_reason)[:_PARAM_LIMIT],
+                "reflex.completed": str(result.completed).lower(),
+            }
+        )
         name = f"prompts/best_prompt_{result.run_id or run_id}.txt"
         client.log_text(run_id, result.best_prompt, name)
         client.log_dict(run_id, redact_data(result.to_dict()), "result.json")
@@ -211,10 +217,11 @@ class MLflowCallback(GuardedCallback):
         # Params are immutable in MLflow: a continued run keeps the values it started with.
         entities = [
             Param(key, str(value)[:_PARAM_LIMIT])
-            for key, value in params.items() if key not in existing
+            for key, value in params.items()
+            if key not in existing
         ]
         for start in range(0, len(entities), _BATCH):
-            client.log_batch(run_id, params=entities[start:start + _BATCH])
+            client.log_batch(run_id, params=entities[start : start + _BATCH])
 
     def _set_tags(self, tags: Mapping[str, str]) -> None:
         client, run_id = self._run()
@@ -250,7 +257,7 @@ class MLflowCallback(GuardedCallback):
         for split, ids in splits.items():
             if not ids:
                 continue
-            dataset = mlflow.data.from_pandas(self._split_frame(ids), name=self._dataset_name)
+            dataset = from_pandas(self._split_frame(ids), name=self._dataset_name)
             context = [InputTag(MLFLOW_DATASET_CONTEXT, split)]
             inputs.append(DatasetInput(dataset._to_mlflow_entity(), tags=context))
         if inputs:
@@ -260,10 +267,13 @@ class MLflowCallback(GuardedCallback):
         if self.dataset is None:
             return pd.DataFrame({"id": ids})
         rows = {example.id: example for example in self.dataset}
-        return pd.DataFrame([
-            {"id": i, "input": rows[i].input, "ideal": rows[i].ideal or ""}
-            for i in ids if i in rows
-        ])
+        return pd.DataFrame(
+            [
+                {"id": i, "input": rows[i].input, "ideal": rows[i].ideal or ""}
+                for i in ids
+                if i in rows
+            ]
+        )
 
     def _register(self, result: OptimizationResult) -> None:
         """Register the best prompt as a new version and link that version to the run."""
@@ -284,8 +294,9 @@ def _check_reachable(uri: str) -> None:
     parts = urlsplit(uri)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return
-    if any(os.environ.get(name) for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-                                             "https_proxy")):
+    if any(
+        os.environ.get(name) for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+    ):
         return  # the proxy, not us, decides what is reachable
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:

@@ -24,30 +24,50 @@ __all__ = ["OPTIONS", "register_optimize_options", "tag_option", "to_callbacks"]
 def tag_option(flag: str, tracker: str) -> click.Option:
     """A repeatable ``KEY=VALUE`` option, checked when the command line is parsed."""
 
-    def check(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    def check(
+        ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+    ) -> tuple[str, ...]:
         try:
             parse_tag_pairs(value)
         except ValueError as exc:
             raise click.BadParameter(str(exc)) from None
         return value
 
-    return click.Option([flag], multiple=True, metavar="KEY=VALUE", callback=check,
-                        help=f"Add a tag to the {tracker} run (repeatable).")
+    return click.Option(
+        [flag],
+        multiple=True,
+        metavar="KEY=VALUE",
+        callback=check,
+        help=f"Add a tag to the {tracker} run (repeatable).",
+    )
 
 
 OPTIONS: list[click.Option] = [
-    click.Option(["--mlflow"], is_flag=True,
-                 help="Log the run to MLflow (implied by any other --mlflow-* option)."),
-    click.Option(["--mlflow-experiment"], metavar="NAME",
-                 help="MLflow experiment [default: aevyra-reflex]."),
-    click.Option(["--mlflow-tracking-uri"], metavar="URI",
-                 help="Tracking URI [default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db]."),
+    click.Option(
+        ["--mlflow"],
+        is_flag=True,
+        help="Log the run to MLflow (implied by any other --mlflow-* option).",
+    ),
+    click.Option(
+        ["--mlflow-experiment"], metavar="NAME", help="MLflow experiment [default: aevyra-reflex]."
+    ),
+    click.Option(
+        ["--mlflow-tracking-uri"],
+        metavar="URI",
+        help="Tracking URI [default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db].",
+    ),
     click.Option(["--mlflow-run-name"], metavar="NAME", help="MLflow run name."),
     tag_option("--mlflow-tag", "MLflow"),
-    click.Option(["--mlflow-log-prompts"], is_flag=True,
-                 help="Also log every iteration's prompt and reasoning as artifacts."),
-    click.Option(["--mlflow-register-prompt"], metavar="NAME",
-                 help="Register the best prompt under NAME in the MLflow prompt registry."),
+    click.Option(
+        ["--mlflow-log-prompts"],
+        is_flag=True,
+        help="Also log every iteration's prompt and reasoning as artifacts.",
+    ),
+    click.Option(
+        ["--mlflow-register-prompt"],
+        metavar="NAME",
+        help="Register the best prompt under NAME in the MLflow prompt registry.",
+    ),
 ]
 
 
@@ -61,14 +81,16 @@ def to_callbacks(values: dict[str, Any]) -> list[Callback]:
         raise ConfigurationError(
             f"--mlflow needs MLflow ({exc}): pip install 'aevyra-reflex[mlflow]'"
         ) from None
-    return [MLflowCallback(
-        run_name=values["mlflow_run_name"],
-        tracking_uri=values["mlflow_tracking_uri"],
-        experiment_name=values["mlflow_experiment"] or "aevyra-reflex",
-        tags=parse_tag_pairs(values["mlflow_tag"]),
-        log_prompt_each_iter=values["mlflow_log_prompts"],
-        register_prompt=values["mlflow_register_prompt"],
-    )]
+    return [
+        MLflowCallback(
+            run_name=values["mlflow_run_name"],
+            tracking_uri=values["mlflow_tracking_uri"],
+            experiment_name=values["mlflow_experiment"] or "aevyra-reflex",
+            tags=parse_tag_pairs(values["mlflow_tag"]),
+            log_prompt_each_iter=values["mlflow_log_prompts"],
+            register_prompt=values["mlflow_register_prompt"],
+        )
+    ]
 
 
 @hookimpl

@@ -63,15 +63,19 @@ def safe_url(url: str | None) -> str | None:
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     query = urlencode(
-        [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-         if not _SECRET_NAME.search(k)]
+        [
+            (k, v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            if not _SECRET_NAME.search(k)
+        ]
     )
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def _env_secrets() -> list[str]:
     values = [
-        value for name, value in os.environ.items()
+        value
+        for name, value in os.environ.items()
         if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET_LEN
     ]
     return sorted(set(values), key=len, reverse=True)
@@ -278,7 +282,10 @@ class GuardedCallback(Callback):
         except Exception as exc:  # noqa: BLE001 - a tracker must never break or lose a run
             logger.warning(
                 "%s logging failed in %s (the optimization goes on): %s: %s",
-                self.tracker, hook, type(exc).__name__, redact(str(exc))[:500],
+                self.tracker,
+                hook,
+                type(exc).__name__,
+                redact(str(exc))[:500],
             )
             if not self._has_run():
                 self._off = True

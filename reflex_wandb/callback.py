@@ -102,7 +102,7 @@ class WandbCallback(GuardedCallback):
     # --- steps -------------------------------------------------------------------------------
 
     def _start(self, config: RunConfig, initial_prompt: str) -> None:
-        run = wandb.init(
+        run: Any = wandb.init(
             project=self.project,
             entity=self.entity,
             name=self.run_name,
@@ -129,16 +129,19 @@ class WandbCallback(GuardedCallback):
     def _log_end(self, result: OptimizationResult) -> None:
         run = self._run()
         run.config.update(split_params(result), allow_val_change=True)
-        self._summary({
-            **summary_metrics(result),
-            "best_prompt": result.best_prompt,
-            "stop_reason": redact(result.stop_reason),
-            "completed": result.completed,
-            "reflex_run_id": result.run_id or "",
-        })
+        self._summary(
+            {
+                **summary_metrics(result),
+                "best_prompt": result.best_prompt,
+                "stop_reason": redact(result.stop_reason),
+                "completed": result.completed,
+                "reflex_run_id": result.run_id or "",
+            }
+        )
         if self.log_prompt_each_iter and self._rows:
             rows = [[row[column] for column in _TABLE_COLUMNS] for row in self._rows]
-            table = wandb.Table(columns=_TABLE_COLUMNS, data=rows)
+            columns: list[str | int] = list(_TABLE_COLUMNS)
+            table = wandb.Table(columns=columns, data=rows)
             run.log({"prompts": table})
         self._log_best_prompt(result)
 

@@ -51,9 +51,9 @@ def try_candidate(ctx: StrategyContext, prompt: str, incumbent: str, *,
                   exclude: frozenset[str] = frozenset()) -> IterationRecord:
     """Screen ``prompt`` on ``batch`` (minus ``exclude``: e.g. its own demo rows), then record it.
 
-    A candidate scoring below ``incumbent`` on the minibatch is recorded as a failed iteration
-    (no val calls) and logged as ``candidate_rejected``. Otherwise it is measured on val and
-    recorded with ``accepted=True`` exactly when it becomes the new best on val.
+    A candidate scoring below ``incumbent`` on the minibatch is recorded as rejected (no val
+    calls) and logged as ``candidate_rejected``. Otherwise it is measured on val and recorded
+    as accepted exactly when it becomes the new best on val.
     """
     rows = [e for e in batch if e.id not in exclude]
     train: EvalSnapshot | None = None
@@ -67,26 +67,12 @@ def try_candidate(ctx: StrategyContext, prompt: str, incumbent: str, *,
                       f"{train.mean_score:.3f} < incumbent {before.mean_score:.3f}")
             ctx.log("candidate_rejected", phase=ctx.phase, reason=reason)
             return ctx.record_iteration(prompt, train, reasoning=reasoning, accepted=False,
-                                        change=change, failed=reason)
+                                        change=change, rejected=reason)
     if not len(ctx.val) and train is None:
         # No val split: record_iteration selects on the train score, so one is needed.
         train = ctx.evaluate(prompt, [e for e in ctx.train if e.id not in exclude] or None)
-    accepted = _would_be_best(ctx, prompt, train)
-    record = ctx.record_iteration(prompt, train, reasoning=reasoning, accepted=accepted,
-                                  change=change)
+    record = ctx.record_iteration(prompt, train, reasoning=reasoning, change=change)
     if not record.is_best:
         ctx.log("candidate_rejected", phase=ctx.phase, reason="not better on val",
                 val_score=record.val_score, best_val=ctx.best_val)
     return record
-
-
-def _would_be_best(ctx: StrategyContext, prompt: str, train: EvalSnapshot | None) -> bool:
-    # record_iteration decides best-on-val only after it is called, but ``accepted`` must be
-    # passed in; scoring val here first is free for record_iteration (the cache answers it).
-    if len(ctx.val):
-        selection = ctx.evaluate(prompt, list(ctx.val), label="val").mean_score
-    elif train is not None:
-        selection = train.mean_score
-    else:
-        return False
-    return ctx.best_val is None or selection > ctx.best_val

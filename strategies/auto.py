@@ -51,6 +51,7 @@ class AutoStrategy:
     name: ClassVar[str] = "auto"
     Options: ClassVar[type[BaseModel]] = AutoOptions
     requires_reasoning_model: ClassVar[bool] = False
+    derives_from_data: ClassVar[bool] = True
 
     def __init__(self, options: BaseModel) -> None:
         assert isinstance(options, AutoOptions)

@@ -97,6 +97,7 @@ class FewshotStrategy:
     name: ClassVar[str] = "fewshot"
     Options: ClassVar[type[BaseModel]] = FewshotOptions
     requires_reasoning_model: ClassVar[bool] = False
+    derives_from_data: ClassVar[bool] = True
 
     def __init__(self, options: BaseModel) -> None:
         assert isinstance(options, FewshotOptions)

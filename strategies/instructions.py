@@ -105,6 +105,7 @@ class InstructionsStrategy:
     name: ClassVar[str] = "instructions"
     Options: ClassVar[type[BaseModel]] = InstructionsOptions
     requires_reasoning_model: ClassVar[bool] = False
+    derives_from_data: ClassVar[bool] = True
 
     def __init__(self, options: BaseModel) -> None:
         assert isinstance(options, InstructionsOptions)

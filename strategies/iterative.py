@@ -4,7 +4,8 @@ Each iteration samples a train minibatch, scores the current prompt on it, shows
 model the worst rows plus the rewrite log (each past edit paired with the score change *that
 edit* caused on its own minibatch), and scores the revision on the same rows. The revision is
 adopted only if it scores strictly higher. An unusable answer is retried once; a second failure
-records the iteration as failed.
+records the iteration as failed. A minibatch the current prompt already gets fully right is
+recorded as rejected without a reasoning call.
 """
 
 from __future__ import annotations
@@ -48,12 +49,17 @@ class IterativeStrategy:
         self.options = options
 
     def optimize(self, ctx: StrategyContext) -> None:
-        current = str(ctx.state.get("current", ctx.initial_prompt))
+        current = str(ctx.state.get("current", ctx.best_prompt))
         log: list[dict[str, Any]] = list(ctx.state.get("rewrite_log", []))
         train = list(ctx.train)
         while not ctx.should_stop:
             batch = ctx.rng.sample(train, min(ctx.batch_size, len(train)))
             before = ctx.evaluate(current, batch)
+            if all(s.score == 1.0 for s in before.samples):
+                # Nothing to diagnose on this minibatch: don't pay the reasoning model for it.
+                ctx.record_iteration(current, before, accepted=False,
+                                     rejected="current prompt is perfect on this minibatch")
+                continue
             proposal, reasoning, error = self._propose(ctx, current, before, log)
             if proposal is None:
                 ctx.record_iteration(current, None, reasoning=reasoning, accepted=False,

@@ -93,7 +93,7 @@ CASES: dict[str, tuple[Any, type[Exception], list[str]]] = {
         ConfigurationError, ["'gpt4'", "provider/model"]),
     "unknown metric": (
         lambda d, p, b: [str(d), str(p), *MODELS, "--metric", "nope"],
-        PluginError, ["'nope'", "available: exact_match"]),
+        PluginError, ["'nope'", "available: ", "exact_match, f1"]),
     "iterative without reasoning model": (
         lambda d, p, b: [str(d), str(p), "-m", "fake/task"],
         ConfigurationError, ["--reasoning-model", "iterative"]),

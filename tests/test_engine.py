@@ -144,10 +144,18 @@ def test_budget_too_small_for_baseline_raises_with_partial(fake_model: FakeModel
     assert rec.hooks[-1] == "on_run_error"
 
 
-def test_reasoning_call_budget(fake_model: FakeModel, tmp_path: Path) -> None:
-    result = builder(tmp_path).set_budget(max_reasoning_calls=1).configure(
-        max_iterations=5).run(START)
-    assert len(fake_model.calls_to("fake/reasoner")) == 1
+def test_reasoning_call_budget(tmp_path: Path) -> None:
+    count = iter(range(1, 100))
+
+    def answer(request: FakeRequest) -> str:  # proposals that never help: every round reasons
+        if request.model == "fake/reasoner":
+            return f"<prompt>{START} v{next(count)}</prompt>"
+        return responder(request)
+
+    fake = FakeModel(answer).install()
+    result = (builder(tmp_path).set_budget(max_reasoning_calls=1)
+              .configure(max_iterations=5, early_stopping_patience=None).run(START))
+    assert len(fake.calls_to("fake/reasoner")) == 1
     assert "reasoning-call budget" in result.stop_reason
 
 
@@ -183,18 +191,21 @@ def test_permanent_provider_error_calls_on_run_error(tmp_path: Path) -> None:
 
 
 def test_unusable_reasoning_answer_is_retried_then_recorded_as_failed(tmp_path: Path) -> None:
-    answers = iter(["no tags here", f"<prompt>{BETTER}</prompt>"])
+    answers = iter(["no tags here", "still nothing", f"<prompt>{BETTER}</prompt>"])
 
     def answer(request: FakeRequest) -> str:
         if request.model == "fake/reasoner":
-            return next(answers, "still nothing")
+            return next(answers)
         return responder(request)
 
     fake = FakeModel(answer).install()
-    result = builder(tmp_path).configure(max_iterations=2).run(START)
-    assert result.iterations[0].failed is None and result.iterations[0].accepted
-    assert result.iterations[1].failed is not None
-    assert len(fake.calls_to("fake/reasoner")) == 4
+    result = builder(tmp_path).configure(max_iterations=3).run(START)
+    first, second, third = result.iterations
+    assert first.failed is not None and "twice" in first.failed and not first.accepted
+    assert second.failed is None and second.accepted and second.system_prompt == BETTER
+    # the adopted prompt is perfect on the next minibatch: no reasoning call is paid for it
+    assert third.rejected is not None and "perfect" in third.rejected
+    assert len(fake.calls_to("fake/reasoner")) == 3
 
 
 def test_rewrite_log_pairs_edits_with_their_change(tmp_path: Path) -> None:
@@ -208,9 +219,12 @@ def test_rewrite_log_pairs_edits_with_their_change(tmp_path: Path) -> None:
         return responder(request)
 
     FakeModel(answer).install()
-    builder(tmp_path).configure(max_iterations=3, early_stopping_patience=None).run(START)
+    result = builder(tmp_path).configure(max_iterations=3, early_stopping_patience=None).run(START)
     assert "edit 1 -> change +0.000 (reverted)" in briefs[1]
-    assert "edit 2 -> change +" in briefs[2] and "(kept)" in briefs[2]
+    checkpoint = json.loads((Path(str(result.run_dir)) / "checkpoint.json").read_text())
+    log = checkpoint["state"]["rewrite_log"]
+    assert [(e["edit"], e["accepted"]) for e in log] == [("edit 1", False), ("edit 2", True)]
+    assert log[0]["change"] == 0.0 and log[1]["change"] > 0
 
 
 def test_threshold_stops_early(fake_model: FakeModel, tmp_path: Path) -> None:

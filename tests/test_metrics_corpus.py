@@ -14,10 +14,36 @@ from reflex.types import Example
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
 sacrebleu = pytest.importorskip("sacrebleu")
 
-WORDS = (
-    "the a cat dog sat on mat quick brown fox jumps over lazy It's state-of-the-art "
-    'snake_case 42 3.14 U.S.A. e-mail (aside) "quoted" end. Yes! no? model\'s GPU x2'
-).split()
+WORDS = [
+    "the",
+    "a",
+    "cat",
+    "dog",
+    "sat",
+    "on",
+    "mat",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "It's",
+    "state-of-the-art",
+    "snake_case",
+    "42",
+    "3.14",
+    "U.S.A.",
+    "e-mail",
+    "(aside)",
+    '"quoted"',
+    "end.",
+    "Yes!",
+    "no?",
+    "model's",
+    "GPU",
+    "x2",
+]
 
 
 def corpus(n: int = 400, seed: int = 7) -> list[tuple[str, str]]:

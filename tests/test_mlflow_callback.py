@@ -11,11 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import wandb
+from click.testing import CliRunner
 from conftest import make_rows
 from mlflow import MlflowClient
 from test_engine import START, builder
+from wandb_reader import load_run
 
 from reflex import DegenerateSeedError, OptimizationResult, load_dataset
+from reflex.cli import build_cli
 from reflex.testing import FakeModel
 from reflex_mlflow import MLflowCallback
 
@@ -56,7 +60,7 @@ def text(client: MlflowClient, run_id: str, path: str) -> str:
 def table(client: MlflowClient, run_id: str) -> list[dict[str, Any]]:
     """iterations.json: the pandas "split" JSON that mlflow.log_table writes."""
     data = json.loads(text(client, run_id, "iterations.json"))
-    return [dict(zip(data["columns"], row)) for row in data["data"]]
+    return [dict(zip(data["columns"], row, strict=True)) for row in data["data"]]
 
 
 def artifact_paths(client: MlflowClient, run_id: str, path: str | None = None) -> set[str]:
@@ -68,8 +72,13 @@ def artifact_paths(client: MlflowClient, run_id: str, path: str | None = None) -
 
 def test_full_run_is_logged(fake_model: FakeModel, tmp_path: Path, uri: str) -> None:
     dataset = load_dataset(make_rows(), name="reviews")
-    callback = MLflowCallback(run_name="opt-1", tracking_uri=uri, tags={"team": "search"},
-                              log_prompt_each_iter=True, dataset=dataset)
+    callback = MLflowCallback(
+        run_name="opt-1",
+        tracking_uri=uri,
+        tags={"team": "search"},
+        log_prompt_each_iter=True,
+        dataset=dataset,
+    )
     result = builder(tmp_path).set_dataset(dataset).run(START, callbacks=[callback])
     client = MlflowClient(tracking_uri=uri)
     run = only_run(uri)
@@ -88,8 +97,10 @@ def test_full_run_is_logged(fake_model: FakeModel, tmp_path: Path, uri: str) -> 
 
     n = len(result.iterations)
     assert result.baseline is not None and result.final is not None
-    assert steps(client, run_id, "score_test") == [(0, result.baseline.mean_score),
-                                                   (n + 1, result.final.mean_score)]
+    assert steps(client, run_id, "score_test") == [
+        (0, result.baseline.mean_score),
+        (n + 1, result.final.mean_score),
+    ]
     assert [s for s, _ in steps(client, run_id, "score_test_exact_match")] == [0, n + 1]
     train = steps(client, run_id, "score_train")
     assert train == [(r.iteration, r.score) for r in result.iterations if r.score is not None]
@@ -116,8 +127,14 @@ def test_full_run_is_logged(fake_model: FakeModel, tmp_path: Path, uri: str) -> 
 
     files = artifact_paths(client, run_id)
     best = f"prompts/best_prompt_{result.run_id}.txt"
-    assert {"iterations.json", "result.json", best, "prompts/initial_prompt.txt",
-            "prompts/iter_001.txt", "reasoning/iter_001.txt"} <= files
+    assert {
+        "iterations.json",
+        "result.json",
+        best,
+        "prompts/initial_prompt.txt",
+        "prompts/iter_001.txt",
+        "reasoning/iter_001.txt",
+    } <= files
     assert text(client, run_id, best) == result.best_prompt
     saved = json.loads(text(client, run_id, "result.json"))
     assert saved["best_prompt"] == result.best_prompt and saved["schema_version"] == 1
@@ -126,7 +143,8 @@ def test_full_run_is_logged(fake_model: FakeModel, tmp_path: Path, uri: str) -> 
     assert [row["prompt"] for row in rows] == [r.system_prompt for r in result.iterations]
     assert {"score", "val_score", "reasoning"} <= set(rows[0])
     assert {"path": "iterations.json", "type": "table"} in json.loads(
-        tags["mlflow.loggedArtifacts"])
+        tags["mlflow.loggedArtifacts"]
+    )
 
     inputs = run.inputs.dataset_inputs
     contexts = {i.tags[0].value: i.dataset for i in inputs}
@@ -149,7 +167,9 @@ def test_run_error_marks_the_run_failed(tmp_path: Path, uri: str) -> None:
 
 
 def test_a_failing_tracker_never_breaks_the_run(
-    fake_model: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    fake_model: FakeModel,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     class Broken:
@@ -168,7 +188,10 @@ def test_a_failing_tracker_never_breaks_the_run(
 
 
 def test_failures_after_start_are_warnings_and_the_run_still_closes(
-    fake_model: FakeModel, tmp_path: Path, uri: str, monkeypatch: pytest.MonkeyPatch,
+    fake_model: FakeModel,
+    tmp_path: Path,
+    uri: str,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> None:
@@ -178,26 +201,32 @@ def test_failures_after_start_are_warnings_and_the_run_still_closes(
     with caplog.at_level(logging.WARNING):
         result = builder(tmp_path).run(START, callbacks=[MLflowCallback(tracking_uri=uri)])
     assert result.completed
-    hooks = {r.getMessage().split(" in ")[1].split()[0] for r in caplog.records
-             if "disk full" in r.message}
+    hooks = {
+        r.getMessage().split(" in ")[1].split()[0]
+        for r in caplog.records
+        if "disk full" in r.message
+    }
     assert {"on_run_start", "on_iteration", "on_run_end"} <= hooks
     run = only_run(uri)
     assert run.info.status == "FINISHED" and "final_score_test" in run.data.metrics
 
 
-def test_a_tracking_server_that_is_down(fake_model: FakeModel, tmp_path: Path,
-                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_a_tracking_server_that_is_down(
+    fake_model: FakeModel, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     started = time.monotonic()
     with caplog.at_level(logging.WARNING):
         result = builder(tmp_path).run(
-            START, callbacks=[MLflowCallback(tracking_uri="http://u:pw@127.0.0.1:9")])
+            START, callbacks=[MLflowCallback(tracking_uri="http://u:pw@127.0.0.1:9")]
+        )
     assert result.completed and time.monotonic() - started < 20
     [warning] = [r.getMessage() for r in caplog.records if "MLflow" in r.message]
     assert "unreachable" in warning and "127.0.0.1:9" in warning and "pw" not in warning
 
 
-def test_tracking_uri_from_the_environment(fake_model: FakeModel, tmp_path: Path, uri: str,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tracking_uri_from_the_environment(
+    fake_model: FakeModel, tmp_path: Path, uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     builder(tmp_path).run(START, callbacks=[MLflowCallback(experiment_name="from-env")])
     assert only_run(uri, "from-env").info.status == "FINISHED"
@@ -209,7 +238,8 @@ def test_no_secret_lands_in_params_tags_or_artifacts(
     secret = "sk-test-SECRET-0123456789"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     opt = builder(tmp_path).add_provider(
-        "fake", "task2", api_base=f"http://me:{secret}@localhost:8000/v1?api_key={secret}&x=1")
+        "fake", "task2", api_base=f"http://me:{secret}@localhost:8000/v1?api_key={secret}&x=1"
+    )
     callback = MLflowCallback(tracking_uri=uri, tags={"api_key": secret, "note": f"k={secret}"})
     result = opt.run(START, callbacks=[callback])
     run = only_run(uri)
@@ -222,8 +252,9 @@ def test_no_secret_lands_in_params_tags_or_artifacts(
     assert result.completed and not any("SECRET" in blob for blob in blobs)
 
 
-def test_register_prompt_links_the_best_prompt(fake_model: FakeModel, tmp_path: Path,
-                                               uri: str) -> None:
+def test_register_prompt_links_the_best_prompt(
+    fake_model: FakeModel, tmp_path: Path, uri: str
+) -> None:
     callback = MLflowCallback(tracking_uri=uri, register_prompt="sentiment")
     result = builder(tmp_path).run(START, callbacks=[callback])
     client = MlflowClient(tracking_uri=uri)
@@ -247,3 +278,47 @@ def test_continuing_a_run_keeps_steps_after_the_last_iteration(
     last_iteration = max(s for s, _ in steps(client, run.info.run_id, "score_train"))
     assert final_steps[-1] > last_iteration
     assert len(table(client, run.info.run_id)) == len(one.iterations) + 1
+
+
+def test_both_trackers_from_the_cli(
+    fake_model: FakeModel,
+    tmp_path: Path,
+    uri: str,
+    dataset_file: Path,
+    prompt_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("WANDB_DIR", "WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    args = [
+        "optimize",
+        str(dataset_file),
+        str(prompt_file),
+        "-m",
+        "fake/task",
+        "--metric",
+        "exact_match",
+        "--reasoning-model",
+        "fake/reasoner",
+        "--run-dir",
+        str(tmp_path / ".reflex"),
+        "--mlflow-tracking-uri",
+        uri,
+        "--mlflow-tag",
+        "team=search",
+        "--wandb-mode",
+        "offline",
+        "--wandb-tag",
+        "cli",
+    ]
+    result = CliRunner().invoke(build_cli(), args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    run = only_run(uri)
+    assert run.info.status == "FINISHED" and run.data.tags["team"] == "search"
+    assert "final_score_test" in run.data.metrics
+    wandb.teardown()  # flush the .wandb file before reading it
+    [sync_dir] = (tmp_path / "wandb_dir" / "wandb").glob("offline-run-*")
+    wandb_run = load_run(str(sync_dir))
+    assert wandb_run["exit_code"] == 0 and "cli" in wandb_run["tags"]
+    assert wandb_run["summary"]["final_score_test"] == run.data.metrics["final_score_test"]

@@ -23,9 +23,15 @@ STRATEGIES = ["iterative", "fewshot", "instructions", "auto"]
 
 
 def builder(run_dir: Path, strategy: str) -> PromptOptimizer:
-    opt = (PromptOptimizer().set_dataset(make_rows(40)).add_provider("fake", "task")
-           .add_metric("exact_match").set_strategy(strategy).set_run_dir(run_dir)
-           .configure(max_iterations=4, early_stopping_patience=None, max_workers=4))
+    opt = (
+        PromptOptimizer()
+        .set_dataset(make_rows(40))
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_strategy(strategy)
+        .set_run_dir(run_dir)
+        .configure(max_iterations=4, early_stopping_patience=None, max_workers=4)
+    )
     if strategy in ("iterative", "auto"):
         opt.set_reasoning_model("fake/reasoner")
     return opt
@@ -52,11 +58,14 @@ def comparable(result: Any) -> dict[str, Any]:
     return data
 
 
-def run_killed(run_dir: Path, strategy: str, kill_at: int) -> None:
+def run_killed(
+    run_dir: Path, strategy: str, kill_at: int, cli_args: list[str] | None = None
+) -> None:
     """Run in a forked child that SIGKILLs itself when the fake model gets call ``kill_at``."""
     load_litellm()  # import once in the parent; the child inherits it
     pid = os.fork()
     if pid == 0:  # child
+
         def fault(request: FakeRequest, n: int) -> BaseException | None:
             if n >= kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -64,7 +73,12 @@ def run_killed(run_dir: Path, strategy: str, kill_at: int) -> None:
 
         FakeModel(reasoner_variants, fault=fault).install()
         try:
-            builder(run_dir, strategy).run(START)
+            if cli_args is None:
+                builder(run_dir, strategy).run(START)
+            else:
+                from reflex.cli import main
+
+                main(cli_args)
         finally:
             os._exit(0)
     _, status = os.waitpid(pid, 0)
@@ -115,3 +129,66 @@ def test_completed_run_cannot_be_resumed(tmp_path: Path) -> None:
     result = builder(tmp_path, "instructions").run(START)
     with pytest.raises(ConfigurationError, match="already completed"):
         builder(tmp_path, "instructions").run(START, resume=str(result.run_id))
+
+
+def test_cli_resume_runs_and_show(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from reflex.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in make_rows(40)), encoding="utf-8")
+    prompt = tmp_path / "p.md"
+    prompt.write_text(START + "\n", encoding="utf-8")
+    args = [
+        "optimize",
+        str(data),
+        str(prompt),
+        "-m",
+        "fake/task",
+        "-s",
+        "instructions",
+        "--max-iterations",
+        "4",
+        "--max-workers",
+        "4",
+    ]
+    run_killed(tmp_path, "instructions", 25, cli_args=args)
+    FakeModel(reasoner_variants).install()
+    with pytest.raises(SystemExit) as done:
+        main(["runs", "--json"])
+    [row] = json.loads(capsys.readouterr().out)
+    assert done.value.code == 0 and row["status"] == "interrupted"
+    with pytest.raises(SystemExit) as done:
+        main([*args, "--seed", "5", "--resume"])
+    assert done.value.code == 2 and "seed: 0 -> 5" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as done:
+        main([*args, "--resume-from", row["id"]])
+    assert done.value.code == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["runs", "--json"])
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["status"] == "completed" and row["final"] is not None
+
+
+def test_cli_show_prints_diff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reflex.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    FakeModel(reasoner_variants).install()
+    result = builder(tmp_path / ".reflex", "iterative").run(START)
+    assert result.best_prompt != START
+    with pytest.raises(SystemExit) as done:
+        main(["show", str(result.run_id)[:17]])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and "completed" in out
+    assert f"-{START}" in out and "+" + result.best_prompt.splitlines()[0] in out
+    with pytest.raises(SystemExit) as done:
+        main(["show", "nope"])
+    assert done.value.code == 2 and "no run matching 'nope'" in capsys.readouterr().err

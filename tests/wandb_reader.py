@@ -35,12 +35,12 @@ def records(path: str) -> Iterator[Any]:
         if left < HEADER:  # block trailer padding
             pos += left
             continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + HEADER])
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + HEADER])
         pos += HEADER
         if kind == 0 and length == 0:  # zero fill to the end of the block
             pos += (BLOCK - pos % BLOCK) if pos % BLOCK else 0
             continue
-        chunk = data[pos:pos + length]
+        chunk = data[pos : pos + length]
         pos += length
         if kind in (2, 3):
             buf = chunk if kind == 2 else buf + chunk
@@ -56,29 +56,47 @@ def _key(item: Any) -> str:
     return str(item.key or ".".join(item.nested_key))
 
 
+def _items(items: Any) -> dict[str, Any]:
+    """Key -> decoded value; nested keys are joined with "." (``prompts._type``)."""
+    return {_key(item): json.loads(item.value_json) for item in items}
+
+
 def load_run(run_dir: str) -> dict[str, Any]:
-    """config, history rows, summary, artifacts (with their files' local paths), tags, exit."""
+    """config, history rows, summary, artifacts (with their files' local paths), tags, exit.
+
+    Keys starting with ``_`` (``_step``, ``_runtime``, ``_timestamp``) are W&B's own.
+    """
     path = glob.glob(os.path.join(run_dir, "run-*.wandb"))[0]
-    out: dict[str, Any] = {"config": {}, "summary": {}, "history": [], "artifacts": [],
-                           "tags": [], "exit_code": None}
+    out: dict[str, Any] = {
+        "config": {},
+        "summary": {},
+        "history": [],
+        "artifacts": [],
+        "tags": [],
+        "exit_code": None,
+        "dir": run_dir,
+    }
     for record in records(path):
         kind = record.WhichOneof("record_type")
         if kind == "run":
             out["tags"], out["name"] = list(record.run.tags), record.run.display_name
-            out["config"].update({i.key: json.loads(i.value_json) for i in record.run.config.update})
+            out["config"].update(_items(record.run.config.update))
         elif kind == "config":
-            out["config"].update({i.key: json.loads(i.value_json) for i in record.config.update})
+            out["config"].update(_items(record.config.update))
         elif kind == "history":
-            out["history"].append({_key(i): json.loads(i.value_json) for i in record.history.item})
+            out["history"].append(_items(record.history.item))
         elif kind == "summary":
-            out["summary"].update({_key(i): json.loads(i.value_json) for i in record.summary.update})
+            out["summary"].update(_items(record.summary.update))
         elif kind == "artifact":
             art = record.artifact
-            out["artifacts"].append({
-                "name": art.name, "type": art.type,
-                "files": {c.path: c.local_path for c in art.manifest.contents},
-                "metadata": json.loads(art.metadata or "{}"),
-            })
+            out["artifacts"].append(
+                {
+                    "name": art.name,
+                    "type": art.type,
+                    "files": {c.path: c.local_path for c in art.manifest.contents},
+                    "metadata": json.loads(art.metadata or "{}"),
+                }
+            )
         elif kind == "exit":
             out["exit_code"] = record.exit.exit_code
     out["config"].pop("_wandb", None)
