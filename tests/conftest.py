@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from reflex.plugins import reset_registry
-from reflex.testing import FakeModel, FakeRequest
+from reflex.testing import FakeRequest
 
 KEYWORD = "Answer with one word."
 BETTER = f"Classify the sentiment. {KEYWORD}"
@@ -56,8 +56,9 @@ def _isolated_registry() -> Iterator[None]:
 
 
 @pytest.fixture
-def fake_model() -> FakeModel:
-    return FakeModel(responder).install()
+def fake_responder() -> Callable[[FakeRequest], str]:
+    """Scripts the ``fake_model`` fixture of ``reflex.pytest_plugin`` (the pytest11 plugin)."""
+    return responder
 
 
 @pytest.fixture
