@@ -35,9 +35,9 @@ typecheck: setup
 	$(BIN)/mypy
 
 demo: setup
-	$(BIN)/aevyra-reflex optimize examples/home_assistant_intents/dataset.jsonl \
+	$(BIN)/aevyra-reflex optimize examples/home_assistant_intents/quickstart.jsonl \
 	    examples/home_assistant_intents/prompt.md -m local/qwen2.5-coder-0.5b -s auto \
-	    -o best_prompt.md
+	    --max-tokens 16 -o best_prompt.md
 
 bench: setup
 	$(BIN)/python bench/local_model.py

@@ -38,6 +38,7 @@ class RunConfig(BaseModel):
     metrics: list[str] = Field(default_factory=list)
     metric_weights: dict[str, float] = Field(default_factory=dict)
     guards: dict[str, float] = Field(default_factory=dict)
+    slice_by: list[str] = Field(default_factory=list)
     strategy: str = "iterative"
     strategy_options: dict[str, Any] = Field(default_factory=dict)
     max_iterations: int = Field(default=5, ge=0)

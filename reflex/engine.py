@@ -21,7 +21,7 @@ from reflex.config import RunConfig
 from reflex.context import StrategyContext
 from reflex.dataset import Dataset
 from reflex.errors import BudgetExhausted, ConfigurationError, DegenerateSeedError
-from reflex.evaluate import Evaluator
+from reflex.evaluate import Evaluator, slice_scores
 from reflex.providers import ModelSpec, ProviderClient
 from reflex.result import EvalSnapshot, OptimizationResult
 from reflex.resume import ResumePoint, prompt_hash
@@ -134,6 +134,10 @@ class Engine:
             result.baseline.per_example(), result.final.per_example(), seed=self.config.seed
         )
         result.p_value, result.significance = test.p_value, test.to_dict()
+        if self.config.slice_by:
+            result.slices = slice_scores(
+                self.dataset, result.baseline, result.final, self.config.slice_by
+            )
         result.completed = True
 
     def _optimize(

@@ -59,7 +59,6 @@ class PromptOptimizer:
         self._metrics: list[Metric] = []
         self._settings: dict[str, Any] = {"models": []}
         self._budget: dict[str, Any] = {}
-        self._slice_by: list[str] = []
 
     def _set(self, **values: Any) -> PromptOptimizer:
         trial = {**self._settings, **values}
@@ -146,8 +145,7 @@ class PromptOptimizer:
         """Report test scores per group of these metadata keys, baseline vs final."""
         if not all(isinstance(k, str) and k for k in keys):
             raise ConfigurationError(f"slice keys must be non-empty strings, got {keys!r}")
-        self._slice_by = list(dict.fromkeys(keys))
-        return self
+        return self._set(slice_by=list(dict.fromkeys(keys)))
 
     def set_strategy(self, name: str, **options: Any) -> PromptOptimizer:
         get_registry().strategy(name)
@@ -256,13 +254,4 @@ class PromptOptimizer:
             )
             point = load_resume(config, self._dataset, text, run_id)
         engine = Engine(config, self._dataset, self._metrics, strategy_cls, callbacks, point)
-        return self._add_slices(engine.run(text))
-
-    def _add_slices(self, result: OptimizationResult) -> OptimizationResult:
-        if self._slice_by and self._dataset is not None:
-            from reflex.evaluate import slice_scores
-
-            result.slices = slice_scores(
-                self._dataset, result.baseline, result.final, self._slice_by
-            )
-        return result
+        return engine.run(text)

@@ -14,6 +14,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from reflex.plugins import reset_registry
 from reflex.testing import FakeRequest
 
+# pytester runs examples/plugin_package's own tests in-process (tests/test_plugin_package.py).
+pytest_plugins = ["pytester"]
+
 KEYWORD = "Answer with one word."
 BETTER = f"Classify the sentiment. {KEYWORD}"
 LABELS = ["positive", "negative"]

@@ -8,9 +8,6 @@ what an installer leaves behind for importlib.metadata to find.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -69,13 +66,15 @@ def test_installed_plugin_loads_through_its_entry_point(
     assert set(data["final"]["scores_by_metric"]) == {"exact_match", "max_words"}
 
 
-def test_plugin_package_own_tests_pass(tmp_path: Path) -> None:
+def test_plugin_package_own_tests_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pytester: pytest.Pytester
+) -> None:
     """Its tests use the pytest11 fixtures of reflex.pytest_plugin, with no conftest.py."""
-    paths = _install(tmp_path / "site")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths))}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=PACKAGE, env=env, capture_output=True, text=True, timeout=300, check=False,
+    for path in _install(tmp_path / "site"):
+        monkeypatch.syspath_prepend(str(path))
+    reset_registry()
+    # In-process (litellm is already imported); pytester restores sys.modules afterwards.
+    result = pytester.runpytest_inprocess(
+        str(PACKAGE / "tests"), "-c", str(PACKAGE / "pyproject.toml"), "-p", "no:cacheprovider"
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "3 passed" in proc.stdout
+    result.assert_outcomes(passed=3)
