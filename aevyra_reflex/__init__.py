@@ -6,12 +6,64 @@ The tracker callbacks load lazily so importing this package never imports mlflow
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import typing
 
-from reflex import *  # noqa: F403 - the facade re-exports the core API
-from reflex import __all__ as _core_all
+from reflex import (
+    BudgetConfig,
+    BudgetExhausted,
+    Callback,
+    ConfigurationError,
+    Dataset,
+    DatasetError,
+    DegenerateSeedError,
+    EvalSnapshot,
+    Example,
+    IterationRecord,
+    Metric,
+    OptimizationResult,
+    PluginError,
+    PromptOptimizer,
+    ProviderError,
+    ReflexError,
+    RunConfig,
+    Sample,
+    Score,
+    Strategy,
+    TransientProviderError,
+    __version__,
+    hookimpl,
+    load_dataset,
+)
 
-__all__ = sorted([*_core_all, "MLflowCallback", "WandbCallback"])
+# reflex.__all__ plus the lazily loaded tracker callbacks; tests/test_meta.py keeps them in step.
+__all__ = [
+    "BudgetConfig",
+    "BudgetExhausted",
+    "Callback",
+    "ConfigurationError",
+    "Dataset",
+    "DatasetError",
+    "DegenerateSeedError",
+    "EvalSnapshot",
+    "Example",
+    "IterationRecord",
+    "MLflowCallback",
+    "Metric",
+    "OptimizationResult",
+    "PluginError",
+    "PromptOptimizer",
+    "ProviderError",
+    "ReflexError",
+    "RunConfig",
+    "Sample",
+    "Score",
+    "Strategy",
+    "TransientProviderError",
+    "WandbCallback",
+    "__version__",
+    "hookimpl",
+    "load_dataset",
+]
 
 _LAZY = {
     "MLflowCallback": ("reflex_mlflow", "mlflow"),
@@ -19,7 +71,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'aevyra_reflex' has no attribute {name!r}")
     module_name, extra = _LAZY[name]
@@ -27,5 +79,6 @@ def __getattr__(name: str) -> Any:
         module = importlib.import_module(module_name)
         return getattr(module, name)
     except (ImportError, AttributeError) as exc:
-        raise ImportError(f"{name} needs the {extra} extra: pip install "
-                          f"'aevyra-reflex[{extra}]' ({exc})") from exc
+        raise ImportError(
+            f"{name} needs the {extra} extra: pip install 'aevyra-reflex[{extra}]' ({exc})"
+        ) from exc

@@ -16,7 +16,7 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from reflex import PromptOptimizer  # noqa: E402
+from reflex import PromptOptimizer
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "home_assistant_intents"

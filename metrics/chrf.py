@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from reflex_metrics.bleu import load_sacrebleu
-
 from reflex.hookspecs import hookimpl
 from reflex.types import Example, Score
+
+from .bleu import load_sacrebleu
 
 __all__ = ["SacreChrf", "register_metrics"]
 

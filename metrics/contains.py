@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from reflex_metrics._text import clip, normalise
-
 from reflex.hookspecs import hookimpl
 from reflex.types import Example, Score
+
+from ._text import clip, normalise
 
 __all__ = ["Contains", "register_metrics"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from reflex_metrics._text import squad_tokens
-
 from reflex.hookspecs import hookimpl
 from reflex.types import Example, Score
+
+from ._text import squad_tokens
 
 __all__ = ["TokenF1", "register_metrics", "token_f1"]
 

@@ -6,10 +6,10 @@ import math
 import re
 from typing import Any
 
-from reflex_metrics._text import clip
-
 from reflex.hookspecs import hookimpl
 from reflex.types import Example, Score
+
+from ._text import clip
 
 __all__ = ["NumericMatch", "extract_number", "register_metrics"]
 

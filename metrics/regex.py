@@ -6,11 +6,11 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from reflex_metrics._text import clip
-
 from reflex.errors import ConfigurationError
 from reflex.hookspecs import hookimpl
 from reflex.types import Example, Score
+
+from ._text import clip
 
 __all__ = ["RegexMatch", "register_metrics"]
 

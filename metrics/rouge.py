@@ -12,11 +12,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from reflex_metrics._text import unicode_tokens
-
 from reflex.errors import ConfigurationError
 from reflex.hookspecs import hookimpl
 from reflex.types import Example, Score
+
+from ._text import unicode_tokens
 
 __all__ = ["RougeScore", "lcs_length", "register_metrics", "rouge_l", "rouge_n"]
 

@@ -47,10 +47,8 @@ def _cell(text: str) -> str:
 
 def _option_row(param: click.Parameter, ctx: click.Context) -> str:
     names = ", ".join(f"`{name}`" for name in [*param.opts, *param.secondary_opts])
-    if isinstance(param, click.Option) and param.is_flag:
-        kind = "flag"
-    else:
-        kind = _metavar(param, ctx)
+    is_flag = isinstance(param, click.Option) and param.is_flag
+    kind = "flag" if is_flag else _metavar(param, ctx)
     if getattr(param, "multiple", False):
         kind += ", repeatable"
     default = ""

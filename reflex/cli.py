@@ -163,8 +163,11 @@ def _optimize_options() -> list[Callable[[Any], Any]]:
             type=click.Path(dir_okay=False, path_type=Path),
             help="Write the full result as JSON here.",
         ),
-        o("--resume", is_flag=True,
-          help="Continue the latest unfinished run for this dataset and prompt."),
+        o(
+            "--resume",
+            is_flag=True,
+            help="Continue the latest unfinished run for this dataset and prompt.",
+        ),
         o("--resume-from", metavar="RUN_ID", help="Continue this unfinished run."),
         o("-v", "--verbose", is_flag=True, help="Debug logging and full tracebacks."),
     ]

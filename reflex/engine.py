@@ -185,9 +185,11 @@ class Engine:
         if all_worst and not errored and getattr(self.strategy_cls, "derives_from_data", False):
             # Data-derived strategies (label sets, formats, demos) do not learn from the seed's
             # outputs, so a zero-scoring seed still leaves them something to do.
-            logger.warning("the starting prompt scores 0 on every preflight row; continuing "
-                           "because strategy %r derives its candidates from the data",
-                           self.strategy_cls.name)
+            logger.warning(
+                "the starting prompt scores 0 on every preflight row; continuing "
+                "because strategy %r derives its candidates from the data",
+                self.strategy_cls.name,
+            )
             session.event("degenerate_seed", rows=len(snap.samples), refused=False)
             return
         shown = "; ".join(

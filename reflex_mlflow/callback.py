@@ -135,6 +135,10 @@ class MLflowCallback(GuardedCallback):
         _check_reachable(uri)
         client = MlflowClient(tracking_uri=uri)
         tags = run_tags(config, self.tags)
+        if self.run_id is None and config.resumed and config.run_id:
+            # A resumed reflex run continues the MLflow run it started, found by its tag.
+            self.run_id = self._find_run(client, config.run_id)
+            self._resume = self.run_id is not None
         if self.run_id is not None:
             client.update_run(self.run_id, status="RUNNING")
             self._load_previous(client, self.run_id)
@@ -152,6 +156,17 @@ class MLflowCallback(GuardedCallback):
         self._set_tags(tags)
         self._log_params(run_params(config))
         client.log_text(self.run_id, initial_prompt, "prompts/initial_prompt.txt")
+
+    def _find_run(self, client: MlflowClient, reflex_run_id: str) -> str | None:
+        experiment = client.get_experiment_by_name(self.experiment_name)
+        if experiment is None:
+            return None
+        runs = client.search_runs(
+            [experiment.experiment_id],
+            filter_string=f"tags.`reflex.run_id` = '{reflex_run_id}'",
+            max_results=1,
+        )
+        return runs[0].info.run_id if runs else None
 
     def _load_previous(self, client: MlflowClient, run_id: str) -> None:
         """Continue an existing run: steps after its last iteration, its table rows kept."""

@@ -150,6 +150,7 @@ def run_tags(config: RunConfig, extra: Mapping[str, str] | None = None) -> dict[
         "reflex.strategy": config.strategy,
         "reflex.dataset": config.dataset_name,
         "reflex.target_model": config.models[0],
+        **({"reflex.run_id": config.run_id} if config.run_id else {}),
         **dict(extra or {}),
     }
     return {k: redact(str(v)) for k, v in tags.items() if not _SECRET_NAME.search(k)}

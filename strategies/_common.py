@@ -46,9 +46,15 @@ def screening_batch(ctx: StrategyContext, screen: bool | None) -> list[Example]:
     return ctx.rng.sample(train, min(ctx.batch_size, len(train)))
 
 
-def try_candidate(ctx: StrategyContext, prompt: str, incumbent: str, *,
-                  batch: Sequence[Example], reasoning: str,
-                  exclude: frozenset[str] = frozenset()) -> IterationRecord:
+def try_candidate(
+    ctx: StrategyContext,
+    prompt: str,
+    incumbent: str,
+    *,
+    batch: Sequence[Example],
+    reasoning: str,
+    exclude: frozenset[str] = frozenset(),
+) -> IterationRecord:
     """Screen ``prompt`` on ``batch`` (minus ``exclude``: e.g. its own demo rows), then record it.
 
     A candidate scoring below ``incumbent`` on the minibatch is recorded as rejected (no val
@@ -63,16 +69,24 @@ def try_candidate(ctx: StrategyContext, prompt: str, incumbent: str, *,
         train = ctx.evaluate(prompt, rows)
         change = train.mean_score - before.mean_score
         if change < 0:
-            reason = (f"screened out on a {len(rows)}-row train minibatch: "
-                      f"{train.mean_score:.3f} < incumbent {before.mean_score:.3f}")
+            reason = (
+                f"screened out on a {len(rows)}-row train minibatch: "
+                f"{train.mean_score:.3f} < incumbent {before.mean_score:.3f}"
+            )
             ctx.log("candidate_rejected", phase=ctx.phase, reason=reason)
-            return ctx.record_iteration(prompt, train, reasoning=reasoning, accepted=False,
-                                        change=change, rejected=reason)
+            return ctx.record_iteration(
+                prompt, train, reasoning=reasoning, accepted=False, change=change, rejected=reason
+            )
     if not len(ctx.val) and train is None:
         # No val split: record_iteration selects on the train score, so one is needed.
         train = ctx.evaluate(prompt, [e for e in ctx.train if e.id not in exclude] or None)
     record = ctx.record_iteration(prompt, train, reasoning=reasoning, change=change)
     if not record.is_best:
-        ctx.log("candidate_rejected", phase=ctx.phase, reason="not better on val",
-                val_score=record.val_score, best_val=ctx.best_val)
+        ctx.log(
+            "candidate_rejected",
+            phase=ctx.phase,
+            reason="not better on val",
+            val_score=record.val_score,
+            best_val=ctx.best_val,
+        )
     return record

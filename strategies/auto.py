@@ -20,12 +20,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
-from reflex_strategies.fewshot import FewshotOptions, FewshotStrategy
-from reflex_strategies.instructions import InstructionsOptions, InstructionsStrategy
-from reflex_strategies.iterative import IterativeOptions, IterativeStrategy
 
 from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
+
+from .fewshot import FewshotOptions, FewshotStrategy
+from .instructions import InstructionsOptions, InstructionsStrategy
+from .iterative import IterativeOptions, IterativeStrategy
 
 __all__ = ["AutoOptions", "AutoStrategy", "plan_iterations", "register_strategies"]
 
@@ -37,7 +38,8 @@ class AutoOptions(BaseModel):
     fewshot: FewshotOptions = Field(default_factory=FewshotOptions)
     iterative: IterativeOptions = Field(default_factory=IterativeOptions)
     use_reasoning_model: bool = Field(
-        default=True, description="add an iterative phase when a reasoning model is configured")
+        default=True, description="add an iterative phase when a reasoning model is configured"
+    )
 
 
 def plan_iterations(total: int, reasoning: bool) -> dict[str, int]:
@@ -60,8 +62,9 @@ class AutoStrategy:
     def optimize(self, ctx: StrategyContext) -> None:
         state = ctx.state.setdefault(self.name, {})
         reasoning = bool(ctx.config.reasoning_model) and self.options.use_reasoning_model
-        plan = state.setdefault("plan", plan_iterations(ctx.max_iterations - ctx.iteration,
-                                                        reasoning))
+        plan = state.setdefault(
+            "plan", plan_iterations(ctx.max_iterations - ctx.iteration, reasoning)
+        )
         ctx.log("auto_plan", reasoning=reasoning, **plan)
         phases = ["instructions", "fewshot", *(["iterative"] if reasoning else [])]
         for index, phase in enumerate(phases):
@@ -79,15 +82,19 @@ class AutoStrategy:
             if cap <= 0:
                 return
             ctx.begin_phase(phase)
-            InstructionsStrategy(opts.instructions.model_copy(
-                update={"max_candidates": cap})).optimize(ctx)
+            InstructionsStrategy(
+                opts.instructions.model_copy(update={"max_candidates": cap})
+            ).optimize(ctx)
         elif phase == "fewshot":
             cap = ctx.max_iterations - ctx.iteration - plan["iterative"]
             if cap <= 0:
                 return
             ctx.begin_phase(phase)
-            FewshotStrategy(opts.fewshot.model_copy(
-                update={"num_candidates": min(opts.fewshot.num_candidates, cap)})).optimize(ctx)
+            FewshotStrategy(
+                opts.fewshot.model_copy(
+                    update={"num_candidates": min(opts.fewshot.num_candidates, cap)}
+                )
+            ).optimize(ctx)
         else:
             ctx.begin_phase(phase)
             # iterative starts from ctx.state["current"] (default: the initial prompt); seed it

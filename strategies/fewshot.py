@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from reflex_strategies._common import join_sections, screening_batch, try_candidate
 
 from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.types import Example
+
+from ._common import join_sections, screening_batch, try_candidate
 
 __all__ = ["Demo", "FewshotOptions", "FewshotStrategy", "register_strategies", "render_demos"]
 
@@ -41,21 +42,26 @@ class FewshotOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_demos: int = Field(default=4, gt=0, description="most demonstrations in one prompt")
-    candidate_sizes: list[int] = Field(default_factory=lambda: [0, 1, 2, 4], min_length=1,
-                                       description="demo-set sizes searched; 0 is zero-shot")
+    candidate_sizes: list[int] = Field(
+        default_factory=lambda: [0, 1, 2, 4],
+        min_length=1,
+        description="demo-set sizes searched; 0 is zero-shot",
+    )
     num_candidates: int = Field(default=6, gt=0, description="demo sets tried (not zero-shot)")
     demo_source: Literal["bootstrap", "labels"] = "bootstrap"
     bootstrap_rows: int = Field(default=16, gt=0, description="train rows run to bootstrap")
-    min_demo_score: float = Field(default=1.0, ge=0.0, le=1.0,
-                                  description="score a bootstrapped row needs to be a demo")
+    min_demo_score: float = Field(
+        default=1.0, ge=0.0, le=1.0, description="score a bootstrapped row needs to be a demo"
+    )
     max_demo_chars: int = Field(default=400, gt=10, description="skip longer demo inputs")
-    screen: bool | None = Field(default=None, description="screen on a train minibatch first; "
-                                "None: only when 2 * batch_size <= len(val)")
+    screen: bool | None = Field(
+        default=None,
+        description="screen on a train minibatch first; None: only when 2 * batch_size <= len(val)",
+    )
 
     def sizes(self) -> list[int]:
         """Non-zero demo-set sizes to try, capped at ``max_demos``, largest first."""
-        return sorted({min(s, self.max_demos) for s in self.candidate_sizes if s > 0},
-                      reverse=True)
+        return sorted({min(s, self.max_demos) for s in self.candidate_sizes if s > 0}, reverse=True)
 
 
 @dataclass(frozen=True)
@@ -68,8 +74,9 @@ class Demo:
 
 def render_demos(demos: list[Demo]) -> str:
     """The "Examples:" section: one ``Input:``/``Output:`` pair per demo, whitespace collapsed."""
-    blocks = [f"Input: {' '.join(d.input.split())}\nOutput: {' '.join(d.output.split())}"
-              for d in demos]
+    blocks = [
+        f"Input: {' '.join(d.input.split())}\nOutput: {' '.join(d.output.split())}" for d in demos
+    ]
     return HEADER + "\n\n" + "\n\n".join(blocks)
 
 
@@ -110,8 +117,11 @@ class FewshotStrategy:
             return
         pool = self._pool(ctx, base)
         if not pool:
-            ctx.log("no_candidates", phase=ctx.phase,
-                    reason="no train row has a reference or was answered correctly")
+            ctx.log(
+                "no_candidates",
+                phase=ctx.phase,
+                reason="no train row has a reference or was answered correctly",
+            )
             return
         candidates = self._candidates(ctx, pool)
         batch = screening_batch(ctx, self.options.screen)
@@ -122,9 +132,14 @@ class FewshotStrategy:
                 return
             prompt = join_sections(base, render_demos(demos))
             ids = [d.example_id for d in demos]
-            try_candidate(ctx, prompt, ctx.best_prompt, batch=batch,
-                          exclude=frozenset(ids),
-                          reasoning=f"fewshot: {len(demos)} demos from train rows {ids}")
+            try_candidate(
+                ctx,
+                prompt,
+                ctx.best_prompt,
+                batch=batch,
+                exclude=frozenset(ids),
+                reasoning=f"fewshot: {len(demos)} demos from train rows {ids}",
+            )
             state["tried"] = index + 1
 
     def _pool(self, ctx: StrategyContext, base: str) -> list[Demo]:
@@ -134,14 +149,18 @@ class FewshotStrategy:
         if opts.demo_source == "bootstrap" and train:
             rows = ctx.rng.sample(train, min(opts.bootstrap_rows, len(train)))
             snapshot = ctx.evaluate(base, rows)
-            correct = {s.example_id: s.output for s in snapshot.samples
-                       if s.score is not None and s.score >= opts.min_demo_score
-                       and s.output.strip()}
+            correct = {
+                s.example_id: s.output
+                for s in snapshot.samples
+                if s.score is not None and s.score >= opts.min_demo_score and s.output.strip()
+            }
         pool = [_demo(e, correct[e.id], True) for e in train if e.id in correct]
-        pool += [_demo(e, "", False) for e in train
-                 if e.id not in correct and e.ideal is not None and e.ideal.strip()]
-        ctx.log("fewshot_pool", bootstrapped=len(correct), size=len(pool),
-                source=opts.demo_source)
+        pool += [
+            _demo(e, "", False)
+            for e in train
+            if e.id not in correct and e.ideal is not None and e.ideal.strip()
+        ]
+        ctx.log("fewshot_pool", bootstrapped=len(correct), size=len(pool), source=opts.demo_source)
         return pool
 
     def _candidates(self, ctx: StrategyContext, pool: list[Demo]) -> list[list[Demo]]:

@@ -25,14 +25,19 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
-from reflex_strategies._common import join_sections, references, screening_batch, try_candidate
 
 from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.types import Example
 
-__all__ = ["InstructionsOptions", "InstructionsStrategy", "instruction_candidates",
-           "register_strategies"]
+from ._common import join_sections, references, screening_batch, try_candidate
+
+__all__ = [
+    "InstructionsOptions",
+    "InstructionsStrategy",
+    "instruction_candidates",
+    "register_strategies",
+]
 
 LABEL_FORMAT = "Answer with only the label, exactly as written, nothing else."
 NUMBER_FORMAT = "Answer with only the number, nothing else."
@@ -44,11 +49,14 @@ class InstructionsOptions(BaseModel):
 
     max_labels: int = Field(default=20, ge=2, description="most distinct references to list")
     max_candidates: int = Field(default=4, gt=0, description="candidates tried, best first")
-    guidance_labels: int = Field(default=8, ge=0,
-                                 description="add one example input per label up to this many")
+    guidance_labels: int = Field(
+        default=8, ge=0, description="add one example input per label up to this many"
+    )
     max_example_chars: int = Field(default=120, gt=10, description="truncate guidance inputs")
-    screen: bool | None = Field(default=None, description="screen on a train minibatch first; "
-                                "None: only when 2 * batch_size <= len(val)")
+    screen: bool | None = Field(
+        default=None,
+        description="screen on a train minibatch first; None: only when 2 * batch_size <= len(val)",
+    )
 
 
 def label_set(refs: Sequence[str], max_labels: int) -> list[str]:
@@ -62,8 +70,11 @@ def label_set(refs: Sequence[str], max_labels: int) -> list[str]:
 def _guidance(examples: Sequence[Example], labels: Sequence[str], max_chars: int) -> str:
     lines = []
     for label in labels:
-        inputs = [" ".join(e.input.split()) for e in examples
-                  if e.ideal is not None and e.ideal.strip() == label and e.input.strip()]
+        inputs = [
+            " ".join(e.input.split())
+            for e in examples
+            if e.ideal is not None and e.ideal.strip() == label and e.input.strip()
+        ]
         if not inputs:
             continue
         text = min(inputs, key=len)  # shortest first: brief guidance, first one on ties
@@ -73,8 +84,9 @@ def _guidance(examples: Sequence[Example], labels: Sequence[str], max_chars: int
     return "Example input for each label:\n" + "\n".join(lines) if lines else ""
 
 
-def instruction_candidates(examples: Sequence[Example], base: str,
-                           options: InstructionsOptions) -> list[tuple[str, str]]:
+def instruction_candidates(
+    examples: Sequence[Example], base: str, options: InstructionsOptions
+) -> list[tuple[str, str]]:
     """``(edit, prompt)`` candidates derived from ``examples``' references, most useful first."""
     refs = references(examples)
     if not refs:
@@ -85,10 +97,16 @@ def instruction_candidates(examples: Sequence[Example], base: str,
         edits = [("state the label set and the output format", [label_line, LABEL_FORMAT])]
         if len(labels) <= options.guidance_labels:
             guide = _guidance(examples, labels, options.max_example_chars)
-            edits.append(("label set, output format and one example input per label",
-                          [label_line, LABEL_FORMAT, guide]))
-        edits += [("state the output format", [LABEL_FORMAT]),
-                  ("state the label set", [label_line])]
+            edits.append(
+                (
+                    "label set, output format and one example input per label",
+                    [label_line, LABEL_FORMAT, guide],
+                )
+            )
+        edits += [
+            ("state the output format", [LABEL_FORMAT]),
+            ("state the label set", [label_line]),
+        ]
     elif all(_NUMBER.match(r) for r in refs):
         edits = [("state the numeric output format", [NUMBER_FORMAT])]
     else:
@@ -115,11 +133,16 @@ class InstructionsStrategy:
         state = ctx.state.setdefault(self.name, {})
         base = str(state.setdefault("base", ctx.best_prompt))
         candidates = instruction_candidates(list(ctx.train), base, self.options)
-        ctx.log("instructions_candidates", count=len(candidates),
-                edits=[edit for edit, _ in candidates])
+        ctx.log(
+            "instructions_candidates", count=len(candidates), edits=[edit for edit, _ in candidates]
+        )
         if not candidates:
-            ctx.log("no_candidates", phase=ctx.phase, reason="train references are missing, "
-                    "free text, or too many distinct values for a label set")
+            ctx.log(
+                "no_candidates",
+                phase=ctx.phase,
+                reason="train references are missing, "
+                "free text, or too many distinct values for a label set",
+            )
             return
         batch = screening_batch(ctx, self.options.screen)
         for index, (edit, prompt) in enumerate(candidates):
@@ -127,8 +150,9 @@ class InstructionsStrategy:
                 continue  # resumed: already recorded
             if ctx.should_stop:
                 return
-            try_candidate(ctx, prompt, ctx.best_prompt, batch=batch,
-                          reasoning=f"instructions: {edit}")
+            try_candidate(
+                ctx, prompt, ctx.best_prompt, batch=batch, reasoning=f"instructions: {edit}"
+            )
             state["tried"] = index + 1
 
 

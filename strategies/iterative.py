@@ -57,30 +57,45 @@ class IterativeStrategy:
             before = ctx.evaluate(current, batch)
             if all(s.score == 1.0 for s in before.samples):
                 # Nothing to diagnose on this minibatch: don't pay the reasoning model for it.
-                ctx.record_iteration(current, before, accepted=False,
-                                     rejected="current prompt is perfect on this minibatch")
+                ctx.record_iteration(
+                    current,
+                    before,
+                    accepted=False,
+                    rejected="current prompt is perfect on this minibatch",
+                )
                 continue
             proposal, reasoning, error = self._propose(ctx, current, before, log)
             if proposal is None:
-                ctx.record_iteration(current, None, reasoning=reasoning, accepted=False,
-                                     failed=error)
+                ctx.record_iteration(
+                    current, None, reasoning=reasoning, accepted=False, failed=error
+                )
                 continue
             after = ctx.evaluate(proposal.prompt, batch)
             change = after.mean_score - before.mean_score
             accepted = change > 0
-            log.append({"iteration": ctx.iteration + 1, "edit": proposal.edit or "(unnamed)",
-                        "change": round(change, 4), "accepted": accepted,
-                        "prompt": proposal.prompt})
-            ctx.record_iteration(proposal.prompt, after, reasoning=reasoning,
-                                 accepted=accepted, change=change)
+            log.append(
+                {
+                    "iteration": ctx.iteration + 1,
+                    "edit": proposal.edit or "(unnamed)",
+                    "change": round(change, 4),
+                    "accepted": accepted,
+                    "prompt": proposal.prompt,
+                }
+            )
+            ctx.record_iteration(
+                proposal.prompt, after, reasoning=reasoning, accepted=accepted, change=change
+            )
             if accepted:
                 current = proposal.prompt
             ctx.state.update(current=current, rewrite_log=log)
 
-    def _propose(self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot,
-                 log: list[dict[str, Any]]) -> tuple[Proposal | None, str, str | None]:
-        messages = [{"role": "system", "content": SYSTEM},
-                    {"role": "user", "content": self._brief(ctx, current, snapshot, log)}]
+    def _propose(
+        self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot, log: list[dict[str, Any]]
+    ) -> tuple[Proposal | None, str, str | None]:
+        messages = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": self._brief(ctx, current, snapshot, log)},
+        ]
         tried = [entry.get("prompt", "") for entry in log]
         error = ""
         for _attempt in range(2):
@@ -90,24 +105,39 @@ class IterativeStrategy:
             except ProposalError as exc:
                 error = str(exc)
                 ctx.log("proposal_rejected", reason=error)
-                messages = [*messages, {"role": "assistant", "content": answer},
-                            {"role": "user", "content": f"That answer was unusable: {error}. "
-                             "Answer again in the required form."}]
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": answer},
+                    {
+                        "role": "user",
+                        "content": f"That answer was unusable: {error}. "
+                        "Answer again in the required form.",
+                    },
+                ]
                 continue
             return proposal, proposal.diagnosis, None
         return None, "", f"reasoning model gave no usable revision twice: {error}"
 
-    def _brief(self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot,
-               log: list[dict[str, Any]]) -> str:
-        worst = sorted(snapshot.samples, key=lambda s: (s.score if s.score is not None else -1))
+    def _brief(
+        self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot, log: list[dict[str, Any]]
+    ) -> str:
+        worst = sorted(snapshot.samples, key=lambda s: s.score if s.score is not None else -1)
         rows = [self._row(ctx, sample) for sample in worst[: self.options.worst_k]]
-        history = "\n".join(f"- iteration {e['iteration']}: {e['edit']} -> change "
-                            f"{e['change']:+.3f} ({'kept' if e['accepted'] else 'reverted'})"
-                            for e in log[-10:]) or "- none yet"
-        return (f"Current prompt:\n<current>\n{current}\n</current>\n\n"
-                f"Its mean score on this batch: {snapshot.mean_score:.3f} (1.0 is perfect).\n\n"
-                "Lowest-scoring examples:\n" + "\n\n".join(rows) +
-                f"\n\nEdit log (edit -> score change it caused):\n{history}")
+        history = (
+            "\n".join(
+                f"- iteration {e['iteration']}: {e['edit']} -> change "
+                f"{e['change']:+.3f} ({'kept' if e['accepted'] else 'reverted'})"
+                for e in log[-10:]
+            )
+            or "- none yet"
+        )
+        return (
+            f"Current prompt:\n<current>\n{current}\n</current>\n\n"
+            f"Its mean score on this batch: {snapshot.mean_score:.3f} (1.0 is perfect).\n\n"
+            "Lowest-scoring examples:\n"
+            + "\n\n".join(rows)
+            + f"\n\nEdit log (edit -> score change it caused):\n{history}"
+        )
 
     def _row(self, ctx: StrategyContext, sample: Sample) -> str:
         cut = self.options.max_chars

@@ -24,8 +24,14 @@ LABELS = ["positive", "negative"]
 
 def make_rows(n: int = 30) -> list[dict[str, str]]:
     words = ["great", "awful", "fine", "bad", "lovely", "poor"]
-    return [{"id": f"r{i:03d}", "input": f"review {i}: {words[i % len(words)]} film",
-             "ideal": LABELS[i % 2]} for i in range(n)]
+    return [
+        {
+            "id": f"r{i:03d}",
+            "input": f"review {i}: {words[i % len(words)]} film",
+            "ideal": LABELS[i % 2],
+        }
+        for i in range(n)
+    ]
 
 
 ANSWERS = {row["input"]: row["ideal"] for row in make_rows(200)}
@@ -41,8 +47,10 @@ def task_answer(request: FakeRequest) -> str:
 
 
 def reasoner_answer(request: FakeRequest) -> str:
-    return ("<diagnosis>Outputs are sentences, the metric wants one word.</diagnosis>\n"
-            f"<edit>ask for a one-word answer</edit>\n<prompt>{BETTER}</prompt>")
+    return (
+        "<diagnosis>Outputs are sentences, the metric wants one word.</diagnosis>\n"
+        f"<edit>ask for a one-word answer</edit>\n<prompt>{BETTER}</prompt>"
+    )
 
 
 def responder(request: FakeRequest) -> str:

@@ -48,8 +48,12 @@ def fake() -> FakeModel:
     return FakeModel(lambda r: f"answer to {r.user}").install()
 
 
-def call(runner: LoopRunner, client: ProviderClient, spec: ModelSpec | None = None,
-         messages: list[dict[str, str]] = MESSAGES) -> Completion:
+def call(
+    runner: LoopRunner,
+    client: ProviderClient,
+    spec: ModelSpec | None = None,
+    messages: list[dict[str, str]] = MESSAGES,
+) -> Completion:
     return runner.run(client.complete(spec or ModelSpec("fake/m"), messages))
 
 
@@ -123,18 +127,30 @@ def test_second_identical_call_is_a_cache_hit(runner: LoopRunner, fake: FakeMode
     assert len(fake.requests) == 1
     assert first.cached is False and second.cached is True and second.attempts == 0
     assert second.text == first.text == "answer to hi there"
-    assert (second.prompt_tokens, second.completion_tokens) == (first.prompt_tokens,
-                                                               first.completion_tokens) == (4, 4)
+    assert (
+        (second.prompt_tokens, second.completion_tokens)
+        == (first.prompt_tokens, first.completion_tokens)
+        == (4, 4)
+    )
     task = client.ledger.by_role["task"]
     assert (task.calls, task.cache_hits) == (1, 1)
     assert task.tokens == 8  # a hit costs nothing new
 
 
-def test_cache_hit_keeps_the_original_cost(runner: LoopRunner, fake: FakeModel,
-                                           litellm: Any) -> None:
+def test_cache_hit_keeps_the_original_cost(
+    runner: LoopRunner, fake: FakeModel, litellm: Any
+) -> None:
     name = "fake/reflex-cache-priced"
-    litellm.register_model({name: {"input_cost_per_token": 0.01, "output_cost_per_token": 0.02,
-                                   "litellm_provider": "fake", "mode": "chat"}})
+    litellm.register_model(
+        {
+            name: {
+                "input_cost_per_token": 0.01,
+                "output_cost_per_token": 0.02,
+                "litellm_provider": "fake",
+                "mode": "chat",
+            }
+        }
+    )
     try:
         client = ProviderClient(cache=ResponseCache(None), retry=FAST)
         first = call(runner, client, ModelSpec(name))
@@ -154,14 +170,18 @@ def test_cache_hit_keeps_the_original_cost(runner: LoopRunner, fake: FakeModel,
         (ModelSpec("fake/m", seed=1), MESSAGES, "default"),
         (ModelSpec("fake/m", max_tokens=10), MESSAGES, "default"),
         (ModelSpec("fake/m", extra={"top_p": 0.5}), MESSAGES, "default"),
-        (ModelSpec("fake/m"), [{"role": "system", "content": "Be long."}, MESSAGES[1]],
-         "default"),
+        (ModelSpec("fake/m"), [{"role": "system", "content": "Be long."}, MESSAGES[1]], "default"),
         (ModelSpec("fake/m"), [MESSAGES[0], {"role": "user", "content": "bye"}], "default"),
         (ModelSpec("fake/m"), MESSAGES, "another-run"),
     ],
 )
-def test_any_difference_misses(runner: LoopRunner, fake: FakeModel, spec: ModelSpec,
-                               messages: list[dict[str, str]], namespace: str) -> None:
+def test_any_difference_misses(
+    runner: LoopRunner,
+    fake: FakeModel,
+    spec: ModelSpec,
+    messages: list[dict[str, str]],
+    namespace: str,
+) -> None:
     cache = ResponseCache(None)
     call(runner, ProviderClient(cache=cache, retry=FAST))
     client = ProviderClient(cache=cache, cache_namespace=namespace, retry=FAST)
@@ -196,10 +216,19 @@ def test_transient_failures_are_never_cached(runner: LoopRunner, litellm: Any) -
     assert call(runner, client).cached is True and len(cache) == 1
 
 
-def test_a_call_that_recovered_after_retries_is_cached_once(runner: LoopRunner,
-                                                            litellm: Any) -> None:
-    fake = FakeModel(lambda r: "ok", fault=lambda r, n: litellm.InternalServerError(
-        message="Connection error.", llm_provider="openai", model="m") if n == 1 else None)
+def test_a_call_that_recovered_after_retries_is_cached_once(
+    runner: LoopRunner, litellm: Any
+) -> None:
+    fake = FakeModel(
+        lambda r: "ok",
+        fault=lambda r, n: (
+            litellm.InternalServerError(
+                message="Connection error.", llm_provider="openai", model="m"
+            )
+            if n == 1
+            else None
+        ),
+    )
     fake.install()
     cache = ResponseCache(None)
     client = ProviderClient(cache=cache, retry=FAST)
@@ -209,8 +238,11 @@ def test_a_call_that_recovered_after_retries_is_cached_once(runner: LoopRunner,
 
 
 def test_permanent_failures_are_not_cached(runner: LoopRunner, litellm: Any) -> None:
-    fake = FakeModel(fault=lambda r, n: litellm.AuthenticationError(
-        message="bad key", llm_provider="openai", model="m")).install()
+    fake = FakeModel(
+        fault=lambda r, n: litellm.AuthenticationError(
+            message="bad key", llm_provider="openai", model="m"
+        )
+    ).install()
     cache = ResponseCache(None)
     client = ProviderClient(cache=cache, retry=FAST)
     for _ in range(2):
@@ -219,8 +251,9 @@ def test_permanent_failures_are_not_cached(runner: LoopRunner, litellm: Any) -> 
     assert len(cache) == 0 and len(fake.requests) == 2
 
 
-def test_on_disk_cache_serves_a_new_client_after_reopen(runner: LoopRunner, fake: FakeModel,
-                                                        tmp_path: Path) -> None:
+def test_on_disk_cache_serves_a_new_client_after_reopen(
+    runner: LoopRunner, fake: FakeModel, tmp_path: Path
+) -> None:
     path = tmp_path / "cache.sqlite"
     first_cache = ResponseCache(path)
     first = call(runner, ProviderClient(cache=first_cache, retry=FAST))
@@ -232,7 +265,9 @@ def test_on_disk_cache_serves_a_new_client_after_reopen(runner: LoopRunner, fake
     reopened.close()
     assert len(fake.requests) == 1
     assert again.cached is True and again.text == first.text
-    assert (again.prompt_tokens, again.completion_tokens) == (first.prompt_tokens,
-                                                             first.completion_tokens)
+    assert (again.prompt_tokens, again.completion_tokens) == (
+        first.prompt_tokens,
+        first.completion_tokens,
+    )
     assert client.ledger.by_role["task"].cache_hits == 1
     assert client.ledger.by_role["task"].calls == 0

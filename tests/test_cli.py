@@ -34,11 +34,24 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # --- a full run -------------------------------------------------------------------------------
 
 
-def test_full_optimize_run(fake_model: FakeModel, dataset_file: Path, prompt_file: Path,
-                           in_tmp: Path) -> None:
+def test_full_optimize_run(
+    fake_model: FakeModel, dataset_file: Path, prompt_file: Path, in_tmp: Path
+) -> None:
     best, out = in_tmp / "best.md", in_tmp / "out" / "nested" / "results.json"
-    result = invoke(["optimize", str(dataset_file), str(prompt_file), *MODELS,
-                     "--max-iterations", "3", "-o", str(best), "--results-json", str(out)])
+    result = invoke(
+        [
+            "optimize",
+            str(dataset_file),
+            str(prompt_file),
+            *MODELS,
+            "--max-iterations",
+            "3",
+            "-o",
+            str(best),
+            "--results-json",
+            str(out),
+        ]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text(encoding="utf-8"))
 
@@ -47,13 +60,23 @@ def test_full_optimize_run(fake_model: FakeModel, dataset_file: Path, prompt_fil
     assert read_prompt(best) == data["best_prompt"] == data["final"]["system_prompt"]
     assert data["best_prompt"] == BETTER
 
-    for key in ("schema_version", "baseline", "final", "iterations", "p_value", "improvement",
-                "improvement_pct", "best_prompt", "best_score"):
+    for key in (
+        "schema_version",
+        "baseline",
+        "final",
+        "iterations",
+        "p_value",
+        "improvement",
+        "improvement_pct",
+        "best_prompt",
+        "best_score",
+    ):
         assert key in data, key
     assert data["baseline"]["system_prompt"] == "Classify the sentiment."
     assert data["baseline"]["mean_score"] < data["final"]["mean_score"] == 1.0
     assert data["improvement"] == pytest.approx(
-        data["final"]["mean_score"] - data["baseline"]["mean_score"])
+        data["final"]["mean_score"] - data["baseline"]["mean_score"]
+    )
     assert 0.0 <= data["p_value"] <= 1.0
     assert data["iterations"][0]["iteration"] == 1
     for key in ("score", "val_score", "scores_by_metric", "system_prompt", "reasoning"):
@@ -81,32 +104,51 @@ def bad_inputs(tmp_path: Path) -> dict[str, Path]:
 CASES: dict[str, tuple[Any, type[Exception], list[str]]] = {
     "missing dataset": (
         lambda d, p, b: [str(b["missing"]), str(p), *MODELS],
-        DatasetError, ["missing.jsonl", "not found"]),
+        DatasetError,
+        ["missing.jsonl", "not found"],
+    ),
     "invalid JSON line": (
         lambda d, p, b: [str(b["bad_json"]), str(p), *MODELS],
-        DatasetError, ["bad.jsonl:2:", "JSON"]),
+        DatasetError,
+        ["bad.jsonl:2:", "JSON"],
+    ),
     "empty prompt": (
         lambda d, p, b: [str(d), str(b["empty"]), *MODELS],
-        ConfigurationError, ["empty.md", "empty"]),
+        ConfigurationError,
+        ["empty.md", "empty"],
+    ),
     "model without provider": (
         lambda d, p, b: [str(d), str(p), "-m", "gpt4", "--reasoning-model", "fake/reasoner"],
-        ConfigurationError, ["'gpt4'", "provider/model"]),
+        ConfigurationError,
+        ["'gpt4'", "provider/model"],
+    ),
     "unknown metric": (
         lambda d, p, b: [str(d), str(p), *MODELS, "--metric", "nope"],
-        PluginError, ["'nope'", "available: ", "exact_match, f1"]),
+        PluginError,
+        ["'nope'", "available: ", "exact_match, f1"],
+    ),
     "iterative without reasoning model": (
         lambda d, p, b: [str(d), str(p), "-m", "fake/task"],
-        ConfigurationError, ["--reasoning-model", "iterative"]),
+        ConfigurationError,
+        ["--reasoning-model", "iterative"],
+    ),
     "max workers 0": (
         lambda d, p, b: [str(d), str(p), *MODELS, "--max-workers", "0"],
-        ConfigurationError, ["max_workers", "0"]),
+        ConfigurationError,
+        ["max_workers", "0"],
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_errors_are_one_line(case: str, fake_model: FakeModel, dataset_file: Path,
-                             prompt_file: Path, bad_inputs: dict[str, Path],
-                             in_tmp: Path) -> None:
+def test_errors_are_one_line(
+    case: str,
+    fake_model: FakeModel,
+    dataset_file: Path,
+    prompt_file: Path,
+    bad_inputs: dict[str, Path],
+    in_tmp: Path,
+) -> None:
     make_args, _, fragments = CASES[case]
     result = invoke(["optimize", *make_args(dataset_file, prompt_file, bad_inputs)])
     assert result.exit_code == 2, result.output
@@ -121,9 +163,14 @@ def test_errors_are_one_line(case: str, fake_model: FakeModel, dataset_file: Pat
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_verbose_errors_propagate(case: str, fake_model: FakeModel, dataset_file: Path,
-                                  prompt_file: Path, bad_inputs: dict[str, Path],
-                                  in_tmp: Path) -> None:
+def test_verbose_errors_propagate(
+    case: str,
+    fake_model: FakeModel,
+    dataset_file: Path,
+    prompt_file: Path,
+    bad_inputs: dict[str, Path],
+    in_tmp: Path,
+) -> None:
     make_args, error_type, _ = CASES[case]
     with pytest.raises(error_type):
         invoke(["optimize", *make_args(dataset_file, prompt_file, bad_inputs), "-v"])
@@ -132,12 +179,19 @@ def test_verbose_errors_propagate(case: str, fake_model: FakeModel, dataset_file
 
 def _cli_subprocess(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     code = "import reflex.cli; reflex.cli.main()"
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
-def test_error_traceback_only_with_verbose_in_a_real_process(tmp_path: Path,
-                                                            prompt_file: Path) -> None:
+def test_error_traceback_only_with_verbose_in_a_real_process(
+    tmp_path: Path, prompt_file: Path
+) -> None:
     args = ["optimize", "missing.jsonl", str(prompt_file), "-m", "openai/gpt-4o-mini"]
     quiet = _cli_subprocess(args, tmp_path)
     assert quiet.returncode == 2
@@ -160,14 +214,22 @@ def test_help() -> None:
     assert "optimize" in top.output and "plugins" in top.output
     sub = invoke(["optimize", "--help"])
     assert sub.exit_code == 0
-    for flag in ("--model", "--metric", "--strategy", "--reasoning-model", "--results-json",
-                 "--max-workers", "--strategy-option"):
+    for flag in (
+        "--model",
+        "--metric",
+        "--strategy",
+        "--reasoning-model",
+        "--results-json",
+        "--max-workers",
+        "--strategy-option",
+    ):
         assert flag in sub.output, flag
 
 
 def _python(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     return done.stdout.strip()
 
 
@@ -177,8 +239,10 @@ def test_building_the_cli_does_not_import_litellm() -> None:
 
 
 def test_importing_the_package_imports_no_vendor() -> None:
-    code = ("import reflex, aevyra_reflex, sys; "
-            "print(any(m in sys.modules for m in ('litellm', 'mlflow', 'wandb')))")
+    code = (
+        "import reflex, aevyra_reflex, sys; "
+        "print(any(m in sys.modules for m in ('litellm', 'mlflow', 'wandb')))"
+    )
     assert _python(code) == "False"
 
 

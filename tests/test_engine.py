@@ -25,9 +25,14 @@ START = "Classify the sentiment."
 
 
 def builder(run_dir: Path, rows: list[dict[str, Any]] | None = None) -> PromptOptimizer:
-    return (PromptOptimizer().set_dataset(rows or make_rows()).add_provider("fake", "task")
-            .add_metric("exact_match").set_reasoning_model("fake/reasoner")
-            .set_run_dir(run_dir))
+    return (
+        PromptOptimizer()
+        .set_dataset(rows or make_rows())
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_reasoning_model("fake/reasoner")
+        .set_run_dir(run_dir)
+    )
 
 
 def test_lifecycle_order_and_selection(fake_model: FakeModel, tmp_path: Path) -> None:
@@ -46,8 +51,9 @@ def test_lifecycle_order_and_selection(fake_model: FakeModel, tmp_path: Path) ->
     assert result.completed
 
 
-def test_run_dir_holds_config_disjoint_splits_and_result(fake_model: FakeModel,
-                                                         tmp_path: Path) -> None:
+def test_run_dir_holds_config_disjoint_splits_and_result(
+    fake_model: FakeModel, tmp_path: Path
+) -> None:
     result = builder(tmp_path).run(START)
     run = Path(str(result.run_dir))
     splits = json.loads((run / "splits.json").read_text())
@@ -68,11 +74,26 @@ def test_result_round_trips_through_json(fake_model: FakeModel, tmp_path: Path) 
     data = json.loads(json.dumps(result.to_dict()))
     again = OptimizationResult.from_dict(data)
     assert again.to_dict() == result.to_dict()
-    for key in ("best_prompt", "best_score", "baseline", "final", "iterations", "improvement",
-                "improvement_pct", "p_value", "schema_version"):
+    for key in (
+        "best_prompt",
+        "best_score",
+        "baseline",
+        "final",
+        "iterations",
+        "improvement",
+        "improvement_pct",
+        "p_value",
+        "schema_version",
+    ):
         assert key in data
-    assert set(data["iterations"][0]) >= {"iteration", "score", "val_score",
-                                          "scores_by_metric", "system_prompt", "reasoning"}
+    assert set(data["iterations"][0]) >= {
+        "iteration",
+        "score",
+        "val_score",
+        "scores_by_metric",
+        "system_prompt",
+        "reasoning",
+    }
 
 
 def test_selection_is_on_val_not_train(tmp_path: Path) -> None:
@@ -110,8 +131,13 @@ def test_second_identical_run_makes_no_task_calls(fake_model: FakeModel, tmp_pat
 
 
 def test_reasoning_model_required_before_any_call(fake_model: FakeModel, tmp_path: Path) -> None:
-    opt = (PromptOptimizer().set_dataset(make_rows()).add_provider("fake/task")
-           .add_metric("exact_match").set_run_dir(tmp_path))
+    opt = (
+        PromptOptimizer()
+        .set_dataset(make_rows())
+        .add_provider("fake/task")
+        .add_metric("exact_match")
+        .set_run_dir(tmp_path)
+    )
     with pytest.raises(ConfigurationError, match="--reasoning-model"):
         opt.run(START)
     assert fake_model.requests == []
@@ -126,8 +152,9 @@ def test_degenerate_seed_refused_then_allowed(tmp_path: Path) -> None:
     assert result.baseline is not None and result.baseline.mean_score == 0.0
 
 
-def test_budget_exhaustion_gives_partial_result_with_final(fake_model: FakeModel,
-                                                           tmp_path: Path) -> None:
+def test_budget_exhaustion_gives_partial_result_with_final(
+    fake_model: FakeModel, tmp_path: Path
+) -> None:
     # preflight 10 + baseline 6 + val 6 + reserve 6 for the final; 30 leaves 2 for iterations.
     result = builder(tmp_path).set_budget(max_calls=30).run(START)
     assert result.stop_reason.startswith("budget exhausted")
@@ -135,8 +162,9 @@ def test_budget_exhaustion_gives_partial_result_with_final(fake_model: FakeModel
     assert result.usage["metric_calls"] <= 30
 
 
-def test_budget_too_small_for_baseline_raises_with_partial(fake_model: FakeModel,
-                                                           tmp_path: Path) -> None:
+def test_budget_too_small_for_baseline_raises_with_partial(
+    fake_model: FakeModel, tmp_path: Path
+) -> None:
     rec = RecordingCallback()
     with pytest.raises(BudgetExhausted) as info:
         builder(tmp_path).set_budget(max_calls=12).run(START, callbacks=[rec])
@@ -153,14 +181,19 @@ def test_reasoning_call_budget(tmp_path: Path) -> None:
         return responder(request)
 
     fake = FakeModel(answer).install()
-    result = (builder(tmp_path).set_budget(max_reasoning_calls=1)
-              .configure(max_iterations=5, early_stopping_patience=None).run(START))
+    result = (
+        builder(tmp_path)
+        .set_budget(max_reasoning_calls=1)
+        .configure(max_iterations=5, early_stopping_patience=None)
+        .run(START)
+    )
     assert len(fake.calls_to("fake/reasoner")) == 1
     assert "reasoning-call budget" in result.stop_reason
 
 
-def test_failing_callback_is_a_warning(fake_model: FakeModel, tmp_path: Path,
-                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_failing_callback_is_a_warning(
+    fake_model: FakeModel, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     class Broken(Callback):
         def on_iteration(self, record: Any) -> None:
             raise RuntimeError("tracker down")
@@ -177,8 +210,9 @@ def test_permanent_provider_error_calls_on_run_error(tmp_path: Path) -> None:
 
     def fault(request: FakeRequest, n: int) -> BaseException | None:
         if request.model == "fake/reasoner":
-            return litellm.AuthenticationError(message="bad key", llm_provider="openai",
-                                               model="reasoner")
+            return litellm.AuthenticationError(
+                message="bad key", llm_provider="openai", model="reasoner"
+            )
         return None
 
     FakeModel(responder, fault=fault).install()
@@ -234,8 +268,7 @@ def test_threshold_stops_early(fake_model: FakeModel, tmp_path: Path) -> None:
 
 def test_multiple_task_models_pair_by_example_and_model(tmp_path: Path) -> None:
     FakeModel(responder).install()
-    result = builder(tmp_path).add_provider("fake", "task2").configure(
-        max_iterations=1).run(START)
+    result = builder(tmp_path).add_provider("fake", "task2").configure(max_iterations=1).run(START)
     assert result.baseline is not None
     assert {s.model for s in result.baseline.samples} == {"fake/task", "fake/task2"}
     assert result.significance is not None and result.significance["n"] == 12

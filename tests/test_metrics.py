@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import pytest
+
+from reflex.errors import ConfigurationError
+from reflex.plugins import get_registry
+from reflex.types import Example, Metric
 from reflex_metrics.bleu import SacreBleu
 from reflex_metrics.chrf import SacreChrf
 from reflex_metrics.contains import Contains
@@ -12,10 +16,6 @@ from reflex_metrics.length import LengthLimit
 from reflex_metrics.numeric import NumericMatch, extract_number
 from reflex_metrics.regex import RegexMatch
 from reflex_metrics.rouge import RougeScore, lcs_length
-
-from reflex.errors import ConfigurationError
-from reflex.plugins import get_registry
-from reflex.types import Example, Metric
 
 SECRET = "Zanzibar"
 

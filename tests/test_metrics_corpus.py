@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 
 import pytest
+
+from reflex.types import Example
 from reflex_metrics.bleu import SacreBleu
 from reflex_metrics.chrf import SacreChrf
 from reflex_metrics.rouge import RougeScore
-
-from reflex.types import Example
 
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
 sacrebleu = pytest.importorskip("sacrebleu")

@@ -322,3 +322,46 @@ def test_both_trackers_from_the_cli(
     wandb_run = load_run(str(sync_dir))
     assert wandb_run["exit_code"] == 0 and "cli" in wandb_run["tags"]
     assert wandb_run["summary"]["final_score_test"] == run.data.metrics["final_score_test"]
+
+
+def test_resumed_reflex_run_continues_its_mlflow_run(tmp_path: Path, uri: str) -> None:
+    """SIGKILL mid-run, resume: one MLflow run, every iteration once, final after the curve."""
+    import os
+    import signal
+
+    from test_resume import builder as resume_builder
+    from test_resume import reasoner_variants
+
+    from reflex.providers import load_litellm
+    from reflex.testing import FakeRequest
+
+    load_litellm()
+    pid = os.fork()
+    if pid == 0:  # child: dies at the 60th model call, after some iterations were logged
+
+        def fault(request: FakeRequest, n: int) -> BaseException | None:
+            if n >= 60:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return None
+
+        FakeModel(reasoner_variants, fault=fault).install()
+        try:
+            resume_builder(tmp_path, "iterative").run(
+                START, callbacks=[MLflowCallback(tracking_uri=uri)]
+            )
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status)
+    client = MlflowClient(tracking_uri=uri)
+    before = steps(client, only_run(uri).info.run_id, "score_train")
+    assert before  # the killed process had logged iterations
+    FakeModel(reasoner_variants).install()
+    result = resume_builder(tmp_path, "iterative").run(
+        START, callbacks=[MLflowCallback(tracking_uri=uri)], resume=True
+    )
+    run = only_run(uri)  # continued, not a second run
+    assert run.info.status == "FINISHED"
+    train_steps = [s for s, _ in steps(client, run.info.run_id, "score_train")]
+    assert train_steps == sorted(set(train_steps)) == [r.iteration for r in result.iterations]
+    assert [s for s, _ in steps(client, run.info.run_id, "score_test")][-1] > max(train_steps)

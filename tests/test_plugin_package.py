@@ -1,4 +1,4 @@
-"""examples/plugin_package: a complete third-party plugin, installed and used through its entry point.
+"""examples/plugin_package: a complete third-party plugin, installed, used by its entry point.
 
 Installing is simulated without pip or network: the package's metadata (with the entry points
 its pyproject.toml declares) goes into a temporary site directory next to its sources, which is
@@ -57,8 +57,21 @@ def test_installed_plugin_loads_through_its_entry_point(
 
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "result.json"
-    args = ["optimize", str(dataset_file), str(prompt_file), "-m", "fake/task", "-s", "suffixes",
-            "--metric", "exact_match", "--metric", "max_words", "--results-json", str(out)]
+    args = [
+        "optimize",
+        str(dataset_file),
+        str(prompt_file),
+        "-m",
+        "fake/task",
+        "-s",
+        "suffixes",
+        "--metric",
+        "exact_match",
+        "--metric",
+        "max_words",
+        "--results-json",
+        str(out),
+    ]
     result = CliRunner().invoke(build_cli(), args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text(encoding="utf-8"))

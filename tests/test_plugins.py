@@ -96,8 +96,10 @@ CREATED: list[ShoutCallback] = []
 class ShoutPlugin:
     @hookimpl
     def register_optimize_options(self, register: Any) -> None:
-        options = [click.Option(["--shout"], is_flag=True, help="Record the lifecycle."),
-                   click.Option(["--shout-volume"], default="loud")]
+        options = [
+            click.Option(["--shout"], is_flag=True, help="Record the lifecycle."),
+            click.Option(["--shout-volume"], default="loud"),
+        ]
 
         def to_callbacks(values: dict[str, Any]) -> list[ShoutCallback]:
             if not values["shout"]:
@@ -137,14 +139,20 @@ def test_builtins_load_through_entry_points() -> None:
 # --- a third-party plugin used by name ------------------------------------------------------
 
 
-def test_third_party_plugin_from_builder(fake_model: FakeModel, dataset_file: Path,
-                                         tmp_path: Path) -> None:
+def test_third_party_plugin_from_builder(
+    fake_model: FakeModel, dataset_file: Path, tmp_path: Path
+) -> None:
     register_plugin(SuffixPlugin(), name="suffix-plugin")
     recorder = RecordingCallback()
-    result = (PromptOptimizer().set_dataset(dataset_file).add_provider("fake/task")
-              .add_metric("length_ok").set_strategy("suffix")
-              .configure(run_dir=str(tmp_path / ".reflex"), max_workers=4)
-              .run("Classify the sentiment.", callbacks=[recorder]))
+    result = (
+        PromptOptimizer()
+        .set_dataset(dataset_file)
+        .add_provider("fake/task")
+        .add_metric("length_ok")
+        .set_strategy("suffix")
+        .configure(run_dir=str(tmp_path / ".reflex"), max_workers=4)
+        .run("Classify the sentiment.", callbacks=[recorder])
+    )
     assert result.completed
     assert len(result.iterations) == 1
     assert result.best_prompt == "Classify the sentiment." + SUFFIX
@@ -152,22 +160,44 @@ def test_third_party_plugin_from_builder(fake_model: FakeModel, dataset_file: Pa
     assert result.final.mean_score == 1.0
     assert result.baseline is not None and result.baseline.mean_score < 1.0
     assert set(result.final.scores_by_metric) == {"length_ok"}
-    assert recorder.hooks == ["on_run_start", "on_baseline", "on_iteration", "on_final",
-                              "on_run_end"]
+    assert recorder.hooks == [
+        "on_run_start",
+        "on_baseline",
+        "on_iteration",
+        "on_final",
+        "on_run_end",
+    ]
     # No reasoning model was needed or called.
     assert all(r.model == "fake/task" for r in fake_model.requests)
 
 
-def test_third_party_plugin_from_cli(fake_model: FakeModel, dataset_file: Path,
-                                     prompt_file: Path, tmp_path: Path,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_third_party_plugin_from_cli(
+    fake_model: FakeModel,
+    dataset_file: Path,
+    prompt_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(tmp_path)
     register_plugin(SuffixPlugin(), name="suffix-plugin")
     out = tmp_path / "results.json"
-    result = CliRunner().invoke(build_cli(), [
-        "optimize", str(dataset_file), str(prompt_file), "-m", "fake/task",
-        "--metric", "length_ok", "-s", "suffix", "--results-json", str(out)],
-        catch_exceptions=False)
+    result = CliRunner().invoke(
+        build_cli(),
+        [
+            "optimize",
+            str(dataset_file),
+            str(prompt_file),
+            "-m",
+            "fake/task",
+            "--metric",
+            "length_ok",
+            "-s",
+            "suffix",
+            "--results-json",
+            str(out),
+        ],
+        catch_exceptions=False,
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["best_prompt"] == "Classify the sentiment." + SUFFIX
@@ -210,10 +240,13 @@ def test_duplicate_metric_names_both_plugins() -> None:
 
 def test_unknown_names_list_available() -> None:
     register_plugin(SuffixPlugin(), name="suffix-plugin")
-    with pytest.raises(PluginError, match=r"unknown strategy 'nope'; available: .*iterative.*suffix"):
+    with pytest.raises(
+        PluginError, match=r"unknown strategy 'nope'; available: .*iterative.*suffix"
+    ):
         PromptOptimizer().set_strategy("nope")
-    with pytest.raises(PluginError,
-                       match="unknown metric 'nope'; available: .*exact_match, .*length, length_ok"):
+    with pytest.raises(
+        PluginError, match=r"unknown metric 'nope'; available: .*exact_match, .*length, length_ok"
+    ):
         PromptOptimizer().add_metric("nope")
 
 
@@ -221,11 +254,13 @@ def _invoke(args: list[str]) -> Any:
     return CliRunner().invoke(build_cli(), args, catch_exceptions=False)
 
 
-def test_unknown_strategy_on_cli_lists_available(fake_model: FakeModel, dataset_file: Path,
-                                                 prompt_file: Path) -> None:
+def test_unknown_strategy_on_cli_lists_available(
+    fake_model: FakeModel, dataset_file: Path, prompt_file: Path
+) -> None:
     register_plugin(SuffixPlugin(), name="suffix-plugin")
-    result = _invoke(["optimize", str(dataset_file), str(prompt_file), "-m", "fake/task",
-                      "-s", "nope"])
+    result = _invoke(
+        ["optimize", str(dataset_file), str(prompt_file), "-m", "fake/task", "-s", "nope"]
+    )
     assert result.exit_code == 2
     line = result.stderr.strip()
     assert line.startswith("error: unknown strategy 'nope'; available: ") and "\n" not in line
@@ -233,13 +268,30 @@ def test_unknown_strategy_on_cli_lists_available(fake_model: FakeModel, dataset_
     assert fake_model.requests == []
 
 
-def test_unknown_strategy_option_is_one_line(fake_model: FakeModel, dataset_file: Path,
-                                             prompt_file: Path, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_strategy_option_is_one_line(
+    fake_model: FakeModel,
+    dataset_file: Path,
+    prompt_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(tmp_path)
     register_plugin(SuffixPlugin(), name="suffix-plugin")
-    result = _invoke(["optimize", str(dataset_file), str(prompt_file), "-m", "fake/task",
-                      "--metric", "length_ok", "-s", "suffix", "--strategy-option", "nope=1"])
+    result = _invoke(
+        [
+            "optimize",
+            str(dataset_file),
+            str(prompt_file),
+            "-m",
+            "fake/task",
+            "--metric",
+            "length_ok",
+            "-s",
+            "suffix",
+            "--strategy-option",
+            "nope=1",
+        ]
+    )
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
@@ -249,15 +301,33 @@ def test_unknown_strategy_option_is_one_line(fake_model: FakeModel, dataset_file
     assert fake_model.requests == []
 
 
-def test_strategy_option_reaches_strategy(fake_model: FakeModel, dataset_file: Path,
-                                          prompt_file: Path, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_strategy_option_reaches_strategy(
+    fake_model: FakeModel,
+    dataset_file: Path,
+    prompt_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(tmp_path)
     register_plugin(SuffixPlugin(), name="suffix-plugin")
     out = tmp_path / "results.json"
-    result = _invoke(["optimize", str(dataset_file), str(prompt_file), "-m", "fake/task",
-                      "--metric", "length_ok", "-s", "suffix",
-                      "--strategy-option", "suffix= Be brief.", "--results-json", str(out)])
+    result = _invoke(
+        [
+            "optimize",
+            str(dataset_file),
+            str(prompt_file),
+            "-m",
+            "fake/task",
+            "--metric",
+            "length_ok",
+            "-s",
+            "suffix",
+            "--strategy-option",
+            "suffix= Be brief.",
+            "--results-json",
+            str(out),
+        ]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["iterations"][0]["system_prompt"] == "Classify the sentiment. Be brief."
@@ -269,8 +339,12 @@ def test_strategy_option_reaches_strategy(fake_model: FakeModel, dataset_file: P
 
 
 def test_register_optimize_options_adds_option_and_callback(
-        fake_model: FakeModel, dataset_file: Path, prompt_file: Path, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_model: FakeModel,
+    dataset_file: Path,
+    prompt_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(tmp_path)
     CREATED.clear()
     register_plugin(SuffixPlugin(), name="suffix-plugin")
@@ -279,16 +353,31 @@ def test_register_optimize_options_adds_option_and_callback(
     help_text = _invoke(["optimize", "--help"]).output
     assert "--shout" in help_text and "--shout-volume" in help_text
 
-    args = ["optimize", str(dataset_file), str(prompt_file), "-m", "fake/task",
-            "--metric", "length_ok", "-s", "suffix"]
-    result = CliRunner().invoke(cli, [*args, "--shout", "--shout-volume", "max"],
-                                catch_exceptions=False)
+    args = [
+        "optimize",
+        str(dataset_file),
+        str(prompt_file),
+        "-m",
+        "fake/task",
+        "--metric",
+        "length_ok",
+        "-s",
+        "suffix",
+    ]
+    result = CliRunner().invoke(
+        cli, [*args, "--shout", "--shout-volume", "max"], catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     assert len(CREATED) == 1
     callback = CREATED[0]
     assert callback.volume == "max"
-    assert callback.hooks == ["on_run_start", "on_baseline", "on_iteration", "on_final",
-                              "on_run_end"]
+    assert callback.hooks == [
+        "on_run_start",
+        "on_baseline",
+        "on_iteration",
+        "on_final",
+        "on_run_end",
+    ]
     run_result = callback.calls[-1][1][0]
     assert run_result.best_prompt == "Classify the sentiment." + SUFFIX
 
@@ -334,5 +423,11 @@ def test_plugins_command_json() -> None:
     assert data["exact_match"]["metrics"] == ["exact_match"]
     assert data["iterative"]["strategies"] == ["iterative"]
     assert data["suffix-plugin"] == {
-        "name": "suffix-plugin", "distribution": None, "version": None,
-        "strategies": ["suffix"], "metrics": ["length_ok"], "options": [], "commands": False}
+        "name": "suffix-plugin",
+        "distribution": None,
+        "version": None,
+        "strategies": ["suffix"],
+        "metrics": ["length_ok"],
+        "options": [],
+        "commands": False,
+    }

@@ -49,8 +49,13 @@ async def _cancel_leftover_tasks() -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def call(runner: LoopRunner, client: ProviderClient, model: str = "fake/m",
-         messages: Sequence[dict[str, str]] = USER, **kwargs: Any) -> Completion:
+def call(
+    runner: LoopRunner,
+    client: ProviderClient,
+    model: str = "fake/m",
+    messages: Sequence[dict[str, str]] = USER,
+    **kwargs: Any,
+) -> Completion:
     return runner.run(client.complete(ModelSpec(model), messages, **kwargs))
 
 
@@ -130,9 +135,16 @@ def test_usage_is_kept_per_role(runner: LoopRunner) -> None:
 @pytest.fixture
 def priced_model(litellm: Any) -> Iterator[str]:
     name = "fake/reflex-test-priced"
-    litellm.register_model({name: {"input_cost_per_token": 0.001,
-                                   "output_cost_per_token": 0.002,
-                                   "litellm_provider": "fake", "mode": "chat"}})
+    litellm.register_model(
+        {
+            name: {
+                "input_cost_per_token": 0.001,
+                "output_cost_per_token": 0.002,
+                "litellm_provider": "fake",
+                "mode": "chat",
+            }
+        }
+    )
     yield name
     litellm.model_cost.pop(name, None)
 
@@ -158,28 +170,37 @@ def test_unknown_model_cost_is_none_and_counted_unknown(runner: LoopRunner) -> N
 # --- retries end to end --------------------------------------------------------------------
 
 
-def test_transient_faults_are_retried_and_usage_counted_once(runner: LoopRunner,
-                                                             litellm: Any) -> None:
+def test_transient_faults_are_retried_and_usage_counted_once(
+    runner: LoopRunner, litellm: Any
+) -> None:
     fake = faulty(lambda n: rate_limit(litellm) if n <= 2 else None)
     seen: list[tuple[str, int, str, float]] = []
-    client = ProviderClient(retry=FAST,
-                            on_retry=lambda m, a, e, d: seen.append((m, a, type(e).__name__, d)))
+    client = ProviderClient(
+        retry=FAST, on_retry=lambda m, a, e, d: seen.append((m, a, type(e).__name__, d))
+    )
     out = call(runner, client)
     assert out.text == "hello there" and out.attempts == 3
     assert len(fake.requests) == 3
     task = client.ledger.by_role["task"]
     assert (task.calls, task.retries) == (1, 2)
-    assert (task.prompt_tokens, task.completion_tokens) == (out.prompt_tokens,
-                                                           out.completion_tokens) == (5, 2)
+    assert (
+        (task.prompt_tokens, task.completion_tokens)
+        == (out.prompt_tokens, out.completion_tokens)
+        == (5, 2)
+    )
     assert seen == [("fake/m", 1, "RateLimitError", 0.0), ("fake/m", 2, "RateLimitError", 0.0)]
 
 
-@pytest.mark.parametrize("name", ["InternalServerError", "ServiceUnavailableError", "Timeout",
-                                  "APIConnectionError"])
+@pytest.mark.parametrize(
+    "name", ["InternalServerError", "ServiceUnavailableError", "Timeout", "APIConnectionError"]
+)
 def test_each_transient_class_is_retried(runner: LoopRunner, litellm: Any, name: str) -> None:
     error = getattr(litellm, name)
-    fake = faulty(lambda n: error(message="Connection error.", llm_provider="openai", model="m")
-                  if n == 1 else None)
+    fake = faulty(
+        lambda n: (
+            error(message="Connection error.", llm_provider="openai", model="m") if n == 1 else None
+        )
+    )
     out = call(runner, ProviderClient(retry=FAST))
     assert out.attempts == 2 and len(fake.requests) == 2
 
@@ -202,10 +223,12 @@ def test_plain_connection_reset_is_retried(runner: LoopRunner) -> None:
     ],
 )
 def test_permanent_fault_raises_provider_error_after_one_attempt(
-        runner: LoopRunner, litellm: Any, name: str, message: str, hint: str) -> None:
+    runner: LoopRunner, litellm: Any, name: str, message: str, hint: str
+) -> None:
     error = getattr(litellm, name)
-    fake = faulty(lambda n: error(message=f"{message}\nsecond line", llm_provider="openai",
-                                  model="m"))
+    fake = faulty(
+        lambda n: error(message=f"{message}\nsecond line", llm_provider="openai", model="m")
+    )
     retried: list[int] = []
     client = ProviderClient(retry=FAST, on_retry=lambda m, a, e, d: retried.append(a))
     with pytest.raises(ProviderError) as info:
@@ -219,12 +242,13 @@ def test_permanent_fault_raises_provider_error_after_one_attempt(
     assert client.ledger.by_role["task"].calls == 0
 
 
-def test_retries_exhausted_raise_transient_provider_error(runner: LoopRunner,
-                                                          litellm: Any) -> None:
+def test_retries_exhausted_raise_transient_provider_error(runner: LoopRunner, litellm: Any) -> None:
     fake = faulty(lambda n: rate_limit(litellm))
     attempts: list[int] = []
-    client = ProviderClient(retry=RetryPolicy(max_retries=2, base_delay=0.0),
-                            on_retry=lambda m, a, e, d: attempts.append(a))
+    client = ProviderClient(
+        retry=RetryPolicy(max_retries=2, base_delay=0.0),
+        on_retry=lambda m, a, e, d: attempts.append(a),
+    )
     with pytest.raises(TransientProviderError) as info:
         call(runner, client)
     assert len(fake.requests) == 3 and attempts == [1, 2]
@@ -242,19 +266,24 @@ def test_zero_retries_fails_on_first_transient_error(runner: LoopRunner, litellm
     assert len(fake.requests) == 1
 
 
-def test_retry_after_from_the_provider_is_used_end_to_end(runner: LoopRunner,
-                                                          litellm: Any) -> None:
+def test_retry_after_from_the_provider_is_used_end_to_end(runner: LoopRunner, litellm: Any) -> None:
     def fault(n: int) -> BaseException | None:
         if n > 1:
             return None
-        return litellm.RateLimitError(message="slow", llm_provider="openai", model="m",
-                                      response=httpx.Response(429, headers={"retry-after": "0.01"}))
+        return litellm.RateLimitError(
+            message="slow",
+            llm_provider="openai",
+            model="m",
+            response=httpx.Response(429, headers={"retry-after": "0.01"}),
+        )
 
     faulty(fault)
     delays: list[float] = []
     # base_delay=30 would hang the test if the Retry-After header were ignored.
-    client = ProviderClient(retry=RetryPolicy(base_delay=30.0, max_delay=60.0),
-                            on_retry=lambda m, a, e, d: delays.append(d))
+    client = ProviderClient(
+        retry=RetryPolicy(base_delay=30.0, max_delay=60.0),
+        on_retry=lambda m, a, e, d: delays.append(d),
+    )
     assert call(runner, client).attempts == 2
     assert delays == [0.01]
 
@@ -285,8 +314,9 @@ class _InFlight:
 def _slow_provider(tracker: _InFlight, delay: float) -> Callable[[Any], Any]:
     def factory(litellm: Any) -> Any:
         class _Slow(litellm.CustomLLM):  # type: ignore[misc, name-defined]
-            async def acompletion(self, model: str, messages: list[dict[str, str]],
-                                  *args: Any, **kwargs: Any) -> Any:
+            async def acompletion(
+                self, model: str, messages: list[dict[str, str]], *args: Any, **kwargs: Any
+            ) -> Any:
                 tracker.enter()
                 try:
                     await asyncio.sleep(delay)  # a real network wait yields the loop
@@ -296,10 +326,19 @@ def _slow_provider(tracker: _InFlight, delay: float) -> Callable[[Any], Any]:
                 text = " ".join(["ok"] * (len(words) % 4 + 1))
                 return litellm.ModelResponse(
                     model=model,
-                    choices=[{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": text}}],
-                    usage={"prompt_tokens": len(words), "completion_tokens": len(text.split()),
-                           "total_tokens": len(words) + len(text.split())})
+                    choices=[
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": text},
+                        }
+                    ],
+                    usage={
+                        "prompt_tokens": len(words),
+                        "completion_tokens": len(text.split()),
+                        "total_tokens": len(words) + len(text.split()),
+                    },
+                )
 
         return _Slow()
 

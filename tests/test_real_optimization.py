@@ -26,7 +26,8 @@ def test_instructions_improve_val_on_arithmetic(tmp_path: Path) -> None:
         .set_run_dir(tmp_path)
         .run((EXAMPLES / "arithmetic/prompt.md").read_text())
     )
-    events = [json.loads(line) for line in Path(str(result.run_dir), "events.jsonl").open()]
+    lines = Path(str(result.run_dir), "events.jsonl").read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines]
     baseline_val = next(e["mean_score"] for e in events if e.get("label") == "val:baseline")
     assert result.best_score is not None and result.best_score > baseline_val
     assert result.final is not None and result.baseline is not None

@@ -9,16 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reflex_strategies.auto import plan_iterations
-from reflex_strategies.instructions import InstructionsOptions, instruction_candidates
 
 from reflex import ConfigurationError, Example, OptimizationResult, PromptOptimizer
 from reflex.testing import FakeModel, FakeRequest
+from reflex_strategies.auto import plan_iterations
+from reflex_strategies.instructions import InstructionsOptions, instruction_candidates
 
 START = "Classify the topic of the text."
 LABELS = ["politics", "sports", "tech"]
-PHRASES = {"sports": "the striker scored twice", "politics": "the senate passed the bill",
-           "tech": "the new chip is faster"}
+PHRASES = {
+    "sports": "the striker scored twice",
+    "politics": "the senate passed the bill",
+    "tech": "the new chip is faster",
+}
 BETTER = f"{START} Answer with one of: politics, sports, tech."
 
 
@@ -75,14 +78,23 @@ def needs_both(request: FakeRequest) -> bool:
 
 
 def builder(run_dir: Path, strategy: str, **options: Any) -> PromptOptimizer:
-    return (PromptOptimizer().set_dataset(ROWS).add_provider("fake", "task")
-            .add_metric("exact_match").set_strategy(strategy, **options).set_run_dir(run_dir))
+    return (
+        PromptOptimizer()
+        .set_dataset(ROWS)
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_strategy(strategy, **options)
+        .set_run_dir(run_dir)
+    )
 
 
 def baseline_val(result: OptimizationResult) -> float:
     events = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
-    return next(e["mean_score"] for e in map(json.loads, events)
-                if e["type"] == "evaluation" and e.get("label") == "val:baseline")
+    return next(
+        e["mean_score"]
+        for e in map(json.loads, events)
+        if e["type"] == "evaluation" and e.get("label") == "val:baseline"
+    )
 
 
 def assert_improves(result: OptimizationResult) -> None:
@@ -131,10 +143,12 @@ def test_fewshot_keeps_zero_shot_when_demos_hurt(tmp_path: Path) -> None:
 
 def test_screening_rejects_on_train_minibatch_without_val_calls(tmp_path: Path) -> None:
     FakeModel(task(lambda r: not _has_demos(r.system) and _index(r) % 2 == 0)).install()
-    result = (builder(tmp_path, "fewshot", screen=True).configure(batch_size=4).run(START))
+    result = builder(tmp_path, "fewshot", screen=True).configure(batch_size=4).run(START)
     assert result.best_prompt == START
-    assert all(r.rejected and not r.failed and r.val_score is None and r.score is not None
-               for r in result.iterations)
+    assert all(
+        r.rejected and not r.failed and r.val_score is None and r.score is not None
+        for r in result.iterations
+    )
     events = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
     assert any(json.loads(e)["type"] == "candidate_rejected" for e in events)
 
@@ -154,8 +168,12 @@ def test_auto_with_reasoning_model_adds_iterative_phase(tmp_path: Path) -> None:
         return needs_both(request) and _index(request) % 5 != 1
 
     fake = FakeModel(task(mostly_both)).install()
-    result = (builder(tmp_path, "auto").set_reasoning_model("fake/reasoner")
-              .configure(max_iterations=6).run(START))
+    result = (
+        builder(tmp_path, "auto")
+        .set_reasoning_model("fake/reasoner")
+        .configure(max_iterations=6)
+        .run(START)
+    )
     phases = [p["phase"] for p in result.phase_history]
     assert phases == ["instructions", "fewshot", "iterative"]
     assert fake.calls_to("fake/reasoner")
@@ -166,17 +184,28 @@ def test_auto_with_reasoning_model_adds_iterative_phase(tmp_path: Path) -> None:
 
 def test_auto_can_skip_iterative_even_with_reasoning_model(tmp_path: Path) -> None:
     fake = FakeModel(task(needs_both)).install()
-    result = (builder(tmp_path, "auto", use_reasoning_model=False)
-              .set_reasoning_model("fake/reasoner").run(START))
+    result = (
+        builder(tmp_path, "auto", use_reasoning_model=False)
+        .set_reasoning_model("fake/reasoner")
+        .run(START)
+    )
     assert "iterative" not in [p["phase"] for p in result.phase_history]
     assert not fake.calls_to("fake/reasoner")
 
 
-@pytest.mark.parametrize(("strategy", "options"), [
-    ("fewshot", {"bogus": 1}), ("instructions", {"max_label": 3}), ("auto", {"bogus": True}),
-    ("auto", {"fewshot": {"max_demo": 2}}), ("fewshot", {"max_demos": 0})])
-def test_options_reject_unknown_or_bad_keys(tmp_path: Path, strategy: str,
-                                           options: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("strategy", "options"),
+    [
+        ("fewshot", {"bogus": 1}),
+        ("instructions", {"max_label": 3}),
+        ("auto", {"bogus": True}),
+        ("auto", {"fewshot": {"max_demo": 2}}),
+        ("fewshot", {"max_demos": 0}),
+    ],
+)
+def test_options_reject_unknown_or_bad_keys(
+    tmp_path: Path, strategy: str, options: dict[str, Any]
+) -> None:
     fake = FakeModel(task(needs_labels)).install()
     with pytest.raises(ConfigurationError, match=strategy):
         builder(tmp_path, strategy, **options).run(START)
@@ -195,8 +224,11 @@ def test_runs_are_deterministic(tmp_path: Path, strategy: str) -> None:
 
 def test_max_iterations_and_budget_are_respected(tmp_path: Path) -> None:
     FakeModel(task(lambda r: False)).install()
-    result = builder(tmp_path, "fewshot").configure(max_iterations=2,
-                                                   early_stopping_patience=None).run(START)
+    result = (
+        builder(tmp_path, "fewshot")
+        .configure(max_iterations=2, early_stopping_patience=None)
+        .run(START)
+    )
     assert len(result.iterations) == 2
     # preflight 10 + baseline 12 + val 12 + final reserve 12 + bootstrap 16 + one candidate 12
     limited = builder(tmp_path / "b", "fewshot").set_budget(max_calls=80).run(START)
@@ -205,22 +237,30 @@ def test_max_iterations_and_budget_are_respected(tmp_path: Path) -> None:
 
 
 def _examples(refs: list[str]) -> list[Example]:
-    return [Example(id=f"e{i}", messages=({"role": "user", "content": f"q{i}"},), ideal=ref)
-            for i, ref in enumerate(refs)]
+    return [
+        Example(id=f"e{i}", messages=({"role": "user", "content": f"q{i}"},), ideal=ref)
+        for i, ref in enumerate(refs)
+    ]
 
 
 def test_instruction_candidates_by_reference_kind() -> None:
     options = InstructionsOptions()
     numeric = instruction_candidates(_examples(["1", "2.5", "-3", "40"]), START, options)
     assert [p for _, p in numeric] == [f"{START}\n\nAnswer with only the number, nothing else."]
-    assert instruction_candidates(_examples(["a long answer", "another one"]), START,
-                                  options) == []
-    assert instruction_candidates(_examples([f"l{i}" for i in range(30)] * 2), START,
-                                  options) == []  # too many labels for a label set
+    assert instruction_candidates(_examples(["a long answer", "another one"]), START, options) == []
+    assert (
+        instruction_candidates(_examples([f"l{i}" for i in range(30)] * 2), START, options) == []
+    )  # too many labels for a label set
     labels = instruction_candidates(_examples(["yes", "no"] * 4), START, options)
     assert len(labels) == 4 and 'yes: e.g. "q0"' in labels[1][1]
-    assert len(instruction_candidates(_examples(["yes", "no"] * 4), START,
-                                      InstructionsOptions(max_candidates=2))) == 2
+    assert (
+        len(
+            instruction_candidates(
+                _examples(["yes", "no"] * 4), START, InstructionsOptions(max_candidates=2)
+            )
+        )
+        == 2
+    )
 
 
 def test_plan_leaves_room_for_each_phase() -> None:

