@@ -33,6 +33,7 @@ fix: setup
 	$(BIN)/ruff format .
 
 # mypy --strict over reflex, reflex_mlflow, reflex_wandb, aevyra_reflex, strategies/, metrics/
+# and examples/plugin_package
 # (the list is [tool.mypy] files in pyproject.toml).
 typecheck: setup
 	$(BIN)/mypy

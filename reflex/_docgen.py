@@ -28,6 +28,7 @@ HEADER = """# CLI reference
 
 Built-in plugins (`reflex_mlflow`, `reflex_wandb`) add the `--mlflow*` and `--wandb*` options
 of `optimize`; plugins you install may add more (see `aevyra-reflex optimize --help`).
+Every command also accepts `-h` / `--help`.
 """
 
 
@@ -73,7 +74,9 @@ def _command_section(path: str, command: click.Command, parent: click.Context) -
         lines += [command.help.strip(), ""]
     pieces = command.collect_usage_pieces(ctx)
     lines += ["```", f"{path} {' '.join(pieces)}".rstrip(), "```", ""]
-    options = [p for p in command.get_params(ctx) if isinstance(p, click.Option)]
+    # command.params, not get_params(): click caches each command's help option with the
+    # context it was first built in, so listing it would depend on what ran before.
+    options = [p for p in command.params if isinstance(p, click.Option)]
     if options:
         lines += ["| option | value | default | description |", "|---|---|---|---|"]
         lines += [_option_row(option, ctx) for option in options]
@@ -97,7 +100,7 @@ def cli_reference() -> str:
         cli = build_cli()
     finally:
         plugins._REGISTRY[:] = saved
-    root = click.Context(cli, info_name="aevyra-reflex")
+    root = click.Context(cli, info_name="aevyra-reflex", **cli.context_settings)
     return HEADER + "\n" + "\n".join(_command_section("aevyra-reflex", cli, root)).rstrip() + "\n"
 
 

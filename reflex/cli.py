@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from reflex.errors import ReflexError
+from reflex.errors import ConfigurationError, ReflexError
 
 __all__ = ["build_cli", "main"]
 
@@ -61,6 +61,29 @@ def _with_errors(func: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
+class _UsageLine(click.ClickException):
+    """A click usage error shown as one ``error:`` line, like every other CLI error."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, exc: click.UsageError) -> None:
+        where = exc.ctx.command_path if exc.ctx is not None else "aevyra-reflex"
+        super().__init__(f"{exc.format_message()} (see '{where} --help')")
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+class _Group(click.Group):
+    """Subcommand usage errors (bad flag, bad value, missing file) become one line, exit 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _UsageLine(exc) from None
+
+
 def _optimize_options() -> list[Callable[[Any], Any]]:
     o = click.option
     return [
@@ -78,14 +101,22 @@ def _optimize_options() -> list[Callable[[Any], Any]]:
             "--metric",
             "metrics",
             multiple=True,
-            help="Metric name; repeat for several (see `aevyra-reflex plugins`). "
-            "Default: exact_match, or none when --judge is given.",
+            help="Metric name, optionally NAME:WEIGHT (0 = report only); repeat for several "
+            "(see `aevyra-reflex plugins`). Default: exact_match, or none when --judge is given.",
         ),
         o("--judge", metavar="PROVIDER/MODEL", help="Also score with this LLM judge."),
         o(
             "--judge-criteria",
             type=click.Path(dir_okay=False, exists=True, path_type=Path),
             help="Judge rubric: a JSON criteria file or a plain-text rubric.",
+        ),
+        o(
+            "--guard",
+            "guards",
+            multiple=True,
+            metavar="METRIC[:TOL]",
+            help="A candidate may not lower METRIC on val by more than TOL (default 0) vs the "
+            "start; add the metric with --metric METRIC:0 to report it without optimizing it.",
         ),
         o(
             "--slice-by",
@@ -104,6 +135,18 @@ def _optimize_options() -> list[Callable[[Any], Any]]:
         ),
         o("--reasoning-model", help="Reasoning model as provider/model."),
         o("--reasoning-base-url", help="API base URL for the reasoning model."),
+        o(
+            "--source-model",
+            metavar="PROVIDER/MODEL",
+            help="Model the prompt was written for: adds migration guidance for the task model.",
+        ),
+        o(
+            "--reasoning-template",
+            "reasoning_templates",
+            multiple=True,
+            metavar="NAME=FILE",
+            help="Override a reasoning prompt template with a file's text; repeat for several.",
+        ),
         o("--api-base", help="API base URL for the task model(s)."),
         o("--max-iterations", type=int, default=5, show_default=True),
         o("--threshold", type=float, help="Stop once the best val score reaches this."),
@@ -173,6 +216,13 @@ def _optimize_options() -> list[Callable[[Any], Any]]:
     ]
 
 
+def _number(text: str, flag: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigurationError(f"{flag} {text!r}: not a number (e.g. length:0.05)") from None
+
+
 def _build_optimizer(p: dict[str, Any]) -> Any:
     from reflex.optimizer import PromptOptimizer
 
@@ -183,7 +233,15 @@ def _build_optimizer(p: dict[str, Any]) -> Any:
         opt.add_provider(model, api_base=p["api_base"])
     # Without --metric: exact_match, unless a judge scores the run (then the judge alone).
     for metric in p["metrics"] or (() if p["judge"] else ("exact_match",)):
-        opt.add_metric(metric)
+        if metric == "llm_judge":  # its model comes from --judge, never from --metric
+            raise ConfigurationError(
+                "--metric llm_judge needs a model: use --judge PROVIDER/MODEL (without --metric llm_judge)"
+            )
+        name, _, weight = metric.partition(":")
+        opt.add_metric(name, weight=_number(weight, "--metric") if weight else 1.0)
+    for guard in p["guards"]:
+        name, _, tolerance = guard.partition(":")
+        opt.add_guard(name, _number(tolerance, "--guard") if tolerance else 0.0)
     if p["judge"]:
         opt.set_judge(p["judge"], criteria=p["judge_criteria"])
     elif p["judge_criteria"]:
@@ -193,6 +251,10 @@ def _build_optimizer(p: dict[str, Any]) -> Any:
     opt.set_strategy(p["strategy"], **_pairs(p["strategy_options"], "--strategy-option"))
     if p["reasoning_model"]:
         opt.set_reasoning_model(p["reasoning_model"], base_url=p["reasoning_base_url"])
+    if p["source_model"]:
+        opt.set_source_model(p["source_model"])
+    for name, path in _pairs(p["reasoning_templates"], "--reasoning-template").items():
+        opt.set_reasoning_template(name, Path(str(path)))
     opt.set_splits(p["train_split"], p["val_split"], group_key=p["group_key"])
     opt.set_budget(
         max_calls=p["max_calls"],
@@ -310,7 +372,7 @@ def build_cli() -> click.Group:
     """The click group with built-in commands plus whatever plugins add."""
     from reflex import __version__
 
-    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
     @click.version_option(__version__, prog_name="aevyra-reflex")
     def cli() -> None:
         """aevyra-reflex: measure a prompt, improve it, and prove the gain on held-out data."""

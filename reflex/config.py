@@ -35,6 +35,10 @@ class RunConfig(BaseModel):
     reasoning_model: str | None = None
     reasoning_base_url: str | None = None
     reasoning_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    # Model family the prompt was written for: reasoning prompts then add migration guidance.
+    source_model: str | None = None
+    # Reasoning-prompt templates overridden for this run, by name (see reflex.reasoning).
+    reasoning_templates: dict[str, str] = Field(default_factory=dict)
     metrics: list[str] = Field(default_factory=list)
     metric_weights: dict[str, float] = Field(default_factory=dict)
     guards: dict[str, float] = Field(default_factory=dict)

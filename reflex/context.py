@@ -9,8 +9,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from reflex.budget import Budget
 from reflex.dataset import Dataset
 from reflex.errors import ReflexError
+from reflex.prompts import PromptSpec
 from reflex.result import EvalSnapshot, IterationRecord
 from reflex.session import Session
 from reflex.types import Example
@@ -39,6 +41,7 @@ class StrategyContext:
         options: BaseModel,
         initial_val: EvalSnapshot | None,
         replay: Sequence[Mapping[str, Any]] = (),
+        prompt_spec: PromptSpec | None = None,
     ) -> None:
         self._session = session
         self.train = train
@@ -53,9 +56,13 @@ class StrategyContext:
         self.phase = session.config.strategy
         self.phase_history: list[dict[str, Any]] = []
         self.best_prompt = initial_prompt
+        # The initial prompt as named components; strategies that edit one text ignore it.
+        self.prompt_spec = prompt_spec or PromptSpec.single(initial_prompt)
+        self.best_components: dict[str, str] | None = dict(self.prompt_spec.components)
         self.best_val: float | None = initial_val.mean_score if initial_val else None
         self._initial_val = initial_val
         self._since_best = 0
+        self._phase_end: int | None = None
         self.stop_reason = ""
         self._started = time.monotonic()
         self._replay = list(replay)
@@ -71,6 +78,11 @@ class StrategyContext:
         return self.config.batch_size
 
     @property
+    def budget(self) -> Budget:
+        """The run's budget (limits, spend so far, and the token/cost ledger); read-only use."""
+        return self._session.budget
+
+    @property
     def iteration(self) -> int:
         """Number of iterations recorded so far."""
         return len(self.iterations)
@@ -79,15 +91,22 @@ class StrategyContext:
     def should_stop(self) -> bool:
         if self.stop_reason:
             return True
+        if self._phase_end is not None and self.iteration >= self._phase_end:
+            return True  # the phase's share is used up; the run goes on (no stop_reason)
         if self.iteration >= self.max_iterations:
             self.stop_reason = f"reached max iterations ({self.max_iterations})"
         return bool(self.stop_reason)
 
-    def begin_phase(self, name: str, *, reset_patience: bool = True) -> None:
+    def begin_phase(
+        self, name: str, *, reset_patience: bool = True, max_iterations: int | None = None
+    ) -> None:
         """Start a named phase (e.g. ``auto`` running ``fewshot``); recorded in phase_history.
 
         By default the early-stopping counter restarts, so one phase's misses do not end the next.
+        ``max_iterations`` caps this phase: ``should_stop`` turns True after that many more
+        iterations without setting ``stop_reason``, so the caller may start another phase.
         """
+        self._phase_end = None if max_iterations is None else self.iteration + max_iterations
         self.phase = name
         self.phase_history.append({"phase": name, "start_iteration": self.iteration + 1})
         if reset_patience:
@@ -123,12 +142,14 @@ class StrategyContext:
         change: float | None = None,
         failed: str | None = None,
         rejected: str | None = None,
+        components: Mapping[str, str] | None = None,
     ) -> IterationRecord:
         """Record one iteration and return it.
 
         The candidate is measured on val unless it ``failed`` (an error) or was ``rejected``
         before val (e.g. screened out on train; the reason is recorded). ``accepted=None`` means
-        "accepted if it became the new best on val".
+        "accepted if it became the new best on val". ``components``: the candidate as named
+        components (``prompt`` must be their rendering); kept as ``best_components`` if it wins.
         """
         val = None
         if failed is None and rejected is None and len(self.val):
@@ -146,15 +167,26 @@ class StrategyContext:
         )
         if is_best:
             self.best_prompt, self.best_val, self._since_best = prompt, selection, 0
+            self.best_components = self._components_of(prompt, components)
         else:
             self._since_best += 1
         ok = is_best if accepted is None else accepted
         record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
-        record = _with(record, rejected=rejected)
+        record = _with(
+            record, rejected=rejected, components=dict(components) if components else None
+        )
         self.iterations.append(record)
         self._update_stop()
         self._publish(record)
         return record
+
+    def _components_of(
+        self, prompt: str, components: Mapping[str, str] | None
+    ) -> dict[str, str] | None:
+        """Named components of ``prompt``; None when a multi-part prompt was edited as text."""
+        if components is not None:
+            return dict(components)
+        return {"system": prompt} if self.prompt_spec.is_single else None
 
     def _guard_violation(self, val: EvalSnapshot | None) -> str | None:
         """A reason when a guard metric regressed on val beyond its tolerance, else None."""

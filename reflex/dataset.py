@@ -23,15 +23,17 @@ import io
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from reflex.errors import DatasetError
 from reflex.types import Example
 
-__all__ = ["SPLIT_NAMES", "Dataset", "load_dataset"]
+if TYPE_CHECKING:
+    from _csv import Reader as CsvReader
+
+__all__ = ["MAX_RECORD_BYTES", "SPLIT_NAMES", "Dataset", "load_dataset"]
 
 SPLIT_NAMES: tuple[str, ...] = ("train", "val", "test")
 _SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
@@ -43,7 +45,15 @@ _INPUT_KEYS = ("messages", "conversations", "instruction", "input")
 _JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 # CSV cells cannot say "null": a blank cell in these columns means "not set".
 _CSV_BLANK_IS_NONE = frozenset({"id", "split", "metadata", *_PLAIN_REFERENCES})
+# One record larger than this is a mistake (no model's context holds it), and reading it whole
+# would only waste memory: refuse it, naming the line.
+MAX_RECORD_BYTES = 16 * 2**20
+_TOO_LONG = (
+    f"record is over the {MAX_RECORD_BYTES // 2**20} MB limit (no model's context holds it); "
+    "shorten the row or split it into several"
+)
 
+_RESERVED = frozenset({"id", "split", "metadata"})
 Row = tuple[int, Any]  # (1-based line or record number, parsed value)
 
 
@@ -114,8 +124,7 @@ class Dataset:
         ]
 
 
-@dataclass(frozen=True)
-class _Where:
+class _Where(NamedTuple):  # a tuple: one is built per row, so it must be cheap
     """Where a record came from, for error messages."""
 
     path: str
@@ -174,7 +183,11 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
     """Read JSON Lines; with ``sniff`` (unknown suffix) a first line that is not an object fails."""
     rows: list[Row] = []
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        number = 0
+        while raw := handle.readline(MAX_RECORD_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_RECORD_BYTES:
+                raise DatasetError(_TOO_LONG, path=label, line=number)
             text = _decode_line(raw, label, number)
             if not text.strip():
                 continue
@@ -203,6 +216,12 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
 def _decode_line(raw: bytes, label: str, number: int) -> str:
     if number == 1:
         raw = raw.removeprefix(codecs.BOM_UTF8)
+    elif raw.startswith(codecs.BOM_UTF8):
+        raise DatasetError(
+            "a byte-order mark (BOM) starts this line (were files concatenated?); remove it",
+            path=label,
+            line=number,
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -221,7 +240,28 @@ def _read_csv(path: Path, label: str, input_field: str | None) -> list[Row]:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise _Where(label, line).error("not valid UTF-8; re-save the file as UTF-8") from None
-    reader = csv.reader(io.StringIO(text, newline=""))
+    # The field limit is process-wide; raise it (never lower it) to our own record limit.
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_RECORD_BYTES))
+    # strict: an unterminated quote is an error, not a field that swallows the rest of the file.
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        return _csv_rows(reader, label, input_field)
+    except csv.Error as exc:  # in the header; row errors name the row's first line below
+        raise _csv_error(exc, label, reader.line_num) from None
+
+
+def _csv_error(exc: csv.Error, label: str, line: int) -> DatasetError:
+    if "field limit" in str(exc):
+        return DatasetError(_TOO_LONG, path=label, line=line)
+    return DatasetError(
+        f"malformed CSV ({exc}); quote fields that contain commas, quotes or newlines, and "
+        "close every quote",
+        path=label,
+        line=line,
+    )
+
+
+def _csv_rows(reader: CsvReader, label: str, input_field: str | None) -> list[Row]:
     header = next(reader, None)
     while header is not None and not any(cell.strip() for cell in header):
         header = next(reader, None)
@@ -232,8 +272,15 @@ def _read_csv(path: Path, label: str, input_field: str | None) -> list[Row]:
     _check_csv_header(columns, label, header_line, input_field)
     rows: list[Row] = []
     start = reader.line_num + 1
-    for values in reader:
-        line, start = start, reader.line_num + 1
+    while True:
+        line = start
+        try:
+            values = next(reader, None)
+        except csv.Error as exc:
+            raise _csv_error(exc, label, line) from None
+        if values is None:
+            break
+        start = reader.line_num + 1
         if not values:
             continue
         if len(values) != len(columns):
@@ -347,7 +394,12 @@ def _extract(
     record: dict[str, Any], where: _Where, input_field: str | None, output_field: str | None
 ) -> tuple[tuple[dict[str, str], ...], str | None, set[str]]:
     """The conversation, the reference and the fields they used."""
-    key = input_field or next((k for k in _INPUT_KEYS if k in record), None)
+    key = input_field or None
+    if key is None:
+        for candidate in _INPUT_KEYS:
+            if candidate in record:
+                key = candidate
+                break
     if key is None or key not in record:
         fix = "check --input-field" if key else "or pass --input-field NAME (input_field=...)"
         need = f"field {key!r}" if key else f"one of {_ACCEPTED}"
@@ -441,10 +493,9 @@ def _metadata(record: dict[str, Any], used: set[str], where: _Where) -> dict[str
     nested = record.get("metadata")
     if nested is not None and not isinstance(nested, dict):
         raise where.error(f"field 'metadata' must be an object, got {_kind(nested)}")
-    metadata: dict[str, Any] = dict(nested or {})
-    skip = used | {"id", "split", "metadata"}
-    metadata.update((key, value) for key, value in record.items() if key not in skip)
-    return metadata
+    skip = used | _RESERVED
+    metadata = {key: value for key, value in record.items() if key not in skip}
+    return {**nested, **metadata} if nested else metadata
 
 
 def _kind(value: Any) -> str:

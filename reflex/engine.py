@@ -22,6 +22,7 @@ from reflex.context import StrategyContext
 from reflex.dataset import Dataset
 from reflex.errors import BudgetExhausted, ConfigurationError, DegenerateSeedError
 from reflex.evaluate import Evaluator, slice_scores
+from reflex.prompts import PromptSpec
 from reflex.providers import ModelSpec, ProviderClient
 from reflex.result import EvalSnapshot, OptimizationResult
 from reflex.resume import ResumePoint, prompt_hash
@@ -63,8 +64,10 @@ class Engine:
         strategy_cls: type[Strategy],
         callbacks: Sequence[Callback] = (),
         resume: ResumePoint | None = None,
+        prompt_spec: PromptSpec | None = None,
     ) -> None:
         self.config = config
+        self.prompt_spec = prompt_spec  # the prompt as named components (reflex.prompts)
         self.resume = resume
         self.dataset = dataset
         self.metrics = list(metrics)
@@ -126,6 +129,8 @@ class Engine:
         self._reserve_final(session, result.baseline)
         ctx = self._optimize(session, prompt, result)
         result.best_prompt, result.best_score = ctx.best_prompt, ctx.best_val
+        result.best_components = ctx.best_components
+        result.lineage = list(ctx.state.get("lineage", []))
         result.final = session.evaluate(
             ctx.best_prompt, list(self.split.test), "test:final", use_reserve=True
         )
@@ -157,6 +162,7 @@ class Engine:
             options=self.options,
             initial_val=initial_val,
             replay=(checkpoint or {}).get("iterations", []),
+            prompt_spec=self.prompt_spec,
         )
         result.iterations = ctx.iterations
         strategy = self.strategy_cls(self.options)

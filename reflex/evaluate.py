@@ -66,8 +66,16 @@ class Evaluator:
                 progress(1)
             return sample
 
-        tasks = [one(spec, ex) for spec in self.models for ex in examples]
-        samples = tuple(await asyncio.gather(*tasks))
+        tasks = [asyncio.ensure_future(one(spec, ex)) for spec in self.models for ex in examples]
+        try:
+            samples = tuple(await asyncio.gather(*tasks))
+        except BaseException:
+            # A permanent failure (or Ctrl-C) stops the run at once: without this, the other
+            # calls would go on paying in the background after the run has ended.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         return self._snapshot(prompt, split, samples, examples)
 
     async def _sample(self, prompt: str, spec: ModelSpec, example: Example) -> Sample:

@@ -5,7 +5,7 @@ Each call validates its input at once, so a mistake is reported where it was mad
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +16,12 @@ from reflex.config import BudgetConfig, RunConfig
 from reflex.dataset import Dataset, load_dataset
 from reflex.errors import ConfigurationError
 from reflex.plugins import get_registry
+from reflex.prompts import PromptSpec, is_components_path, load_prompt_file, spec_from_mapping
 from reflex.providers import parse_model
 from reflex.result import OptimizationResult
 from reflex.types import Metric
 
-__all__ = ["PromptOptimizer", "read_prompt", "validation_message"]
+__all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -49,6 +50,17 @@ def read_prompt(prompt: str | Path) -> str:
         where = f"{prompt}: " if isinstance(prompt, Path) else ""
         raise ConfigurationError(f"{where}the prompt is empty; write the starting instructions")
     return text.strip("\n")
+
+
+def prompt_spec(prompt: str | Path | PromptSpec | Mapping[str, str]) -> PromptSpec:
+    """Any accepted prompt as a PromptSpec: text, a prompt file or directory, or components."""
+    if isinstance(prompt, PromptSpec):
+        return prompt
+    if isinstance(prompt, Mapping):
+        return spec_from_mapping(prompt)
+    if isinstance(prompt, Path) and is_components_path(prompt):
+        return load_prompt_file(prompt)
+    return PromptSpec.single(read_prompt(prompt))
 
 
 class PromptOptimizer:
@@ -141,6 +153,16 @@ class PromptOptimizer:
         judge = LLMJudge(model, criteria=criteria, criteria_list=criteria_list, **options)
         return self.add_metric(judge, weight=weight)
 
+    def add_guard(self, metric: str, tolerance: float = 0.0) -> PromptOptimizer:
+        """A candidate may not lower ``metric`` on val by more than ``tolerance`` vs the start.
+
+        Add the metric itself too; with ``weight=0`` it is reported and guarded, not optimized.
+        """
+        if tolerance < 0:
+            raise ConfigurationError(f"guard tolerance must be >= 0, got {tolerance}")
+        guards = {**self._settings.get("guards", {}), metric: tolerance}
+        return self._set(guards=guards)
+
     def set_slices(self, *keys: str) -> PromptOptimizer:
         """Report test scores per group of these metadata keys, baseline vs final."""
         if not all(isinstance(k, str) and k for k in keys):
@@ -156,6 +178,21 @@ class PromptOptimizer:
     ) -> PromptOptimizer:
         extra = {} if temperature is None else {"reasoning_temperature": temperature}
         return self._set(reasoning_model=model, reasoning_base_url=base_url, **extra)
+
+    def set_source_model(self, model: str) -> PromptOptimizer:
+        """The model the prompt was written for; reasoning prompts add migration guidance."""
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigurationError(f"source model must be a model name, got {model!r}")
+        return self._set(source_model=model.strip())
+
+    def set_reasoning_template(self, name: str, text: str | Path) -> PromptOptimizer:
+        """Override reasoning template ``name`` (see ``reflex.reasoning.template_names()``)."""
+        from reflex.reasoning import template
+
+        template(name)  # unknown names raise, listing the known ones
+        body = read_prompt(text)
+        merged = {**self._settings.get("reasoning_templates", {}), name: body}
+        return self._set(reasoning_templates=merged)
 
     def set_splits(
         self, train: float = 0.6, val: float = 0.2, *, group_key: str | None = None
@@ -212,6 +249,12 @@ class PromptOptimizer:
         if not self._metrics:
             raise ConfigurationError("no metric: call .add_metric(...) e.g. 'exact_match'")
         self._check_references()
+        unknown = sorted(set(self._settings.get("guards", {})) - {m.name for m in self._metrics})
+        if unknown:
+            raise ConfigurationError(
+                f"guard metric(s) {unknown} are not among the run's metrics "
+                f"({', '.join(m.name for m in self._metrics)}): add them with weight=0"
+            )
         return RunConfig(
             **self._settings, dataset_name=self._dataset.name, dataset_size=len(self._dataset)
         )
@@ -228,12 +271,17 @@ class PromptOptimizer:
 
     def run(
         self,
-        prompt: str | Path,
+        prompt: str | Path | PromptSpec | Mapping[str, str],
         callbacks: Sequence[Callback] = (),
         *,
         resume: bool | str = False,
     ) -> OptimizationResult:
-        """Optimize ``prompt`` (text, or a Path to a prompt file); returns the result.
+        """Optimize ``prompt``; returns the result.
+
+        ``prompt``: text, a Path to a prompt file (.md/.txt, or .json/.yaml/.toml components,
+        or a directory of .md components), a :class:`reflex.prompts.PromptSpec`, or a mapping
+        of component names to texts (see :mod:`reflex.prompts`). The engine optimizes the
+        assembled text; ``result.best_components`` holds the winner's components when known.
 
         ``resume=True`` continues the latest unfinished run for this dataset and prompt in the
         run directory; ``resume="<run id>"`` continues that run. Paid calls are not repeated.
@@ -243,7 +291,8 @@ class PromptOptimizer:
 
         config = self.build_config()
         assert self._dataset is not None
-        text = read_prompt(prompt)
+        spec = prompt_spec(prompt)
+        text = spec.render()
         strategy_cls = get_registry().strategy(config.strategy)
         point = None
         if resume:
@@ -253,5 +302,7 @@ class PromptOptimizer:
                 else find_resumable(config.run_dir, self._dataset, text)
             )
             point = load_resume(config, self._dataset, text, run_id)
-        engine = Engine(config, self._dataset, self._metrics, strategy_cls, callbacks, point)
+        engine = Engine(
+            config, self._dataset, self._metrics, strategy_cls, callbacks, point, prompt_spec=spec
+        )
         return engine.run(text)

@@ -8,6 +8,7 @@ both plugins; an unknown name lists the available ones.
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -16,7 +17,7 @@ from typing import Any
 import pluggy
 
 from reflex import hookspecs
-from reflex.errors import PluginError
+from reflex.errors import ConfigurationError, PluginError
 from reflex.types import Metric, Strategy
 
 __all__ = [
@@ -163,7 +164,17 @@ class Registry:
             raise PluginError(
                 f"unknown metric {name!r}; available: {', '.join(sorted(self.metrics)) or 'none'}"
             )
-        return self.metrics[name][1](**options)
+        factory = self.metrics[name][1]
+        try:  # bind first: a TypeError from inside the factory is a plugin bug, not bad options
+            inspect.signature(factory).bind(**options)
+        except TypeError as exc:
+            raise ConfigurationError(
+                f"metric {name!r} cannot take options {options!r}: {exc}; see its docs for the "
+                "options it needs"
+            ) from None
+        except ValueError:  # no signature to check (a builtin); let the call decide
+            pass
+        return factory(**options)
 
     def plugins(self) -> list[PluginInfo]:
         self.load()

@@ -15,7 +15,7 @@ from typing import Any
 
 from reflex.cache import CachedResponse, ResponseCache, cache_key
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
-from reflex.retry import RetryPolicy, is_transient
+from reflex.retry import RetryPolicy, is_rate_limit, is_transient
 from reflex.usage import Ledger, Role
 
 __all__ = [
@@ -115,7 +115,13 @@ class ModelSpec:
         return params
 
     def call_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"temperature": self.temperature, "timeout": self.timeout}
+        # max_retries=0: the OpenAI SDK under LiteLLM would otherwise retry twice on its own,
+        # unseen by our ledger, our run-wide back-off and the budget.
+        kwargs: dict[str, Any] = {
+            "temperature": self.temperature,
+            "timeout": self.timeout,
+            "max_retries": 0,
+        }
         for name in ("api_base", "max_tokens", "seed"):
             if getattr(self, name) is not None:
                 kwargs[name] = getattr(self, name)
@@ -169,6 +175,9 @@ class ProviderClient:
         self.owner = owner
         self._seen: set[str] = set()
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
+        # Run-wide back-off: a 429 pauses every call of the run (loop time), not just its own.
+        self._resume_at = 0.0
+        self.backoff_waits = 0  # calls that waited for the shared back-off
 
     def _limit(self) -> asyncio.Semaphore:
         # Created lazily, and again for a new loop: a semaphore that ever had to wait is bound to
@@ -258,6 +267,7 @@ class ProviderClient:
         attempt = 0
         while True:
             attempt += 1
+            await self._respect_backoff()
             try:
                 return await _call_once(spec, messages, attempt)
             except Exception as exc:  # classified right below: permanent or transient
@@ -276,7 +286,19 @@ class ProviderClient:
                 if self._on_retry is not None:
                     self._on_retry(spec.model, attempt, exc, delay)
                 logger.info("retrying %s in %.2fs after %s", spec.model, delay, _first_line(exc))
-                await asyncio.sleep(delay)
+                if is_rate_limit(exc):  # the provider wants the whole run to slow down
+                    resume = asyncio.get_running_loop().time() + delay
+                    self._resume_at = max(self._resume_at, resume)
+                else:
+                    await asyncio.sleep(delay)
+
+    async def _respect_backoff(self) -> None:
+        loop = asyncio.get_running_loop()
+        waited = False
+        while (wait := self._resume_at - loop.time()) > 0:
+            waited = True
+            await asyncio.sleep(wait)
+        self.backoff_waits += waited
 
 
 async def _call_once(

@@ -1,17 +1,143 @@
-"""Reasoning-model prompts and the robust parsing of their answers.
+"""Reasoning-model prompts (named, overridable templates) and the robust parsing of answers.
+
+Every prompt a strategy sends to the reasoning model is a template here, looked up by name:
+``reflex.reasoning.set_template("iterative.system", text)`` overrides one for the process, a
+run's ``reasoning_templates`` setting (builder ``.set_reasoning_template``, CLI
+``--reasoning-template NAME=FILE``) for one run. ``{field}`` placeholders are filled in;
+unknown braces are left as they are. ``system_prompt`` appends the run's guidance: the
+dataset's language and, with ``source_model``, migration advice between model families.
 
 Answers are expected as tagged sections (``<prompt>...</prompt>``). We also accept a JSON object
 with the same keys and, as a last resort, a fenced code block, because real models drift.
+``ask`` sends one request, records its purpose, tokens and parse outcome as a
+``reasoning_call`` event, retries an unusable answer once and then gives up without raising.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
-__all__ = ["Proposal", "ProposalError", "parse_proposal", "tagged"]
+from reflex._templates import DEFAULT_TEMPLATES, family, migration_notes
+from reflex.errors import ConfigurationError
+from reflex.language import detect_language
+
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
+
+__all__ = [
+    "Proposal",
+    "ProposalError",
+    "ask",
+    "guidance",
+    "parse_prompts",
+    "parse_proposal",
+    "render",
+    "reset_templates",
+    "set_template",
+    "system_prompt",
+    "tagged",
+    "template",
+    "template_names",
+]
+
+T = TypeVar("T")
+_overrides: dict[str, str] = {}
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+def template_names() -> list[str]:
+    """Names of every reasoning template, sorted."""
+    return sorted(DEFAULT_TEMPLATES)
+
+
+def _check_name(name: str) -> None:
+    if name not in DEFAULT_TEMPLATES:
+        raise ConfigurationError(
+            f"unknown reasoning template {name!r}; known: {', '.join(template_names())}"
+        )
+
+
+def set_template(name: str, text: str) -> None:
+    """Override template ``name`` for this process (a run's own overrides still win)."""
+    _check_name(name)
+    if not text.strip():
+        raise ConfigurationError(f"reasoning template {name!r} is empty")
+    _overrides[name] = text
+
+
+def reset_templates() -> None:
+    """Drop every process-wide override made with ``set_template``."""
+    _overrides.clear()
+
+
+def template(name: str, overrides: Mapping[str, str] | None = None) -> str:
+    """The text of template ``name``: the run's override, else the process's, else the default."""
+    _check_name(name)
+    if overrides and name in overrides:
+        return overrides[name]
+    return _overrides.get(name, DEFAULT_TEMPLATES[name])
+
+
+def render(name: str, overrides: Mapping[str, str] | None = None, **fields: object) -> str:
+    """Template ``name`` with its ``{field}`` placeholders filled in."""
+    text = template(name, overrides)
+    return _FIELD.sub(lambda m: str(fields[m[1]]) if m[1] in fields else m[0], text)
+
+
+def guidance(ctx: StrategyContext) -> str:
+    """The run's language line, plus migration advice when a source model is configured."""
+    config = ctx.config
+    texts = [e.input for e in ctx.train] + [e.ideal or "" for e in ctx.train]
+    language = detect_language(texts)
+    lines = [render("guidance.language", config.reasoning_templates, language=language.name)]
+    if config.source_model:
+        source, target = config.source_model, ", ".join(config.models)
+        lines.append(render(
+            "guidance.migration", config.reasoning_templates, source_model=source,
+            target_model=target, notes=migration_notes(source, config.models[0]),
+            source_family=family(source), target_family=family(config.models[0])))
+    return "\n".join(lines)
+
+
+def system_prompt(ctx: StrategyContext, name: str, **fields: object) -> str:
+    """System message ``name`` for the reasoning model, followed by the run's guidance."""
+    return render(name, ctx.config.reasoning_templates, **fields) + "\n\n" + guidance(ctx)
+
+
+def _reasoning_tokens(ctx: StrategyContext) -> int:
+    return ctx.budget.ledger.by_role["reasoning"].tokens
+
+
+def ask(
+    ctx: StrategyContext,
+    purpose: str,
+    messages: Sequence[Mapping[str, str]],
+    parse: Callable[[str], T],
+) -> tuple[T | None, str]:
+    """Ask, parse, retry once on a ``ProposalError``: ``(value, "")`` or ``(None, reason)``."""
+    sent = [dict(m) for m in messages]
+    error = ""
+    for attempt in (1, 2):
+        before = _reasoning_tokens(ctx)
+        answer = ctx.reason(sent)
+        tokens = _reasoning_tokens(ctx) - before
+        try:
+            value = parse(answer)
+        except ProposalError as exc:
+            error = str(exc)
+            ctx.log("reasoning_call", purpose=purpose, attempt=attempt, tokens=tokens,
+                    outcome="unusable", error=error)
+            retry = render("retry", ctx.config.reasoning_templates, error=error)
+            sent = [*sent, {"role": "assistant", "content": answer},
+                    {"role": "user", "content": retry}]
+            continue
+        ctx.log("reasoning_call", purpose=purpose, attempt=attempt, tokens=tokens, outcome="ok")
+        return value, ""
+    return None, f"reasoning model gave no usable answer twice ({purpose}): {error}"
 
 
 class ProposalError(ValueError):
@@ -65,3 +191,17 @@ def parse_proposal(text: str, *, current: str, forbidden: Sequence[str] = ()) ->
     diagnosis = tagged(text, "diagnosis") or (data or {}).get("diagnosis", "")
     edit = tagged(text, "edit") or (data or {}).get("edit", "")
     return Proposal(prompt=prompt, diagnosis=diagnosis, edit=edit)
+
+
+def parse_prompts(text: str, *, exclude: Sequence[str] = ()) -> list[str]:
+    """Every distinct ``<prompt>`` block in ``text`` not in ``exclude``; raise when none is left."""
+    seen = {e.strip() for e in exclude}
+    out: list[str] = []
+    for block in re.findall(r"<prompt>\s*(.*?)\s*</prompt>", text, flags=re.S | re.I):
+        prompt = str(block).strip()
+        if prompt and prompt not in seen:
+            seen.add(prompt)
+            out.append(prompt)
+    if not out:
+        raise ProposalError("no new prompt found: put each one between <prompt> and </prompt>")
+    return out

@@ -87,7 +87,8 @@ class IterationRecord:
     val split or when the iteration failed). ``change`` is the train-score change against the
     prompt it was derived from. ``failed`` is an error; ``rejected`` a reason the candidate was
     not eligible (screened out before val, or a guard metric regressed). ``calls``/``tokens``/
-    ``cost`` are run totals so far.
+    ``cost`` are run totals so far. ``components``: the candidate's named prompt components
+    when the strategy edits components (see :mod:`reflex.prompts`), else None.
     """
 
     iteration: int
@@ -107,6 +108,7 @@ class IterationRecord:
     tokens: int = 0
     cost: float = 0.0
     elapsed_s: float = 0.0
+    components: dict[str, str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,6 +126,9 @@ class OptimizationResult:
     when the run has no val split). ``baseline`` and ``final`` are measured on the test split.
     ``slices``: per-group test scores by metadata key, baseline vs final (see
     :func:`reflex.evaluate.slice_scores`); empty unless slices were asked for.
+    ``best_components``: ``best_prompt`` as named components when known (None when a strategy
+    edited the assembled text). ``lineage``: candidates of a search strategy (e.g. ``gepa``)
+    with their parents, the component each changed and their scores; empty otherwise.
     """
 
     best_prompt: str
@@ -144,6 +149,8 @@ class OptimizationResult:
     phase_history: list[dict[str, Any]] = field(default_factory=list)
     elapsed_s: float = 0.0
     slices: dict[str, Any] = field(default_factory=dict)
+    best_components: dict[str, str] | None = None
+    lineage: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def model_graded(self) -> bool:

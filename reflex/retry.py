@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timezone
 from typing import Any
 
-__all__ = ["RetryPolicy", "is_transient", "retry_after_seconds"]
+__all__ = ["RetryPolicy", "is_rate_limit", "is_transient", "retry_after_seconds"]
 
 _PERMANENT_CLASSES = {
     "AuthenticationError",
@@ -67,6 +67,12 @@ _QUOTA_HINTS = ("insufficient_quota", "exceeded your current quota", "billing")
 def _status_code(exc: BaseException) -> int | None:
     code = getattr(exc, "status_code", None)
     return code if isinstance(code, int) else None
+
+
+def is_rate_limit(exc: BaseException) -> bool:
+    """A 429 / RateLimitError: the provider asks the whole run, not one call, to slow down."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return _status_code(exc) == 429 or "RateLimitError" in names
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -84,7 +84,41 @@ def split_dataset(
 ) -> Split:
     """Split ``dataset`` into train / val / test; ``test`` defaults to ``1 - train - val``."""
     fractions = _fractions(train, val, test)
-    groups = _groups(dataset, group_key)
+    if group_key is None:  # every row its own group: the fast path for large datasets
+        assignment, n_groups = _assign_rows(dataset, fractions, seed), None
+    else:
+        groups = _groups(dataset, group_key)
+        assignment, n_groups = _assign_groups(groups, group_key, fractions, seed), len(groups)
+    buckets: dict[str, list[Example]] = {name: [] for name in SPLIT_NAMES}
+    for example in dataset:  # one pass, in dataset order
+        buckets[assignment[example.id]].append(example)
+    split = Split(
+        **{
+            name: Dataset(rows, name=f"{dataset.name}:{name}", source=dataset.source)
+            for name, rows in buckets.items()
+        }
+    )
+    _check_sizes(split, fractions, dataset, n_groups)
+    return split
+
+
+def _assign_rows(dataset: Dataset, fractions: dict[str, float], seed: int) -> dict[str, str]:
+    """Same result as ``_assign_free`` on groups of one, without building the groups."""
+    assignment = {e.id: e.split for e in dataset if e.split is not None}
+    free = sorted(e.id for e in dataset if e.split is None)
+    n_test = _round(fractions["test"] * len(free))
+    n_val = _round(fractions["val"] * len(free))
+    random.Random(seed).shuffle(free)
+    # A row of one goes where its middle (position + 0.5) falls: test, then val, then train.
+    assignment.update(dict.fromkeys(free[:n_test], "test"))
+    assignment.update(dict.fromkeys(free[n_test : n_test + n_val], "val"))
+    assignment.update(dict.fromkeys(free[n_test + n_val :], "train"))
+    return assignment
+
+
+def _assign_groups(
+    groups: list[_Group], group_key: str, fractions: dict[str, float], seed: int
+) -> dict[str, str]:
     assignment: dict[str, str] = {}
     free: list[_Group] = []
     for key, members in groups:
@@ -99,14 +133,7 @@ def split_dataset(
         else:
             free.append((key, members))
     _assign_free(free, fractions, seed, assignment)
-    split = Split(
-        **{
-            name: _subset(dataset, name, [e.id for e in dataset if assignment[e.id] == name])
-            for name in SPLIT_NAMES
-        }
-    )
-    _check_sizes(split, fractions, dataset, len(groups) if group_key else None)
-    return split
+    return assignment
 
 
 def _fractions(train: float, val: float, test: float | None) -> dict[str, float]:
@@ -171,7 +198,8 @@ def _assign_free(
     for _, members in order:
         middle = seen + len(members) / 2
         name = "test" if middle < n_test else "val" if middle < n_test + n_val else "train"
-        assignment.update((member.id, name) for member in members)
+        for member in members:
+            assignment[member.id] = name
         seen += len(members)
 
 

@@ -1,34 +1,48 @@
-"""``auto``: run the reasoning-free strategies in order, and ``iterative`` when it can.
+"""``auto``: run one axis after another, each chosen from the evidence, each from the best prompt.
 
-Phases, each opened with ``ctx.begin_phase(name)`` (so they show in ``result.phase_history``):
+Axes: ``instructions`` and ``fewshot`` (data-derived, no reasoning model), and with a reasoning
+model (``ctx.config.reasoning_model`` set and ``use_reasoning_model`` on) also ``iterative``,
+``structural``, ``pdo`` and any registered strategy that declares ``auto_eligible = True``
+(options from ``extra_options[name]``). ``axes`` restricts the choice.
 
-1. ``instructions``: data-derived edits (label set, output format, per-label guidance);
-2. ``fewshot``: demo sets appended to the best prompt so far (it starts from ``ctx.best_prompt``);
-3. ``iterative``: only when a reasoning model is configured (``ctx.config.reasoning_model``)
-   and ``use_reasoning_model`` is True; it revises the best prompt so far.
+Before each phase ``_evidence.gather_evidence`` looks at label availability, how the best
+prompt so far fails on a fixed probe batch (reasoning mode only: ``batch_size`` train rows,
+usually cached), the score trajectory of earlier phases and the iterations and metric calls
+left; ``_evidence.choose_axis`` picks the axis. Without a reasoning model this reduces to the
+reasoning-free plan: ``instructions`` then ``fewshot``, and no reasoning call is ever made.
 
-Without a reasoning model no reasoning call is ever made. The iteration budget
-(``max_iterations`` minus iterations already recorded) is split up front: ``iterative`` keeps a
-third (at least one), ``instructions`` gets two fifths of the rest (at least one), ``fewshot``
-what remains; a phase that proposes fewer candidates leaves its share to the next one. Early
-stopping and budget exhaustion are run-wide: once ``ctx.should_stop`` is True no later phase
-starts. Model calls per iteration are those of the phase's strategy (see their docstrings).
+Iterations are split up front (``plan_iterations``): reasoning axes keep a third (at least
+one), ``instructions`` gets two fifths of the rest (at least one), ``fewshot`` what remains;
+a reasoning phase may use half of what is left (at least ``min_phase_iterations``). Each phase
+opens with ``ctx.begin_phase(name, max_iterations=cap)``, starts from ``ctx.best_prompt`` and
+shares the run's context, so batch size, seed, budgets and workers carry over unchanged.
+Early stopping ends a phase, not the run; the budget, the score threshold or
+``max_iterations`` end the run. ``result.phase_history`` entries carry ``start_score`` and
+``end_score`` (best score on ``split``, val unless the run has none), ``iterations``,
+``stop`` and the ``evidence`` behind the choice.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
+from reflex.types import Strategy
 
+from ._evidence import Evidence, PhaseOutcome, choose_axis, gather_evidence
 from .fewshot import FewshotOptions, FewshotStrategy
 from .instructions import InstructionsOptions, InstructionsStrategy
 from .iterative import IterativeOptions, IterativeStrategy
+from .pdo import PDOOptions, PDOStrategy
+from .structural import StructuralOptions, StructuralStrategy
 
 __all__ = ["AutoOptions", "AutoStrategy", "plan_iterations", "register_strategies"]
+
+BUILTIN_AXES = ("instructions", "fewshot", "iterative", "structural", "pdo")
+EARLY_STOP = "(early stopping)"
 
 
 class AutoOptions(BaseModel):
@@ -37,16 +51,40 @@ class AutoOptions(BaseModel):
     instructions: InstructionsOptions = Field(default_factory=InstructionsOptions)
     fewshot: FewshotOptions = Field(default_factory=FewshotOptions)
     iterative: IterativeOptions = Field(default_factory=IterativeOptions)
+    structural: StructuralOptions = Field(default_factory=StructuralOptions)
+    pdo: PDOOptions = Field(default_factory=PDOOptions)
     use_reasoning_model: bool = Field(
-        default=True, description="add an iterative phase when a reasoning model is configured"
+        default=True, description="use reasoning axes when a reasoning model is configured"
     )
+    axes: list[str] | None = Field(default=None, description="axes auto may choose from")
+    extra_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="options of registered auto-eligible strategies"
+    )
+    max_repeats: int = Field(default=2, gt=0, description="phases per reasoning axis at most")
+    min_phase_iterations: int = Field(default=2, gt=0)
 
 
 def plan_iterations(total: int, reasoning: bool) -> dict[str, int]:
-    """Iterations each phase may use out of ``total``: ``{"instructions", "iterative"}``."""
+    """Iterations each phase may use out of ``total``: ``{"instructions", "iterative"}``.
+
+    ``iterative`` is the share kept for the reasoning axes (all of them together).
+    """
     reserve = max(1, total // 3) if reasoning and total > 0 else 0
     instructions = max(1, (total - reserve) * 2 // 5) if total > reserve else 0
     return {"instructions": instructions, "iterative": reserve}
+
+
+def _extra_axes(reasoning: bool) -> dict[str, type[Strategy]]:
+    """Registered strategies (not built in) that declare themselves auto-eligible."""
+    from reflex.plugins import get_registry
+
+    found = {}
+    for name, (_, cls) in sorted(get_registry().strategies.items()):
+        eligible = getattr(cls, "auto_eligible", False) is True
+        if name not in BUILTIN_AXES and name != "auto" and eligible:
+            if reasoning or not cls.requires_reasoning_model:
+                found[name] = cls
+    return found
 
 
 class AutoStrategy:
@@ -60,47 +98,80 @@ class AutoStrategy:
         self.options = options
 
     def optimize(self, ctx: StrategyContext) -> None:
-        state = ctx.state.setdefault(self.name, {})
         reasoning = bool(ctx.config.reasoning_model) and self.options.use_reasoning_model
-        plan = state.setdefault(
-            "plan", plan_iterations(ctx.max_iterations - ctx.iteration, reasoning)
-        )
-        ctx.log("auto_plan", reasoning=reasoning, **plan)
-        phases = ["instructions", "fewshot", *(["iterative"] if reasoning else [])]
-        for index, phase in enumerate(phases):
-            if index < int(state.get("done", 0)):
-                continue  # resumed: phase already finished
-            if ctx.should_stop:
+        plan = plan_iterations(ctx.max_iterations - ctx.iteration, reasoning)
+        extras = _extra_axes(reasoning)
+        axes = self._axes(reasoning, extras)
+        ctx.log("auto_plan", reasoning=reasoning, axes=axes, **plan)
+        history: list[PhaseOutcome] = []
+        while not _run_over(ctx):
+            evidence = gather_evidence(ctx, probe=reasoning)
+            axis = choose_axis(evidence, history, axes, self.options.max_repeats)
+            ctx.log("auto_choice", axis=axis, evidence=evidence.to_dict())
+            if axis is None:
                 return
-            self._run_phase(ctx, phase, plan)
-            state["done"] = index + 1
+            cap = self._cap(ctx, axis, plan, reasoning)
+            if cap <= 0:
+                history.append(PhaseOutcome(axis, 0.0, 0))
+                continue
+            history.append(self._run_phase(ctx, axis, cap, evidence, extras))
 
-    def _run_phase(self, ctx: StrategyContext, phase: str, plan: dict[str, int]) -> None:
+    def _axes(self, reasoning: bool, extras: dict[str, type[Strategy]]) -> list[str]:
+        axes = [*BUILTIN_AXES, *extras] if reasoning else ["instructions", "fewshot"]
+        if self.options.axes is not None:
+            axes = [a for a in axes if a in self.options.axes]
+        return axes
+
+    def _cap(self, ctx: StrategyContext, axis: str, plan: dict[str, int], reasoning: bool) -> int:
+        left = ctx.max_iterations - ctx.iteration
+        if axis == "instructions":
+            return min(self.options.instructions.max_candidates, plan["instructions"], left)
+        if axis == "fewshot":
+            return min(self.options.fewshot.num_candidates, left - plan["iterative"])
+        return min(left, max(self.options.min_phase_iterations, -(-left // 2)))
+
+    def _run_phase(self, ctx: StrategyContext, axis: str, cap: int, evidence: Evidence,
+                   extras: dict[str, type[Strategy]]) -> PhaseOutcome:
+        start, first = ctx.best_val, ctx.iteration
+        ctx.begin_phase(axis, max_iterations=cap)
+        entry = ctx.phase_history[-1]
+        entry.update(start_score=start, split="val" if len(ctx.val) else "train",
+                     evidence=evidence.to_dict())
+        self._strategy(ctx, axis, cap, extras).optimize(ctx)
+        stop = ctx.stop_reason or ("phase cap" if ctx.iteration - first >= cap else "finished")
+        entry.update(end_score=ctx.best_val, end_iteration=ctx.iteration,
+                     iterations=ctx.iteration - first, stop=stop)
+        gain = (ctx.best_val or 0.0) - (start or 0.0)
+        return PhaseOutcome(axis, gain, ctx.iteration - first)
+
+    def _strategy(self, ctx: StrategyContext, axis: str, cap: int,
+                  extras: dict[str, type[Strategy]]) -> Strategy:
         opts = self.options
-        if phase == "instructions":
-            cap = min(opts.instructions.max_candidates, plan["instructions"])
-            if cap <= 0:
-                return
-            ctx.begin_phase(phase)
-            InstructionsStrategy(
-                opts.instructions.model_copy(update={"max_candidates": cap})
-            ).optimize(ctx)
-        elif phase == "fewshot":
-            cap = ctx.max_iterations - ctx.iteration - plan["iterative"]
-            if cap <= 0:
-                return
-            ctx.begin_phase(phase)
-            FewshotStrategy(
-                opts.fewshot.model_copy(
-                    update={"num_candidates": min(opts.fewshot.num_candidates, cap)}
-                )
-            ).optimize(ctx)
-        else:
-            ctx.begin_phase(phase)
-            # iterative starts from ctx.state["current"] (default: the initial prompt); seed it
-            # with the best prompt so far so it refines what the earlier phases found.
-            ctx.state.setdefault("current", ctx.best_prompt)
-            IterativeStrategy(opts.iterative).optimize(ctx)
+        if axis == "instructions":
+            return InstructionsStrategy(opts.instructions.model_copy(
+                update={"max_candidates": cap}))
+        if axis == "fewshot":
+            ctx.state.pop("fewshot", None)  # start from the best prompt so far
+            return FewshotStrategy(opts.fewshot.model_copy(update={"num_candidates": cap}))
+        if axis == "iterative":
+            # iterative revises ctx.state["current"]: point it at the best prompt so far.
+            ctx.state["current"] = ctx.best_prompt
+            return IterativeStrategy(opts.iterative)
+        if axis == "structural":
+            return StructuralStrategy(opts.structural)
+        if axis == "pdo":
+            return PDOStrategy(opts.pdo)
+        from reflex.engine import build_options
+
+        cls = extras[axis]
+        return cls(build_options(cls, dict(opts.extra_options.get(axis, {}))))
+
+
+def _run_over(ctx: StrategyContext) -> bool:
+    """True when the run (not just a phase) must end: a stop reason other than early stopping."""
+    if ctx.iteration >= ctx.max_iterations:
+        return True
+    return bool(ctx.stop_reason) and not ctx.stop_reason.endswith(EARLY_STOP)
 
 
 @hookimpl

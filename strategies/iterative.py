@@ -4,7 +4,8 @@ Each iteration samples a train minibatch, scores the current prompt on it, shows
 model the worst rows plus the rewrite log (each past edit paired with the score change *that
 edit* caused on its own minibatch), and scores the revision on the same rows. The revision is
 adopted only if it scores strictly higher. An unusable answer is retried once; a second failure
-records the iteration as failed. A minibatch the current prompt already gets fully right is
+records the iteration as failed. Its prompts are the ``iterative.*`` templates in
+``reflex.reasoning`` (overridable by name). A minibatch the current prompt already gets fully right is
 recorded as rejected without a reasoning call.
 """
 
@@ -16,20 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
-from reflex.reasoning import Proposal, ProposalError, parse_proposal
+from reflex.reasoning import Proposal, ask, parse_proposal, render, system_prompt
 from reflex.result import EvalSnapshot, Sample
 
 __all__ = ["IterativeOptions", "IterativeStrategy", "register_strategies"]
-
-SYSTEM = (
-    "You improve system prompts for a language model. You are shown the current prompt, "
-    "examples it handled badly, and a log of earlier edits with the score change each caused. "
-    "Diagnose the failures and write a complete revised prompt. Answer exactly in this form:\n"
-    "<diagnosis>what goes wrong and why</diagnosis>\n"
-    "<edit>one line: what you changed</edit>\n"
-    "<prompt>the full revised prompt</prompt>"
-)
-
 
 class IterativeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -93,30 +84,18 @@ class IterativeStrategy:
         self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot, log: list[dict[str, Any]]
     ) -> tuple[Proposal | None, str, str | None]:
         messages = [
-            {"role": "system", "content": SYSTEM},
+            {"role": "system", "content": system_prompt(ctx, "iterative.system")},
             {"role": "user", "content": self._brief(ctx, current, snapshot, log)},
         ]
         tried = [entry.get("prompt", "") for entry in log]
-        error = ""
-        for _attempt in range(2):
-            answer = ctx.reason(messages)
-            try:
-                proposal = parse_proposal(answer, current=current, forbidden=tried)
-            except ProposalError as exc:
-                error = str(exc)
-                ctx.log("proposal_rejected", reason=error)
-                messages = [
-                    *messages,
-                    {"role": "assistant", "content": answer},
-                    {
-                        "role": "user",
-                        "content": f"That answer was unusable: {error}. "
-                        "Answer again in the required form.",
-                    },
-                ]
-                continue
-            return proposal, proposal.diagnosis, None
-        return None, "", f"reasoning model gave no usable revision twice: {error}"
+
+        def parse(answer: str) -> Proposal:
+            return parse_proposal(answer, current=current, forbidden=tried)
+
+        proposal, error = ask(ctx, "iterative: revise the prompt", messages, parse)
+        if proposal is None:
+            return None, "", error
+        return proposal, proposal.diagnosis, None
 
     def _brief(
         self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot, log: list[dict[str, Any]]
@@ -131,12 +110,13 @@ class IterativeStrategy:
             )
             or "- none yet"
         )
-        return (
-            f"Current prompt:\n<current>\n{current}\n</current>\n\n"
-            f"Its mean score on this batch: {snapshot.mean_score:.3f} (1.0 is perfect).\n\n"
-            "Lowest-scoring examples:\n"
-            + "\n\n".join(rows)
-            + f"\n\nEdit log (edit -> score change it caused):\n{history}"
+        return render(
+            "iterative.brief",
+            ctx.config.reasoning_templates,
+            current=current,
+            score=f"{snapshot.mean_score:.3f}",
+            rows="\n\n".join(rows),
+            history=history,
         )
 
     def _row(self, ctx: StrategyContext, sample: Sample) -> str:

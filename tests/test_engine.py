@@ -272,3 +272,38 @@ def test_multiple_task_models_pair_by_example_and_model(tmp_path: Path) -> None:
     assert result.baseline is not None
     assert {s.model for s in result.baseline.samples} == {"fake/task", "fake/task2"}
     assert result.significance is not None and result.significance["n"] == 12
+
+
+def test_guard_metric_blocks_a_candidate_that_regresses_it(tmp_path: Path) -> None:
+    """The better-scoring candidate is twice as long: a length guard keeps the original."""
+    long_prompt = f"{BETTER} Be thorough."
+
+    ideal = {r["input"]: r["ideal"] for r in make_rows()}
+
+    def answer(request: FakeRequest) -> str:
+        if request.model == "fake/reasoner":
+            return f"<prompt>{long_prompt}</prompt>"
+        if request.system == long_prompt:  # always the right label, padded with words
+            return f"{ideal[request.user]} ok ok ok"
+        index = int(request.user.split()[1].rstrip(":"))
+        return ideal[request.user] if index % 3 == 0 else "no idea"
+
+    FakeModel(answer).install()
+    opt = (PromptOptimizer().set_dataset(make_rows()).add_provider("fake", "task")
+           .add_metric("contains").add_metric("length", weight=0, max_words=2)
+           .add_guard("length", 0.1).set_reasoning_model("fake/reasoner")
+           .set_run_dir(tmp_path).configure(max_iterations=1))
+    result = opt.run(START)
+    [record] = result.iterations
+    assert record.rejected is not None and "guard length" in record.rejected
+    assert not record.is_best and result.best_prompt == START
+    unguarded = (PromptOptimizer().set_dataset(make_rows()).add_provider("fake", "task")
+                 .add_metric("contains").add_metric("length", weight=0, max_words=2)
+                 .set_reasoning_model("fake/reasoner").set_run_dir(tmp_path)
+                 .configure(max_iterations=1).run(START))
+    assert unguarded.best_prompt == long_prompt
+
+
+def test_guard_must_name_a_run_metric(fake_model: FakeModel, tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="guard metric"):
+        builder(tmp_path).add_guard("length").run(START)

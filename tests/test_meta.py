@@ -158,13 +158,16 @@ def _literal_all(module: ModuleType) -> list[str]:
 
 
 def _public_names(module: ModuleType) -> set[str]:
-    return {
-        name
-        for name, value in vars(module).items()
-        if not name.startswith("_")
-        and not inspect.ismodule(value)
-        and name != "annotations"  # from __future__ import annotations
-    }
+    """Non-underscore attributes (dir() covers lazily loaded ones), less modules and the
+    typing / __future__ helpers a module imports for its own annotations."""
+    names = set()
+    for name in dir(module):
+        if name.startswith("_") or name in {"annotations", "TYPE_CHECKING"}:
+            continue
+        value = getattr(module, name)
+        if not inspect.ismodule(value) and getattr(value, "__module__", None) != "typing":
+            names.add(name)
+    return names
 
 
 def test_reflex_all_is_explicit_sorted_and_exact() -> None:

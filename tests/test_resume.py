@@ -19,7 +19,7 @@ from reflex.testing import FakeModel, FakeRequest
 
 START = "Classify the sentiment."
 VOLATILE = {"elapsed_s", "run_id", "run_dir"}
-STRATEGIES = ["iterative", "fewshot", "instructions", "auto"]
+STRATEGIES = ["iterative", "fewshot", "instructions", "auto", "structural", "pdo"]
 
 
 def builder(run_dir: Path, strategy: str) -> PromptOptimizer:
@@ -32,7 +32,7 @@ def builder(run_dir: Path, strategy: str) -> PromptOptimizer:
         .set_run_dir(run_dir)
         .configure(max_iterations=4, early_stopping_patience=None, max_workers=4)
     )
-    if strategy in ("iterative", "auto"):
+    if strategy in ("iterative", "auto", "structural", "pdo"):
         opt.set_reasoning_model("fake/reasoner")
     return opt
 
