@@ -94,8 +94,13 @@ def hiding(fast: str, slow: str, n: int, n_serial: int, workers: list[int]) -> l
             flush=True,
         )
         rows.append(
-            Row("1", f"N={calls} L=100ms C={c}: T / max(NL/C, T0) [{why}]",
-                f"{wall:.2f}s ({ratio:.2f}x)", "<= 1.10x", ratio <= 1.10)
+            Row(
+                "1",
+                f"N={calls} L=100ms C={c}: T / max(NL/C, T0) [{why}]",
+                f"{wall:.2f}s ({ratio:.2f}x)",
+                "<= 1.10x",
+                ratio <= 1.10,
+            )
         )
     return rows
 
@@ -107,12 +112,20 @@ def overhead(fast: str, n: int, workers: int, repeats: int = 3) -> list[Row]:
         ours.append(timed_evaluation(fast, n, workers, f"ours{r}")[1] / n)
     best_ours, best_bare = min(ours), min(bare)
     ratio = best_ours / best_bare
-    print(f"CPU/call: bare litellm {best_bare * 1e3:.2f} ms, reflex {best_ours * 1e3:.2f} ms, "
-          f"ratio {ratio:.2f} (C={workers}, N={n}, min of {repeats})", flush=True)
+    print(
+        f"CPU/call: bare litellm {best_bare * 1e3:.2f} ms, reflex {best_ours * 1e3:.2f} ms, "
+        f"ratio {ratio:.2f} (C={workers}, N={n}, min of {repeats})",
+        flush=True,
+    )
     return [
         Row("2", "client CPU per call, bare litellm.acompletion", f"{best_bare * 1e3:.2f} ms"),
-        Row("2", "client CPU per call, reflex (cache+budget+events+cb)",
-            f"{best_ours * 1e3:.2f} ms ({ratio:.2f}x)", "<= 1.20x", ratio <= 1.20),
+        Row(
+            "2",
+            "client CPU per call, reflex (cache+budget+events+cb)",
+            f"{best_ours * 1e3:.2f} ms ({ratio:.2f}x)",
+            "<= 1.20x",
+            ratio <= 1.20,
+        ),
     ]
 
 
@@ -131,8 +144,15 @@ def main() -> None:
         rows += hiding(fast, slow, args.n, args.n_serial, args.workers)
         peak = slow.stats()["peak_in_flight"]
         print(f"endpoint peak in flight: {peak} (max workers {max(args.workers)})")
-        rows.append(Row("1", "peak requests in flight at the endpoint", str(peak),
-                        f"== {max(args.workers)}", peak == max(args.workers)))
+        rows.append(
+            Row(
+                "1",
+                "peak requests in flight at the endpoint",
+                str(peak),
+                f"== {max(args.workers)}",
+                peak == max(args.workers),
+            )
+        )
     emit(rows, args.rows)
 
 

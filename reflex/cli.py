@@ -88,7 +88,7 @@ def _optimize_options() -> list[Callable[[Any], Any]]:
     o = click.option
     return [
         click.argument("dataset", type=click.Path(dir_okay=False, path_type=Path)),
-        click.argument("prompt", type=click.Path(dir_okay=False, path_type=Path)),
+        click.argument("prompt", type=click.Path(path_type=Path)),
         o(
             "-m",
             "--model",
@@ -233,11 +233,12 @@ def _build_optimizer(p: dict[str, Any]) -> Any:
         opt.add_provider(model, api_base=p["api_base"])
     # Without --metric: exact_match, unless a judge scores the run (then the judge alone).
     for metric in p["metrics"] or (() if p["judge"] else ("exact_match",)):
-        if metric == "llm_judge":  # its model comes from --judge, never from --metric
-            raise ConfigurationError(
-                "--metric llm_judge needs a model: use --judge PROVIDER/MODEL (without --metric llm_judge)"
-            )
         name, _, weight = metric.partition(":")
+        if name == "llm_judge":  # its model comes from --judge, never from --metric
+            raise ConfigurationError(
+                "--metric llm_judge needs a model: use --judge PROVIDER/MODEL "
+                "(without --metric llm_judge)"
+            )
         opt.add_metric(name, weight=_number(weight, "--metric") if weight else 1.0)
     for guard in p["guards"]:
         name, _, tolerance = guard.partition(":")
@@ -278,7 +279,7 @@ def _build_optimizer(p: dict[str, Any]) -> Any:
 
 
 def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
-    from reflex.optimizer import read_prompt
+    from reflex.optimizer import prompt_spec
     from reflex.report import ConsoleReporter, print_summary
 
     logging.basicConfig(
@@ -286,15 +287,14 @@ def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
         format="%(levelname)s %(name)s: %(message)s",
     )
     optimizer = _build_optimizer(params)
-    prompt = read_prompt(params["prompt"])
+    prompt = prompt_spec(params["prompt"])
     reporter = ConsoleReporter()
     resume: bool | str = params["resume_from"] or bool(params["resume"])
     result = optimizer.run(prompt, callbacks=[reporter, *plugin_callbacks], resume=resume)
     reporter.close()
     # Create missing parent folders: failing here, after a paid run, would lose the output.
     if params["output"] is not None:
-        params["output"].parent.mkdir(parents=True, exist_ok=True)
-        params["output"].write_text(result.best_prompt + "\n", encoding="utf-8")
+        _write_best(params["output"], prompt, result)
     if params["results_json"] is not None:
         params["results_json"].parent.mkdir(parents=True, exist_ok=True)
         params["results_json"].write_text(
@@ -302,6 +302,22 @@ def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
         )
     print_summary(result)
     _print_slices(result.slices)
+
+
+def _write_best(path: Path, spec: Any, result: Any) -> None:
+    """The best prompt in the input's shape: a components file when the input was one."""
+    from reflex.prompts import write_prompt_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if spec.is_single or result.best_components is None:
+        if not spec.is_single:
+            click.echo(
+                f"note: the strategy edited the assembled prompt; {path} holds it as one text",
+                err=True,
+            )
+        path.write_text(result.best_prompt + "\n", encoding="utf-8")
+        return
+    write_prompt_file(path, spec.replace(result.best_components))
 
 
 def _print_slices(slices: dict[str, Any]) -> None:
@@ -322,7 +338,11 @@ def _make_optimize(registry: Any) -> click.Command:
 
     @_with_errors
     def optimize(**params: Any) -> None:
-        """Optimize PROMPT (a text file) on DATASET (JSONL or CSV)."""
+        """Optimize PROMPT on DATASET (JSONL or CSV).
+
+        PROMPT: a text file, a .json/.yaml/.toml file of named components (the reserved key
+        _template assembles them) or a directory of .md components.
+        """
         callbacks: list[Any] = []
         for group in groups:
             names = {o.name for o in group.options}
@@ -388,6 +408,9 @@ def build_cli() -> click.Group:
 
     cli.add_command(runs_command)
     cli.add_command(show_command)
+    from reflex.cli_compare import compare_command
+
+    cli.add_command(compare_command)
     registry.pm.hook.register_commands(cli=cli)
     return cli
 

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from reflex._http import Request, error_body, read_request, send, send_raw
+
 __all__ = [
     "FAULT_KINDS",
     "ChatRequest",
@@ -51,8 +53,6 @@ __all__ = [
 ]
 
 FAULT_KINDS = ("429", "429-retry-after", "500", "503", "timeout", "malformed", "empty", "drop")
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}
-_REASONS |= {500: "Internal Server Error", 503: "Service Unavailable"}
 
 
 @dataclass(frozen=True)
@@ -145,14 +145,6 @@ class Stats:
         return cls(**data)
 
 
-@dataclass
-class _Request:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-
 class EndpointServer:
     """The server itself; ``start()``/``close()`` run on an event loop the caller owns."""
 
@@ -196,7 +188,7 @@ class EndpointServer:
         assert task is not None
         self._tasks.add(task)
         try:
-            while (request := await _read_request(reader)) is not None:
+            while (request := await read_request(reader)) is not None:
                 if not await self._route(request, writer):
                     break
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
@@ -207,15 +199,15 @@ class EndpointServer:
             self._tasks.discard(task)
             writer.close()
 
-    async def _route(self, request: _Request, writer: asyncio.StreamWriter) -> bool:
+    async def _route(self, request: Request, writer: asyncio.StreamWriter) -> bool:
         """Answer one request; False closes the connection."""
         if request.method == "POST" and request.path.endswith("/chat/completions"):
             return await self._chat(request.body, writer)
         if request.method == "GET" and request.path.rstrip("/").endswith("/stats"):
-            return await _send(writer, 200, self.stats().to_dict())
+            return await send(writer, 200, self.stats().to_dict())
         if request.method == "GET" and request.path.endswith("/models"):
-            return await _send(writer, 200, {"object": "list", "data": []})
-        return await _send(writer, 404, _error(f"no route {request.method} {request.path}"))
+            return await send(writer, 200, {"object": "list", "data": []})
+        return await send(writer, 404, error_body(f"no route {request.method} {request.path}"))
 
     async def _chat(self, body: bytes, writer: asyncio.StreamWriter) -> bool:
         try:
@@ -226,7 +218,9 @@ class EndpointServer:
                 {k: v for k, v in payload.items() if k not in ("model", "messages")},
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            return await _send(writer, 400, _error(f"bad request body: {exc}", "invalid_request"))
+            return await send(
+                writer, 400, error_body(f"bad request body: {exc}", "invalid_request")
+            )
         digest = hashlib.sha256(
             json.dumps([request.model, request.messages], sort_keys=True).encode()
         ).hexdigest()
@@ -249,7 +243,7 @@ class EndpointServer:
             text = self.responder(request)
             with self._lock:
                 self._stats.completions += 1
-            return await _send(writer, 200, self._completion(request, text))
+            return await send(writer, 200, self._completion(request, text))
         finally:
             with self._lock:
                 self._stats.in_flight -= 1
@@ -263,11 +257,11 @@ class EndpointServer:
             writer.transport.abort()
             return False
         if kind == "429":
-            return await _send(writer, 429, _error("rate limit reached", "rate_limit_exceeded"))
+            return await send(writer, 429, error_body("rate limit reached", "rate_limit_exceeded"))
         if kind == "429-retry-after":
             headers = {"Retry-After": f"{self.faults.retry_after:g}"}
-            return await _send(
-                writer, 429, _error("rate limit reached", "rate_limit_exceeded"), headers
+            return await send(
+                writer, 429, error_body("rate limit reached", "rate_limit_exceeded"), headers
             )
         if kind == "timeout":
             await asyncio.sleep(self.faults.hang)
@@ -275,10 +269,10 @@ class EndpointServer:
             return False
         await self._wait()
         if kind == "malformed":
-            return await _send_raw(writer, 200, b'{"id": "chatcmpl-broken", "choices": [{"inde')
+            return await send_raw(writer, 200, b'{"id": "chatcmpl-broken", "choices": [{"inde')
         if kind == "empty":
-            return await _send(writer, 200, self._completion(request, ""))
-        return await _send(writer, int(kind), _error(f"injected {kind}", "server_error"))
+            return await send(writer, 200, self._completion(request, ""))
+        return await send(writer, int(kind), error_body(f"injected {kind}", "server_error"))
 
     def _completion(self, request: ChatRequest, text: str) -> dict[str, Any]:
         if self.usage is not None:
@@ -304,62 +298,6 @@ class EndpointServer:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
-
-
-def _error(message: str, code: str = "error") -> dict[str, Any]:
-    return {"error": {"message": message, "type": code, "code": code}}
-
-
-async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
-    line = await reader.readline()
-    if not line.strip():
-        return None
-    method, path, _ = line.decode("latin-1").split(" ", 2)
-    headers: dict[str, str] = {}
-    while (raw := await reader.readline()) not in (b"\r\n", b"\n", b""):
-        name, _, value = raw.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        body = await _read_chunked(reader)
-    else:
-        body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
-    return _Request(method, path, headers, body)
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts: list[bytes] = []
-    while size := int((await reader.readline()).split(b";")[0].strip() or b"0", 16):
-        parts.append(await reader.readexactly(size))
-        await reader.readline()
-    await reader.readline()  # the blank line after the last chunk (no trailers expected)
-    return b"".join(parts)
-
-
-async def _send(
-    writer: asyncio.StreamWriter,
-    status: int,
-    payload: dict[str, Any],
-    headers: dict[str, str] | None = None,
-) -> bool:
-    return await _send_raw(writer, status, json.dumps(payload).encode(), headers)
-
-
-async def _send_raw(
-    writer: asyncio.StreamWriter,
-    status: int,
-    body: bytes,
-    headers: dict[str, str] | None = None,
-) -> bool:
-    lines = [
-        f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
-        "Content-Type: application/json",
-        f"Content-Length: {len(body)}",
-        "Connection: keep-alive",
-        *(f"{name}: {value}" for name, value in (headers or {}).items()),
-    ]
-    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
-    await writer.drain()
-    return True
 
 
 class Endpoint(str):

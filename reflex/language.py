@@ -43,29 +43,54 @@ _SCRIPT_LANGUAGE: dict[str, tuple[str, str]] = {
     "han": ("zh", "Chinese"),
 }
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # Frequent function words; words shared by several languages still help (each list is scored
 # by its own hit share), but the distinctive ones decide.
 _STOPWORDS: dict[str, tuple[str, frozenset[str]]] = {
-    "en": ("English", frozenset(
-        "the and of to is in that it for was on with as are this be at by not you have".split())),
-    "es": ("Spanish", frozenset(
-        "el la de que y en los se del las un por con no una su para es al lo como".split())),
-    "fr": ("French", frozenset(
-        "le la les de des et est un une du que qui dans pour pas sur au avec ce il".split())),
-    "de": ("German", frozenset(
-        "der die und das ist nicht ein eine zu den mit von sich des auf für im dem ich".split())),
-    "it": ("Italian", frozenset(
-        "il di che la è per un una non sono gli del della con le da si anche ma".split())),
-    "pt": ("Portuguese", frozenset(
-        "o a de que e do da em um uma para com não os no na se por mais as dos".split())),
-    "nl": ("Dutch", frozenset(
-        "de het een van en is dat niet op te zijn voor met die er maar ook als bij".split())),
-    "sv": ("Swedish", frozenset(
-        "och att det som en är på för med den till av inte har jag om ett var".split())),
-    "pl": ("Polish", frozenset(
-        "i w nie na się to jest że do z jak co ale po tak za od przez dla".split())),
-    "tr": ("Turkish", frozenset(
-        "ve bir bu da de için ile çok ne gibi daha olarak ama değil var mi en".split())),
+    "en": (
+        "English",
+        _words("the and of to is in that it for was on with as are this be at by not you have"),
+    ),
+    "es": (
+        "Spanish",
+        _words("el la de que y en los se del las un por con no una su para es al lo como"),
+    ),
+    "fr": (
+        "French",
+        _words("le la les de des et est un une du que qui dans pour pas sur au avec ce il"),
+    ),
+    "de": (
+        "German",
+        _words("der die und das ist nicht ein eine zu den mit von sich des auf für im dem ich"),
+    ),
+    "it": (
+        "Italian",
+        _words("il di che la è per un una non sono gli del della con le da si anche ma"),
+    ),
+    "pt": (
+        "Portuguese",
+        _words("o a de que e do da em um uma para com não os no na se por mais as dos"),
+    ),
+    "nl": (
+        "Dutch",
+        _words("de het een van en is dat niet op te zijn voor met die er maar ook als bij"),
+    ),
+    "sv": (
+        "Swedish",
+        _words("och att det som en är på för med den till av inte har jag om ett var"),
+    ),
+    "pl": (
+        "Polish",
+        _words("i w nie na się to jest że do z jak co ale po tak za od przez dla"),
+    ),
+    "tr": (
+        "Turkish",
+        _words("ve bir bu da de için ile çok ne gibi daha olarak ama değil var mi en"),
+    ),
 }
 
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
@@ -108,8 +133,9 @@ def _latin_language(text: str) -> Language:
     words = [w.lower() for w in _WORD.findall(text)]
     if not words:
         return ENGLISH
-    shares = {code: sum(w in stop for w in words) / len(words)
-              for code, (_, stop) in _STOPWORDS.items()}
+    shares = {
+        code: sum(w in stop for w in words) / len(words) for code, (_, stop) in _STOPWORDS.items()
+    }
     ranked = sorted(shares.items(), key=lambda item: (-item[1], item[0]))
     (code, best), (_, second) = ranked[0], ranked[1]
     if best == 0.0:

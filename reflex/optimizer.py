@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -20,6 +20,9 @@ from reflex.prompts import PromptSpec, is_components_path, load_prompt_file, spe
 from reflex.providers import parse_model
 from reflex.result import OptimizationResult
 from reflex.types import Metric
+
+if TYPE_CHECKING:
+    from reflex.compare import Comparison
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
 
@@ -239,6 +242,27 @@ class PromptOptimizer:
 
     def set_run_dir(self, path: str | Path) -> PromptOptimizer:
         return self._set(run_dir=str(path))
+
+    def clone(self) -> PromptOptimizer:
+        """An independent copy of this builder (dataset and metric objects are shared)."""
+        other = PromptOptimizer()
+        other._dataset, other._metrics = self._dataset, list(self._metrics)
+        other._settings, other._budget = dict(self._settings), dict(self._budget)
+        return other
+
+    def compare(
+        self,
+        prompt: str | Path | PromptSpec | Mapping[str, str],
+        strategies: Sequence[str],
+        *,
+        seeds: int | Sequence[int] = 3,
+        max_calls: int | None = None,
+        **kwargs: Any,
+    ) -> Comparison:
+        """Run each strategy for each seed at ``max_calls`` metric calls; see reflex.compare."""
+        from reflex.compare import compare
+
+        return compare(self, prompt, strategies, seeds=seeds, max_calls=max_calls, **kwargs)
 
     def build_config(self) -> RunConfig:
         """The validated RunConfig this builder would run with."""

@@ -96,10 +96,17 @@ def guidance(ctx: StrategyContext) -> str:
     lines = [render("guidance.language", config.reasoning_templates, language=language.name)]
     if config.source_model:
         source, target = config.source_model, ", ".join(config.models)
-        lines.append(render(
-            "guidance.migration", config.reasoning_templates, source_model=source,
-            target_model=target, notes=migration_notes(source, config.models[0]),
-            source_family=family(source), target_family=family(config.models[0])))
+        lines.append(
+            render(
+                "guidance.migration",
+                config.reasoning_templates,
+                source_model=source,
+                target_model=target,
+                notes=migration_notes(source, config.models[0]),
+                source_family=family(source),
+                target_family=family(config.models[0]),
+            )
+        )
     return "\n".join(lines)
 
 
@@ -129,11 +136,20 @@ def ask(
             value = parse(answer)
         except ProposalError as exc:
             error = str(exc)
-            ctx.log("reasoning_call", purpose=purpose, attempt=attempt, tokens=tokens,
-                    outcome="unusable", error=error)
+            ctx.log(
+                "reasoning_call",
+                purpose=purpose,
+                attempt=attempt,
+                tokens=tokens,
+                outcome="unusable",
+                error=error,
+            )
             retry = render("retry", ctx.config.reasoning_templates, error=error)
-            sent = [*sent, {"role": "assistant", "content": answer},
-                    {"role": "user", "content": retry}]
+            sent = [
+                *sent,
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": retry},
+            ]
             continue
         ctx.log("reasoning_call", purpose=purpose, attempt=attempt, tokens=tokens, outcome="ok")
         return value, ""

@@ -107,13 +107,16 @@ def _score(axis: str, ev: Evidence, runs: list[PhaseOutcome], max_repeats: int) 
             ev.remaining_calls is not None and ev.remaining_calls < cost
         ):
             return None
-    bonus = {"iterative": ev.content_failures + 0.5 * ev.format_failures,
-             "structural": ev.format_failures}.get(axis, 0.0)
+    bonus = {
+        "iterative": ev.content_failures + 0.5 * ev.format_failures,
+        "structural": ev.format_failures,
+    }.get(axis, 0.0)
     return (base + bonus) * (0.5 ** len(runs))
 
 
-def choose_axis(ev: Evidence, history: Sequence[PhaseOutcome], axes: Sequence[str],
-                max_repeats: int = 2) -> str | None:
+def choose_axis(
+    ev: Evidence, history: Sequence[PhaseOutcome], axes: Sequence[str], max_repeats: int = 2
+) -> str | None:
     """The next axis to run, or None when nothing is worth the remaining budget.
 
     An axis whose last phase gained nothing on val is not chosen again; one that gained may

@@ -112,22 +112,34 @@ def _lines(units: tuple[str, ...] | list[str]) -> str:
 
 def sections_reordered(p: Parts) -> str:
     """Role, then format and constraints before the task (what the answer must look like first)."""
-    return _join(" ".join(p.role), _lines(p.format), _lines(p.constraints), _lines(p.task),
-                 tail=p.tail)
+    return _join(
+        " ".join(p.role), _lines(p.format), _lines(p.constraints), _lines(p.task), tail=p.tail
+    )
 
 
 def markdown_headers(p: Parts) -> str:
-    sections = [("Role", p.role), ("Task", p.task), ("Constraints", p.constraints),
-                ("Output format", p.format)]
-    return _join(*(f"## {title}\n{_lines(units)}" for title, units in sections if units),
-                 tail=p.tail)
+    sections = [
+        ("Role", p.role),
+        ("Task", p.task),
+        ("Constraints", p.constraints),
+        ("Output format", p.format),
+    ]
+    return _join(
+        *(f"## {title}\n{_lines(units)}" for title, units in sections if units), tail=p.tail
+    )
 
 
 def xml_tags(p: Parts) -> str:
-    sections = [("role", p.role), ("task", p.task), ("constraints", p.constraints),
-                ("output_format", p.format)]
-    return _join("\n".join(f"<{tag}>\n{_lines(units)}\n</{tag}>" for tag, units in sections
-                           if units), tail=p.tail)
+    sections = [
+        ("role", p.role),
+        ("task", p.task),
+        ("constraints", p.constraints),
+        ("output_format", p.format),
+    ]
+    return _join(
+        "\n".join(f"<{tag}>\n{_lines(units)}\n</{tag}>" for tag, units in sections if units),
+        tail=p.tail,
+    )
 
 
 def flat_minimal(p: Parts) -> str:
@@ -159,8 +171,14 @@ def decomposed_steps(p: Parts) -> str:
 
 
 def input_anchored(p: Parts) -> str:
-    return _join(" ".join(p.role), _lines(p.task), _lines(p.constraints), ANCHOR,
-                 _lines(p.format), tail=p.tail)
+    return _join(
+        " ".join(p.role),
+        _lines(p.task),
+        _lines(p.constraints),
+        ANCHOR,
+        _lines(p.format),
+        tail=p.tail,
+    )
 
 
 # Library order is the order untried transforms are tried in.

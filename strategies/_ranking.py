@@ -75,8 +75,9 @@ def win_rate(wins: Matrix, alive: Sequence[int]) -> list[float]:
     return out
 
 
-def elo(duels: Sequence[Sequence[float]], size: int, alive: Sequence[int],
-        k: float = 32.0) -> list[float]:
+def elo(
+    duels: Sequence[Sequence[float]], size: int, alive: Sequence[int], k: float = 32.0
+) -> list[float]:
     """Elo ratings replayed over ``duels`` (``(i, j, share of rows i won)``), scaled to [0, 1]."""
     ratings = [1000.0] * size
     for i, j, share in duels:
@@ -97,8 +98,9 @@ def _scaled(values: Sequence[float], alive: Sequence[int]) -> list[float]:
     return out
 
 
-def rankings(wins: Matrix, duels: Sequence[Sequence[float]],
-             alive: Sequence[int]) -> dict[str, list[float]]:
+def rankings(
+    wins: Matrix, duels: Sequence[Sequence[float]], alive: Sequence[int]
+) -> dict[str, list[float]]:
     """Every method's scores, each min-max scaled over ``alive`` so they can be fused."""
     raw = {
         "copeland": copeland(wins, alive),
@@ -116,8 +118,14 @@ def fuse(ranks: dict[str, list[float]], weights: dict[str, float]) -> list[float
     return [sum(weights[m] * ranks[m][i] for m in ranks) / total for i in range(size)]
 
 
-def update_weights(weights: dict[str, float], ranks: dict[str, list[float]], i: int, j: int,
-                   share: float, eta: float = 0.5) -> dict[str, float]:
+def update_weights(
+    weights: dict[str, float],
+    ranks: dict[str, list[float]],
+    i: int,
+    j: int,
+    share: float,
+    eta: float = 0.5,
+) -> dict[str, float]:
     """Multiplicative-weights step: methods that predicted the duel's winner gain weight.
 
     A method predicts ``i`` when it scores ``i`` above ``j`` (``j`` when below; no prediction on
@@ -153,8 +161,9 @@ def _upper(wins: Matrix, i: int, j: int, t: float, alpha: float) -> float:
     return min(1.0, wins[i][j] / total + math.sqrt(alpha * math.log(t) / total))
 
 
-def double_thompson(wins: Matrix, alive: Sequence[int], rng: random.Random,
-                    alpha: float = 0.51) -> tuple[int, int]:
+def double_thompson(
+    wins: Matrix, alive: Sequence[int], rng: random.Random, alpha: float = 0.51
+) -> tuple[int, int]:
     """Pick a pair to duel by double Thompson sampling (Wu & Liu, 2016).
 
     First: among prompts whose upper-confidence Copeland score is maximal, the one with the best
@@ -165,8 +174,7 @@ def double_thompson(wins: Matrix, alive: Sequence[int], rng: random.Random,
     if len(alive) < 2:
         raise ValueError("double Thompson sampling needs at least two prompts")
     t = 1.0 + sum(sum(row) for row in wins)
-    upper = {a: sum(_upper(wins, a, b, t, alpha) > 0.5 for b in _others(alive, a))
-             for a in alive}
+    upper = {a: sum(_upper(wins, a, b, t, alpha) > 0.5 for b in _others(alive, a)) for a in alive}
     best_upper = max(upper.values())
     candidates = [a for a in alive if upper[a] == best_upper]
     sampled = _sampled_copeland(wins, alive, rng)

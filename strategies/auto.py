@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.context import StrategyContext
+from reflex.errors import ConfigurationError
 from reflex.hookspecs import hookimpl
 from reflex.types import Strategy
 
@@ -81,9 +82,9 @@ def _extra_axes(reasoning: bool) -> dict[str, type[Strategy]]:
     found = {}
     for name, (_, cls) in sorted(get_registry().strategies.items()):
         eligible = getattr(cls, "auto_eligible", False) is True
-        if name not in BUILTIN_AXES and name != "auto" and eligible:
-            if reasoning or not cls.requires_reasoning_model:
-                found[name] = cls
+        usable = reasoning or not cls.requires_reasoning_model
+        if name not in BUILTIN_AXES and name != "auto" and eligible and usable:
+            found[name] = cls
     return found
 
 
@@ -119,6 +120,12 @@ class AutoStrategy:
     def _axes(self, reasoning: bool, extras: dict[str, type[Strategy]]) -> list[str]:
         axes = [*BUILTIN_AXES, *extras] if reasoning else ["instructions", "fewshot"]
         if self.options.axes is not None:
+            unknown = sorted(set(self.options.axes) - {*BUILTIN_AXES, *extras})
+            if unknown:
+                raise ConfigurationError(
+                    f"auto option 'axes': unknown axis {unknown}; available: "
+                    f"{', '.join([*BUILTIN_AXES, *extras])}"
+                )
             axes = [a for a in axes if a in self.options.axes]
         return axes
 
@@ -130,26 +137,39 @@ class AutoStrategy:
             return min(self.options.fewshot.num_candidates, left - plan["iterative"])
         return min(left, max(self.options.min_phase_iterations, -(-left // 2)))
 
-    def _run_phase(self, ctx: StrategyContext, axis: str, cap: int, evidence: Evidence,
-                   extras: dict[str, type[Strategy]]) -> PhaseOutcome:
+    def _run_phase(
+        self,
+        ctx: StrategyContext,
+        axis: str,
+        cap: int,
+        evidence: Evidence,
+        extras: dict[str, type[Strategy]],
+    ) -> PhaseOutcome:
         start, first = ctx.best_val, ctx.iteration
         ctx.begin_phase(axis, max_iterations=cap)
         entry = ctx.phase_history[-1]
-        entry.update(start_score=start, split="val" if len(ctx.val) else "train",
-                     evidence=evidence.to_dict())
+        entry.update(
+            start_score=start, split="val" if len(ctx.val) else "train", evidence=evidence.to_dict()
+        )
         self._strategy(ctx, axis, cap, extras).optimize(ctx)
         stop = ctx.stop_reason or ("phase cap" if ctx.iteration - first >= cap else "finished")
-        entry.update(end_score=ctx.best_val, end_iteration=ctx.iteration,
-                     iterations=ctx.iteration - first, stop=stop)
+        entry.update(
+            end_score=ctx.best_val,
+            end_iteration=ctx.iteration,
+            iterations=ctx.iteration - first,
+            stop=stop,
+        )
         gain = (ctx.best_val or 0.0) - (start or 0.0)
         return PhaseOutcome(axis, gain, ctx.iteration - first)
 
-    def _strategy(self, ctx: StrategyContext, axis: str, cap: int,
-                  extras: dict[str, type[Strategy]]) -> Strategy:
+    def _strategy(
+        self, ctx: StrategyContext, axis: str, cap: int, extras: dict[str, type[Strategy]]
+    ) -> Strategy:
         opts = self.options
         if axis == "instructions":
-            return InstructionsStrategy(opts.instructions.model_copy(
-                update={"max_candidates": cap}))
+            return InstructionsStrategy(
+                opts.instructions.model_copy(update={"max_candidates": cap})
+            )
         if axis == "fewshot":
             ctx.state.pop("fewshot", None)  # start from the best prompt so far
             return FewshotStrategy(opts.fewshot.model_copy(update={"num_candidates": cap}))

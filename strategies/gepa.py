@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,6 +40,7 @@ from reflex.reasoning import ask, parse_proposal, render, system_prompt
 from reflex.result import EvalSnapshot, Sample
 from reflex.types import Example
 
+from ._gepa_plan import BudgetPlan, plan_budget
 from ._merge import Candidate, find_merge
 from ._pareto import sample_parent
 
@@ -62,62 +63,6 @@ class GepaOptions(BaseModel):
     memory: int = Field(default=5, ge=0, description="rejected rewrites shown per component")
     min_proposals: int = Field(default=5, gt=0, description="warn below this many proposals")
     max_chars: int = Field(default=600, gt=20, description="truncate inputs/outputs shown")
-
-
-@dataclass(frozen=True)
-class BudgetPlan:
-    """What a metric-call budget buys: proposals if every one is accepted / rejected."""
-
-    available: int | None
-    pool: int
-    minibatch: int
-    seed_cost: int
-    max_iterations: int
-
-    @property
-    def per_rejected(self) -> int:
-        return 2 * self.minibatch
-
-    @property
-    def per_accepted(self) -> int:
-        return 2 * self.minibatch + self.pool
-
-    def proposals(self, *, accepted: bool) -> int:
-        if self.available is None:
-            return self.max_iterations
-        room = max(self.available - self.seed_cost, 0)
-        cost = self.per_accepted if accepted else self.per_rejected
-        return min(room // max(cost, 1), self.max_iterations)
-
-    def message(self) -> str:
-        head = (
-            "no metric-call budget"
-            if self.available is None
-            else f"{self.available} metric calls left"
-        )
-        return (
-            f"gepa plan: {head}; a proposal costs {self.per_rejected} calls on the minibatch "
-            f"+ {self.pool} on the Pareto set when accepted: {self.proposals(accepted=True)} "
-            f"to {self.proposals(accepted=False)} proposals (max_iterations "
-            f"{self.max_iterations})"
-        )
-
-
-def plan_budget(
-    ctx: StrategyContext, pool_rows: int, minibatch_rows: int, seed_cached: bool
-) -> BudgetPlan:
-    """The plan for this run: calls per task model are multiplied by the number of models."""
-    models = len(ctx.config.models)
-    limit = ctx.config.budget.max_metric_calls
-    budget = ctx.budget
-    available = None if limit is None else limit - budget.metric_calls - budget.reserved_calls
-    return BudgetPlan(
-        available=available,
-        pool=pool_rows * models,
-        minibatch=minibatch_rows * models,
-        seed_cost=0 if seed_cached else pool_rows * models,
-        max_iterations=max(ctx.max_iterations - ctx.iteration, 0),
-    )
 
 
 class GepaStrategy:
@@ -299,7 +244,7 @@ class GepaStrategy:
                 ctx,
                 f"gepa: rewrite {name}",
                 messages,
-                lambda answer, c=current, t=tried: parse_proposal(answer, current=c, forbidden=t),
+                partial(parse_proposal, current=current, forbidden=tried),
             )
             if proposal is None:
                 return child, changed, "\n".join(notes), error

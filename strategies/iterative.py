@@ -4,9 +4,9 @@ Each iteration samples a train minibatch, scores the current prompt on it, shows
 model the worst rows plus the rewrite log (each past edit paired with the score change *that
 edit* caused on its own minibatch), and scores the revision on the same rows. The revision is
 adopted only if it scores strictly higher. An unusable answer is retried once; a second failure
-records the iteration as failed. Its prompts are the ``iterative.*`` templates in
-``reflex.reasoning`` (overridable by name). A minibatch the current prompt already gets fully right is
-recorded as rejected without a reasoning call.
+records the iteration as failed. A minibatch the current prompt already gets fully right is
+recorded as rejected without a reasoning call. Its prompts are the ``iterative.*`` templates in
+``reflex.reasoning`` (overridable by name).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from reflex.reasoning import Proposal, ask, parse_proposal, render, system_promp
 from reflex.result import EvalSnapshot, Sample
 
 __all__ = ["IterativeOptions", "IterativeStrategy", "register_strategies"]
+
 
 class IterativeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -166,10 +166,13 @@ class PDOStrategy:
         want = min(self.options.generated, self.options.pool_size - 1)
         if want and self._use_reasoning(ctx):
             inputs = "\n".join(f"- {e.input[:200]}" for e in list(ctx.train)[:3])
-            user = render("pdo.pool", ctx.config.reasoning_templates, current=base,
-                          inputs=inputs, count=want)
-            messages = [{"role": "system", "content": system_prompt(ctx, "pdo.system")},
-                        {"role": "user", "content": user}]
+            user = render(
+                "pdo.pool", ctx.config.reasoning_templates, current=base, inputs=inputs, count=want
+            )
+            messages = [
+                {"role": "system", "content": system_prompt(ctx, "pdo.system")},
+                {"role": "user", "content": user},
+            ]
 
             def parse(answer: str) -> list[str]:
                 return parse_prompts(answer, exclude=[base])
@@ -229,12 +232,24 @@ class PDOStrategy:
             layouts = (apply_transform(name, entry.prompt) for name in TRANSFORMS)
             return next((p for p in layouts if p.strip() not in {k.strip() for k in known}), None)
         rate = rk.win_rate(pool.wins, pool.alive)[index]
-        losses = "\n\n".join(f"input: {q[:300]}\nits output: {o[:300]}\nwinner's output: {w[:300]}"
-                             for q, o, w in entry.losses[-3:]) or "(none recorded)"
-        user = render("pdo.mutate", ctx.config.reasoning_templates, current=entry.prompt,
-                      win_rate=f"{rate:.0%}", losses=losses)
-        messages = [{"role": "system", "content": system_prompt(ctx, "pdo.system")},
-                    {"role": "user", "content": user}]
+        losses = (
+            "\n\n".join(
+                f"input: {q[:300]}\nits output: {o[:300]}\nwinner's output: {w[:300]}"
+                for q, o, w in entry.losses[-3:]
+            )
+            or "(none recorded)"
+        )
+        user = render(
+            "pdo.mutate",
+            ctx.config.reasoning_templates,
+            current=entry.prompt,
+            win_rate=f"{rate:.0%}",
+            losses=losses,
+        )
+        messages = [
+            {"role": "system", "content": system_prompt(ctx, "pdo.system")},
+            {"role": "user", "content": user},
+        ]
 
         def parse(answer: str) -> Proposal:
             return parse_proposal(answer, current=entry.prompt, forbidden=known)
@@ -245,27 +260,37 @@ class PDOStrategy:
             return None
         return proposal.prompt
 
-    def _report(self, ctx: StrategyContext, pool: Pool, rows: list[Example], rounds: int,
-                dropped: list[int]) -> None:
+    def _report(
+        self, ctx: StrategyContext, pool: Pool, rows: list[Example], rounds: int, dropped: list[int]
+    ) -> None:
         champion = pool.champion()
         fused = pool.fused()
         snapshot = ctx.evaluate(pool.entries[champion].prompt, rows)
-        lines = [f"pdo round {rounds}: champion #{champion} ({pool.entries[champion].origin}), "
-                 f"fused rank {fused[champion]:.3f}, train metric {snapshot.mean_score:.3f}",
-                 "weights: " + ", ".join(f"{m} {w:.2f}" for m, w in pool.weights.items())]
+        lines = [
+            f"pdo round {rounds}: champion #{champion} ({pool.entries[champion].origin}), "
+            f"fused rank {fused[champion]:.3f}, train metric {snapshot.mean_score:.3f}",
+            "weights: " + ", ".join(f"{m} {w:.2f}" for m, w in pool.weights.items()),
+        ]
         lines += [f"pruned: {dropped}"] if dropped else []
         lines += self.notes
         self.notes = []
         ctx.state["pdo"] = _summary(pool, champion)
-        ctx.log("pdo_round", round=rounds, champion=champion, weights=pool.weights,
-                fused={str(i): round(fused[i], 4) for i in pool.alive})
+        ctx.log(
+            "pdo_round",
+            round=rounds,
+            champion=champion,
+            weights=pool.weights,
+            fused={str(i): round(fused[i], 4) for i in pool.alive},
+        )
         ctx.record_iteration(pool.entries[champion].prompt, snapshot, reasoning="\n".join(lines))
 
 
 def _summary(pool: Pool, champion: int) -> dict[str, Any]:
-    return {"champion": champion, "weights": dict(pool.weights),
-            "pool": [{"origin": e.origin, "alive": e.alive, "duels": e.duels}
-                     for e in pool.entries]}
+    return {
+        "champion": champion,
+        "weights": dict(pool.weights),
+        "pool": [{"origin": e.origin, "alive": e.alive, "duels": e.duels} for e in pool.entries],
+    }
 
 
 @hookimpl

@@ -40,11 +40,14 @@ class StructuralOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     transforms: list[str] = Field(
-        default_factory=lambda: list(TRANSFORMS), min_length=1,
-        description="layout transforms to try, in this order when untried")
+        default_factory=lambda: list(TRANSFORMS),
+        min_length=1,
+        description="layout transforms to try, in this order when untried",
+    )
     variants_per_round: int = Field(default=3, gt=0, description="transforms scored per round")
     freeform: bool = Field(
-        default=True, description="add one reasoning-model restructure per round (when configured)")
+        default=True, description="add one reasoning-model restructure per round (when configured)"
+    )
 
     @field_validator("transforms")
     @classmethod
@@ -85,8 +88,9 @@ class StructuralStrategy:
                 variants += [("freeform", freeform)] if freeform else []
             if not variants:
                 if note:
-                    ctx.record_iteration(incumbent, None, reasoning=note, accepted=False,
-                                         failed=note)
+                    ctx.record_iteration(
+                        incumbent, None, reasoning=note, accepted=False, failed=note
+                    )
                     continue
                 ctx.log("no_candidates", phase=ctx.phase, reason="every layout was tried")
                 return
@@ -113,13 +117,21 @@ class StructuralStrategy:
             self.seen.add(prompt.strip())
         return out
 
-    def _freeform(self, ctx: StrategyContext, incumbent: str, base: EvalSnapshot,
-                  log: list[tuple[str, float]]) -> tuple[str | None, str]:
+    def _freeform(
+        self, ctx: StrategyContext, incumbent: str, base: EvalSnapshot, log: list[tuple[str, float]]
+    ) -> tuple[str | None, str]:
         tried = "\n".join(f"- {name}: {change:+.3f}" for name, change in log) or "- none yet"
-        user = render("structural.freeform", ctx.config.reasoning_templates, current=incumbent,
-                      score=f"{base.mean_score:.3f}", tried=tried)
-        messages = [{"role": "system", "content": system_prompt(ctx, "structural.system")},
-                    {"role": "user", "content": user}]
+        user = render(
+            "structural.freeform",
+            ctx.config.reasoning_templates,
+            current=incumbent,
+            score=f"{base.mean_score:.3f}",
+            tried=tried,
+        )
+        messages = [
+            {"role": "system", "content": system_prompt(ctx, "structural.system")},
+            {"role": "user", "content": user},
+        ]
         seen = sorted(self.seen)
 
         def parse(answer: str) -> Proposal:
@@ -131,9 +143,16 @@ class StructuralStrategy:
         self.seen.add(proposal.prompt.strip())
         return proposal.prompt, f"free-form: {proposal.edit or proposal.diagnosis}".strip()
 
-    def _round(self, ctx: StrategyContext, incumbent: str, base: EvalSnapshot,
-               batch: list[Example], variants: list[Variant], log: list[tuple[str, float]],
-               note: str) -> str | None:
+    def _round(
+        self,
+        ctx: StrategyContext,
+        incumbent: str,
+        base: EvalSnapshot,
+        batch: list[Example],
+        variants: list[Variant],
+        log: list[tuple[str, float]],
+        note: str,
+    ) -> str | None:
         """Score every variant on ``batch``; record the best; return it when adopted."""
         scored = [(name, prompt, ctx.evaluate(prompt, batch)) for name, prompt in variants]
         name, prompt, snap = max(scored, key=lambda item: item[2].mean_score)  # first on ties
@@ -144,11 +163,21 @@ class StructuralStrategy:
         lines += [note] if note else []
         lines.append(f"winner: {name} ({change:+.3f})")
         reasoning = "\n".join(lines)
-        ctx.log("structural_round", scores={n: s.mean_score for n, _, s in scored},
-                incumbent=base.mean_score, winner=name)
+        ctx.log(
+            "structural_round",
+            scores={n: s.mean_score for n, _, s in scored},
+            incumbent=base.mean_score,
+            winner=name,
+        )
         if change <= 0:
-            ctx.record_iteration(prompt, snap, reasoning=reasoning, accepted=False, change=change,
-                                 rejected="no layout beat the incumbent on the round's batch")
+            ctx.record_iteration(
+                prompt,
+                snap,
+                reasoning=reasoning,
+                accepted=False,
+                change=change,
+                rejected="no layout beat the incumbent on the round's batch",
+            )
             return None
         record = ctx.record_iteration(prompt, snap, reasoning=reasoning, change=change)
         return prompt if record.is_best else None

@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 
 from conftest import KEYWORD, make_rows, responder
 from pydantic import BaseModel, ConfigDict
-from reflex_strategies._evidence import Evidence, PhaseOutcome, choose_axis
 
 from reflex import OptimizationResult, PromptOptimizer
 from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.plugins import register_plugin
 from reflex.testing import FakeModel, FakeRequest
+from reflex_strategies._evidence import Evidence, PhaseOutcome, choose_axis
 
 START = "Classify the sentiment."
 AXES = ["instructions", "fewshot", "iterative", "structural", "pdo"]
@@ -76,8 +76,11 @@ def builder(run_dir: Path, **options: Any) -> PromptOptimizer:
 def test_auto_forwards_settings_and_records_phases(tmp_path: Path) -> None:
     FakeModel(responder).install()
     result = (
-        builder(tmp_path, axes=["structural", "iterative"],
-                structural={"variants_per_round": 2, "freeform": False})
+        builder(
+            tmp_path,
+            axes=["structural", "iterative"],
+            structural={"variants_per_round": 2, "freeform": False},
+        )
         .configure(batch_size=4, seed=3, max_iterations=6, early_stopping_patience=1)
         .run(START)
     )
@@ -151,3 +154,13 @@ def test_registered_auto_eligible_strategy_gets_its_options(tmp_path: Path) -> N
     )
     assert [p["phase"] for p in result.phase_history] == ["echo_suffix"]
     assert result.iterations[0].system_prompt == START + " X."
+
+
+def test_unknown_axis_is_refused(tmp_path: Path) -> None:
+    import pytest
+
+    from reflex import ConfigurationError
+
+    FakeModel(responder).install()
+    with pytest.raises(ConfigurationError, match="unknown axis"):
+        builder(tmp_path, axes=["iterativ"]).run(START)

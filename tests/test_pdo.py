@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 from conftest import make_rows, responder
-from reflex_strategies import _ranking as rk
-from reflex_strategies.pdo import Pool
 
 from reflex import OptimizationResult, PromptOptimizer
 from reflex.testing import FakeModel, FakeRequest
+from reflex_strategies import _ranking as rk
+from reflex_strategies.pdo import Pool
 
 START = "Classify the sentiment."
 # wins[i][j]: rows i won against j. 0 beats 1 (7-3) and 2 (3-2); 1 beats 2 (8-2).

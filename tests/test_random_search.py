@@ -28,7 +28,8 @@ def builder(run_dir: Path) -> PromptOptimizer:
 def _paraphrases(request: FakeRequest) -> str:
     if request.model != "fake/reasoner":
         return responder(request)
-    n = int(request.user.rsplit("variant set ", 1)[1].split(")")[0])
+    brief = request.messages[1]["content"]  # the request, also when this is a retry
+    n = int(brief.rsplit("variant set ", 1)[1].split(")")[0])
     if n > 2:
         return f"<prompt>{START} Paraphrase 1.0</prompt>"  # nothing new from round 3 on
     texts = [f"{START} Paraphrase {n}.{k}" for k in range(3)]
@@ -43,8 +44,9 @@ def test_random_measures_every_variant_without_feedback(tmp_path: Path) -> None:
     assert len(result.iterations) == 6 and all(r.val_score is not None for r in result.iterations)
     assert result.best_prompt == BETTER
     for request in fake.calls_to("fake/reasoner"):
-        assert "score" not in request.user.lower() and "output" not in request.user.lower()
-        assert START in request.user and BETTER not in request.user  # always the start prompt
+        brief = request.messages[1]["content"]
+        assert "score" not in brief.lower() and "output" not in brief.lower()
+        assert START in brief and BETTER not in brief  # always the start prompt
     again = builder(tmp_path / "b").run(START)
     assert [r.system_prompt for r in again.iterations] == [
         r.system_prompt for r in result.iterations

@@ -19,7 +19,17 @@ from reflex.testing import FakeModel, FakeRequest
 
 START = "Classify the sentiment."
 VOLATILE = {"elapsed_s", "run_id", "run_dir"}
-STRATEGIES = ["iterative", "fewshot", "instructions", "auto", "structural", "pdo"]
+STRATEGIES = [
+    "iterative",
+    "fewshot",
+    "instructions",
+    "auto",
+    "structural",
+    "pdo",
+    "gepa",
+    "opro",
+    "random",
+]
 
 
 def builder(run_dir: Path, strategy: str) -> PromptOptimizer:
@@ -32,7 +42,7 @@ def builder(run_dir: Path, strategy: str) -> PromptOptimizer:
         .set_run_dir(run_dir)
         .configure(max_iterations=4, early_stopping_patience=None, max_workers=4)
     )
-    if strategy in ("iterative", "auto", "structural", "pdo"):
+    if strategy in ("iterative", "auto", "structural", "pdo", "gepa", "opro", "random"):
         opt.set_reasoning_model("fake/reasoner")
     return opt
 

@@ -8,13 +8,16 @@ from typing import Any
 
 import pytest
 from conftest import make_rows
-from reflex_strategies._layout import TRANSFORMS, apply_transform, parse_parts
 
 from reflex import ConfigurationError, OptimizationResult, PromptOptimizer
 from reflex.testing import FakeModel, FakeRequest
+from reflex_strategies._layout import TRANSFORMS, apply_transform, parse_parts
 
 START = "You are a film critic. Classify the sentiment. Do not explain. Answer with one word."
-BODY = "You are a film critic.\nPlease classify the sentiment.\n\nDo not explain.\nAnswer with one word."
+BODY = (
+    "You are a film critic.\nPlease classify the sentiment.\n\nDo not explain.\n"
+    "Answer with one word."
+)
 RICH = BODY + "\n\nExamples:\n\nInput: nice film\nOutput: positive"
 ANSWERS = {row["input"]: row["ideal"] for row in make_rows(60)}
 
