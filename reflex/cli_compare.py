@@ -19,13 +19,13 @@ _SKIP = {"strategy", "strategy_options", "output", "results_json", "resume", "re
 
 
 def _shared_params() -> list[click.Parameter]:
-    from reflex.cli import _optimize_options
+    from reflex.cli_options import optimize_options
 
     def holder() -> None:
         """Collects the parameters the decorators attach."""
 
     target: Any = holder
-    for decorator in _optimize_options():
+    for decorator in optimize_options():
         target = decorator(target)
     # Each decorator appended its parameter, so they are in the order optimize lists them.
     params: list[click.Parameter] = list(target.__click_params__)

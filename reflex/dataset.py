@@ -16,45 +16,32 @@ naming the file and 1-based line. A dataset is loaded completely or not at all.
 
 from __future__ import annotations
 
-import codecs
-import csv
 import hashlib
-import io
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from reflex.errors import DatasetError
+from reflex.readers import MAX_RECORD_BYTES, PLAIN_REFERENCES, Row, Where, frame_rows, read_file
 from reflex.types import Example
 
 if TYPE_CHECKING:
-    from _csv import Reader as CsvReader
+    pass
 
 __all__ = ["MAX_RECORD_BYTES", "SPLIT_NAMES", "Dataset", "load_dataset"]
 
 SPLIT_NAMES: tuple[str, ...] = ("train", "val", "test")
 _SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
-_PLAIN_REFERENCES = ("ideal", "output", "expected", "answer", "target")
+_PLAIN_REFERENCES = PLAIN_REFERENCES
 _CHAT_REFERENCES = ("ideal", "output", "expected", "answer")
 _SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "system": "system"}
 _ACCEPTED = "'messages' (OpenAI), 'conversations' (ShareGPT), 'instruction' (Alpaca), 'input'"
 _INPUT_KEYS = ("messages", "conversations", "instruction", "input")
-_JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
-# CSV cells cannot say "null": a blank cell in these columns means "not set".
-_CSV_BLANK_IS_NONE = frozenset({"id", "split", "metadata", *_PLAIN_REFERENCES})
-# One record larger than this is a mistake (no model's context holds it), and reading it whole
-# would only waste memory: refuse it, naming the line.
-MAX_RECORD_BYTES = 16 * 2**20
-_TOO_LONG = (
-    f"record is over the {MAX_RECORD_BYTES // 2**20} MB limit (no model's context holds it); "
-    "shorten the row or split it into several"
-)
 
 _RESERVED = frozenset({"id", "split", "metadata"})
-Row = tuple[int, Any]  # (1-based line or record number, parsed value)
 
 
 class Dataset:
@@ -124,16 +111,6 @@ class Dataset:
         ]
 
 
-class _Where(NamedTuple):  # a tuple: one is built per row, so it must be cheap
-    """Where a record came from, for error messages."""
-
-    path: str
-    line: int
-
-    def error(self, message: str) -> DatasetError:
-        return DatasetError(message, path=self.path, line=self.line)
-
-
 def load_dataset(
     path_or_records: str | PathLike[str] | Sequence[Mapping[str, Any]] | Any,
     *,
@@ -150,10 +127,10 @@ def load_dataset(
     if isinstance(path_or_records, (str, PathLike)):
         path = Path(path_or_records)
         source = label = str(path)
-        rows, default_name = _read_file(path, label, input_field), path.stem
+        rows, default_name = read_file(path, label, input_field), path.stem
     elif hasattr(path_or_records, "to_dict"):
         label, default_name = "<dataframe>", "dataframe"
-        rows = _frame_rows(path_or_records)
+        rows = frame_rows(path_or_records)
     elif isinstance(path_or_records, Sequence) and not isinstance(path_or_records, bytes):
         label, default_name = "<records>", "records"
         rows = list(enumerate(path_or_records, start=1))
@@ -168,194 +145,13 @@ def load_dataset(
     return Dataset(examples, name=name or default_name, source=source)
 
 
-def _read_file(path: Path, label: str, input_field: str | None) -> list[Row]:
-    if path.is_dir():
-        raise DatasetError("is a directory; pass the dataset file inside it", path=label)
-    if not path.is_file():
-        raise DatasetError("file not found; check the path and the working directory", path=label)
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return _read_csv(path, label, input_field)
-    return _read_jsonl(path, label, sniff=suffix not in _JSONL_SUFFIXES)
-
-
-def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
-    """Read JSON Lines; with ``sniff`` (unknown suffix) a first line that is not an object fails."""
-    rows: list[Row] = []
-    with path.open("rb") as handle:
-        number = 0
-        while raw := handle.readline(MAX_RECORD_BYTES + 1):
-            number += 1
-            if len(raw) > MAX_RECORD_BYTES:
-                raise DatasetError(_TOO_LONG, path=label, line=number)
-            text = _decode_line(raw, label, number)
-            if not text.strip():
-                continue
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
-                if not (sniff and not rows):
-                    raise DatasetError(
-                        f"{problem}; each line must be one JSON object", path=label, line=number
-                    ) from None
-                value = None
-            if sniff and not rows and not isinstance(value, dict):
-                raise DatasetError(
-                    f"unknown format: suffix {path.suffix!r} is not .jsonl, .json or .csv and "
-                    "the file is not JSON Lines; rename it with the right suffix",
-                    path=label,
-                    line=number,
-                )
-            rows.append((number, value))
-    if not rows:
-        raise DatasetError("empty file; write one JSON object per line", path=label, line=1)
-    return rows
-
-
-def _decode_line(raw: bytes, label: str, number: int) -> str:
-    if number == 1:
-        raw = raw.removeprefix(codecs.BOM_UTF8)
-    elif raw.startswith(codecs.BOM_UTF8):
-        raise DatasetError(
-            "a byte-order mark (BOM) starts this line (were files concatenated?); remove it",
-            path=label,
-            line=number,
-        )
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-            "re-save the file as UTF-8",
-            path=label,
-            line=number,
-        ) from None
-
-
-def _read_csv(path: Path, label: str, input_field: str | None) -> list[Row]:
-    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise _Where(label, line).error("not valid UTF-8; re-save the file as UTF-8") from None
-    # The field limit is process-wide; raise it (never lower it) to our own record limit.
-    csv.field_size_limit(max(csv.field_size_limit(), MAX_RECORD_BYTES))
-    # strict: an unterminated quote is an error, not a field that swallows the rest of the file.
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    try:
-        return _csv_rows(reader, label, input_field)
-    except csv.Error as exc:  # in the header; row errors name the row's first line below
-        raise _csv_error(exc, label, reader.line_num) from None
-
-
-def _csv_error(exc: csv.Error, label: str, line: int) -> DatasetError:
-    if "field limit" in str(exc):
-        return DatasetError(_TOO_LONG, path=label, line=line)
-    return DatasetError(
-        f"malformed CSV ({exc}); quote fields that contain commas, quotes or newlines, and "
-        "close every quote",
-        path=label,
-        line=line,
-    )
-
-
-def _csv_rows(reader: CsvReader, label: str, input_field: str | None) -> list[Row]:
-    header = next(reader, None)
-    while header is not None and not any(cell.strip() for cell in header):
-        header = next(reader, None)
-    if header is None:
-        raise DatasetError("empty file; the first line must be a header", path=label, line=1)
-    header_line = reader.line_num
-    columns = [cell.strip() for cell in header]
-    _check_csv_header(columns, label, header_line, input_field)
-    rows: list[Row] = []
-    start = reader.line_num + 1
-    while True:
-        line = start
-        try:
-            values = next(reader, None)
-        except csv.Error as exc:
-            raise _csv_error(exc, label, line) from None
-        if values is None:
-            break
-        start = reader.line_num + 1
-        if not values:
-            continue
-        if len(values) != len(columns):
-            raise DatasetError(
-                f"row has {len(values)} columns but the header has {len(columns)}; quote "
-                "fields that contain commas or newlines",
-                path=label,
-                line=line,
-            )
-        rows.append((line, _csv_record(columns, values, _Where(label, line))))
-    if not rows:
-        raise DatasetError("no data rows below the header", path=label, line=header_line)
-    return rows
-
-
-def _check_csv_header(columns: list[str], label: str, line: int, input_field: str | None) -> None:
-    duplicates = sorted({c for c in columns if columns.count(c) > 1})
-    if duplicates:
-        raise DatasetError(
-            f"duplicate column names: {', '.join(duplicates)}; rename them", path=label, line=line
-        )
-    wanted = [input_field] if input_field else ["input", "instruction"]
-    if not any(column in columns for column in wanted):
-        raise DatasetError(
-            f"CSV has no input column (looked for {' or '.join(map(repr, wanted))}); columns "
-            f"are {', '.join(map(repr, columns))}; pass --input-field NAME (input_field=...)",
-            path=label,
-            line=line,
-        )
-
-
-def _csv_record(columns: list[str], values: list[str], where: _Where) -> dict[str, Any]:
-    record: dict[str, Any] = {}
-    for column, value in zip(columns, values, strict=True):
-        if column in _CSV_BLANK_IS_NONE and value == "":
-            record[column] = None
-        elif column == "metadata":
-            try:
-                record[column] = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise where.error(f"column 'metadata' is not valid JSON: {exc.msg}") from None
-        else:
-            record[column] = value
-    return record
-
-
-def _frame_rows(frame: Any) -> list[Row]:
-    records = frame.to_dict("records")
-    return [
-        (number, {str(key): _plain_value(value) for key, value in record.items()})
-        for number, record in enumerate(records, start=1)
-    ]
-
-
-def _plain_value(value: Any) -> Any:
-    """Turn pandas/numpy cell values into plain Python; a missing value (NaN, NA) becomes None."""
-    if type(value).__name__ in ("NAType", "NaTType"):
-        return None
-    if hasattr(value, "item") and not isinstance(value, (str, bytes, list, dict)):
-        try:
-            value = value.item()
-        except (TypeError, ValueError):
-            return value
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
 def _parse_rows(
     rows: list[Row], label: str, input_field: str | None, output_field: str | None
 ) -> list[Example]:
     examples: list[Example] = []
     first_line: dict[str, int] = {}
     for number, record in rows:
-        where = _Where(label, number)
+        where = Where(label, number)
         example = _parse_record(record, where, input_field, output_field)
         if example.id in first_line:
             raise where.error(
@@ -372,7 +168,7 @@ def _parse_rows(
 
 
 def _parse_record(
-    record: Any, where: _Where, input_field: str | None, output_field: str | None
+    record: Any, where: Where, input_field: str | None, output_field: str | None
 ) -> Example:
     if not isinstance(record, dict):
         hint = "; the file looks like a JSON array: write one object per line (JSON Lines)"
@@ -391,7 +187,7 @@ def _parse_record(
 
 
 def _extract(
-    record: dict[str, Any], where: _Where, input_field: str | None, output_field: str | None
+    record: dict[str, Any], where: Where, input_field: str | None, output_field: str | None
 ) -> tuple[tuple[dict[str, str], ...], str | None, set[str]]:
     """The conversation, the reference and the fields they used."""
     key = input_field or None
@@ -427,14 +223,14 @@ def _extract(
     return tuple(messages), ideal, used
 
 
-def _openai_message(item: Any, field: str, where: _Where) -> dict[str, str]:
+def _openai_message(item: Any, field: str, where: Where) -> dict[str, str]:
     if not isinstance(item, dict) or "role" not in item or "content" not in item:
         raise where.error(f"{field} must be an object with 'role' and 'content', got {_kind(item)}")
     role = _text(item["role"], f"{field}.role", where)
     return {"role": role, "content": _text(item["content"], f"{field}.content", where)}
 
 
-def _sharegpt_message(item: Any, field: str, where: _Where) -> dict[str, str]:
+def _sharegpt_message(item: Any, field: str, where: Where) -> dict[str, str]:
     if not isinstance(item, dict) or "from" not in item or "value" not in item:
         raise where.error(f"{field} must be an object with 'from' and 'value', got {_kind(item)}")
     role = _SHAREGPT_ROLES.get(item["from"]) if isinstance(item["from"], str) else None
@@ -444,7 +240,7 @@ def _sharegpt_message(item: Any, field: str, where: _Where) -> dict[str, str]:
 
 
 def _reference(
-    record: dict[str, Any], where: _Where, keys: Sequence[str]
+    record: dict[str, Any], where: Where, keys: Sequence[str]
 ) -> tuple[str | None, str | None]:
     """The reference value and the key it came from (None, None when no key is present)."""
     for key in keys:
@@ -462,13 +258,13 @@ def _reference(
     return None, None
 
 
-def _text(value: Any, field: str, where: _Where) -> str:
+def _text(value: Any, field: str, where: Where) -> str:
     if not isinstance(value, str):
         raise where.error(f"field {field!r} must be a string, got {_kind(value)}")
     return value
 
 
-def _record_id(record: dict[str, Any], where: _Where) -> str:
+def _record_id(record: dict[str, Any], where: Where) -> str:
     value = record.get("id")
     if value is None:
         return hashlib.sha256(_canonical(record).encode("utf-8")).hexdigest()[:16]
@@ -477,7 +273,7 @@ def _record_id(record: dict[str, Any], where: _Where) -> str:
     return str(value)
 
 
-def _record_split(value: Any, where: _Where) -> str | None:
+def _record_split(value: Any, where: Where) -> str | None:
     if value is None:
         return None
     split = _SPLIT_ALIASES.get(value.strip().lower()) if isinstance(value, str) else None
@@ -489,7 +285,7 @@ def _record_split(value: Any, where: _Where) -> str | None:
     return split
 
 
-def _metadata(record: dict[str, Any], used: set[str], where: _Where) -> dict[str, Any]:
+def _metadata(record: dict[str, Any], used: set[str], where: Where) -> dict[str, Any]:
     nested = record.get("metadata")
     if nested is not None and not isinstance(nested, dict):
         raise where.error(f"field 'metadata' must be an object, got {_kind(nested)}")

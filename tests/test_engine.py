@@ -289,18 +289,32 @@ def test_guard_metric_blocks_a_candidate_that_regresses_it(tmp_path: Path) -> No
         return ideal[request.user] if index % 3 == 0 else "no idea"
 
     FakeModel(answer).install()
-    opt = (PromptOptimizer().set_dataset(make_rows()).add_provider("fake", "task")
-           .add_metric("contains").add_metric("length", weight=0, max_words=2)
-           .add_guard("length", 0.1).set_reasoning_model("fake/reasoner")
-           .set_run_dir(tmp_path).configure(max_iterations=1))
+    opt = (
+        PromptOptimizer()
+        .set_dataset(make_rows())
+        .add_provider("fake", "task")
+        .add_metric("contains")
+        .add_metric("length", weight=0, max_words=2)
+        .add_guard("length", 0.1)
+        .set_reasoning_model("fake/reasoner")
+        .set_run_dir(tmp_path)
+        .configure(max_iterations=1)
+    )
     result = opt.run(START)
     [record] = result.iterations
     assert record.rejected is not None and "guard length" in record.rejected
     assert not record.is_best and result.best_prompt == START
-    unguarded = (PromptOptimizer().set_dataset(make_rows()).add_provider("fake", "task")
-                 .add_metric("contains").add_metric("length", weight=0, max_words=2)
-                 .set_reasoning_model("fake/reasoner").set_run_dir(tmp_path)
-                 .configure(max_iterations=1).run(START))
+    unguarded = (
+        PromptOptimizer()
+        .set_dataset(make_rows())
+        .add_provider("fake", "task")
+        .add_metric("contains")
+        .add_metric("length", weight=0, max_words=2)
+        .set_reasoning_model("fake/reasoner")
+        .set_run_dir(tmp_path)
+        .configure(max_iterations=1)
+        .run(START)
+    )
     assert unguarded.best_prompt == long_prompt
 
 

@@ -89,7 +89,11 @@ def test_valid_model_strings_pass_through() -> None:
 def test_call_kwargs_and_cache_params() -> None:
     spec = ModelSpec("openai/x", temperature=0.3, timeout=9.0, extra={"top_p": 0.5})
     assert spec.call_kwargs() == {
-        "temperature": 0.3, "timeout": 9.0, "seed": 0, "top_p": 0.5, "max_retries": 0
+        "temperature": 0.3,
+        "timeout": 9.0,
+        "seed": 0,
+        "top_p": 0.5,
+        "max_retries": 0,
     }
     full = ModelSpec("openai/x", api_base="http://h/v1", max_tokens=50, seed=None)
     assert full.call_kwargs()["api_base"] == "http://h/v1" and "seed" not in full.call_kwargs()
