@@ -27,6 +27,7 @@ from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT, MLFLOW_LOGGED_ARTIFACTS
 
+from reflex_mlflow.tracing import LlmTracing
 from reflex_mlflow.tracking import (
     GuardedCallback,
     ParamValue,
@@ -66,6 +67,8 @@ class MLflowCallback(GuardedCallback):
     registered as a new version and linked to the run. ``run_id`` continues an existing MLflow
     run (e.g. when resuming): its steps continue after the last logged iteration.
     ``dataset`` (optional) adds the rows' input and reference to the logged dataset inputs.
+    ``trace_llm_calls`` records one MLflow trace per LiteLLM call, linked to the run (it sets
+    the process-wide tracking URI to this callback's, which MLflow tracing requires).
     """
 
     tracker = "MLflow"
@@ -81,6 +84,7 @@ class MLflowCallback(GuardedCallback):
         register_prompt: str | None = None,
         run_id: str | None = None,
         dataset: Dataset | None = None,
+        trace_llm_calls: bool = False,
     ) -> None:
         self.run_name = run_name
         self.tracking_uri = tracking_uri
@@ -97,6 +101,9 @@ class MLflowCallback(GuardedCallback):
         self._rows: list[dict[str, Any]] = []
         self._table_marked = False
         self._dataset_name = "dataset"
+        self._inputs_logged = False
+        self.trace_llm_calls = trace_llm_calls
+        self._tracing: LlmTracing | None = None
 
     # --- lifecycle hooks (each one guarded) ------------------------------------------------
 
@@ -156,6 +163,12 @@ class MLflowCallback(GuardedCallback):
         self._set_tags(tags)
         self._log_params(run_params(config))
         client.log_text(self.run_id, initial_prompt, "prompts/initial_prompt.txt")
+        if self.trace_llm_calls:
+            self._tracing = LlmTracing(uri, self.run_id)
+            self._tracing.start()
+        self._inputs_logged = self._resume  # a continued run has its inputs already
+        if config.run_id and not self._resume:  # the engine wrote splits.json before this hook
+            self._log_dataset_inputs(str(Path(config.run_dir) / "runs" / config.run_id))
 
     def _find_run(self, client: MlflowClient, reflex_run_id: str) -> str | None:
         experiment = client.get_experiment_by_name(self.experiment_name)
@@ -205,11 +218,15 @@ class MLflowCallback(GuardedCallback):
         name = f"prompts/best_prompt_{result.run_id or run_id}.txt"
         client.log_text(run_id, result.best_prompt, name)
         client.log_dict(run_id, redact_data(result.to_dict()), "result.json")
-        self._log_dataset_inputs(result)
+        if not self._inputs_logged:
+            self._log_dataset_inputs(result.run_dir)
         if self.register_prompt and result.completed:
             self._register(result)
 
     def _terminate(self, status: str) -> None:
+        if self._tracing is not None:
+            tracing, self._tracing = self._tracing, None
+            tracing.stop(status)
         client, run_id = self._run()
         client.set_terminated(run_id, status=status)
 
@@ -259,11 +276,11 @@ class MLflowCallback(GuardedCallback):
                 self._set_tags({MLFLOW_LOGGED_ARTIFACTS: json.dumps([*logged, entry])})
             self._table_marked = True
 
-    def _log_dataset_inputs(self, result: OptimizationResult) -> None:
+    def _log_dataset_inputs(self, run_dir: str | None) -> None:
         """The train/val/test splits as dataset inputs (fills the UI's Dataset column)."""
-        if not result.run_dir:
+        if not run_dir:
             return
-        splits_file = Path(result.run_dir) / "splits.json"
+        splits_file = Path(run_dir) / "splits.json"
         if not splits_file.exists():
             return
         splits: dict[str, list[str]] = json.loads(splits_file.read_text(encoding="utf-8"))
@@ -277,6 +294,7 @@ class MLflowCallback(GuardedCallback):
             inputs.append(DatasetInput(dataset._to_mlflow_entity(), tags=context))
         if inputs:
             client.log_inputs(run_id, datasets=inputs)
+            self._inputs_logged = True
 
     def _split_frame(self, ids: list[str]) -> pd.DataFrame:
         if self.dataset is None:

@@ -64,6 +64,11 @@ OPTIONS: list[click.Option] = [
         help="Also log every iteration's prompt and reasoning as artifacts.",
     ),
     click.Option(
+        ["--mlflow-trace"],
+        is_flag=True,
+        help="Record one MLflow trace per LiteLLM call, linked to the run.",
+    ),
+    click.Option(
         ["--mlflow-register-prompt"],
         metavar="NAME",
         help="Register the best prompt under NAME in the MLflow prompt registry.",
@@ -89,6 +94,7 @@ def to_callbacks(values: dict[str, Any]) -> list[Callback]:
             tags=parse_tag_pairs(values["mlflow_tag"]),
             log_prompt_each_iter=values["mlflow_log_prompts"],
             register_prompt=values["mlflow_register_prompt"],
+            trace_llm_calls=values["mlflow_trace"],
         )
     ]
 

@@ -164,6 +164,14 @@ def test_run_error_marks_the_run_failed(tmp_path: Path, uri: str) -> None:
     assert run.data.tags["reflex.error"].startswith("DegenerateSeedError: ")
     assert run.data.tags["reflex.completed"] == "false"
     assert run.data.params["strategy"] == "iterative"
+    # the splits are logged at run start, so even a run that fails early shows its dataset
+    contexts = sorted(
+        tag.value
+        for ds in run.inputs.dataset_inputs
+        for tag in ds.tags
+        if tag.key == "mlflow.data.context"
+    )
+    assert contexts == ["test", "train", "val"]
 
 
 def test_a_failing_tracker_never_breaks_the_run(
@@ -365,3 +373,19 @@ def test_resumed_reflex_run_continues_its_mlflow_run(tmp_path: Path, uri: str) -
     train_steps = [s for s, _ in steps(client, run.info.run_id, "score_train")]
     assert train_steps == sorted(set(train_steps)) == [r.iteration for r in result.iterations]
     assert [s for s, _ in steps(client, run.info.run_id, "score_test")][-1] > max(train_steps)
+
+
+def test_llm_calls_are_traced_into_the_run(fake_model: FakeModel, tmp_path: Path, uri: str) -> None:
+    import mlflow
+
+    result = builder(tmp_path).run(
+        START, callbacks=[MLflowCallback(tracking_uri=uri, trace_llm_calls=True)]
+    )
+    run = only_run(uri)
+    assert run.info.status == "FINISHED"
+    traces = mlflow.search_traces(
+        locations=[run.info.experiment_id], run_id=run.info.run_id, return_type="list"
+    )
+    paid = result.usage["total"]["calls"]
+    assert paid > 0 and len(traces) == paid  # one trace per model call actually made
+    assert mlflow.active_run() is None  # nothing left active in the caller's thread
