@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         PluginError,
         ProviderError,
         ReflexError,
+        StorageError,
         TransientProviderError,
     )
     from reflex.hookspecs import hookimpl
@@ -49,6 +50,7 @@ _LAZY = {
     "RunConfig": "reflex.config",
     "Sample": "reflex.result",
     "Score": "reflex.types",
+    "StorageError": "reflex.errors",
     "Strategy": "reflex.types",
     "TransientProviderError": "reflex.errors",
     "hookimpl": "reflex.hookspecs",
@@ -91,6 +93,7 @@ __all__ = [
     "RunConfig",
     "Sample",
     "Score",
+    "StorageError",
     "Strategy",
     "TransientProviderError",
     "__version__",

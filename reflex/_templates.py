@@ -101,6 +101,22 @@ DEFAULT_TEMPLATES: dict[str, str] = {
         "Write one improved variant that keeps its strengths and fixes these losses, as "
         "<prompt>...</prompt>."
     ),
+    # Pairwise judge (label-free pdo duels): sent to the run's judge model, not the reasoner.
+    "pairwise.system": (
+        "You are an impartial, strict evaluator. You are shown an input and two responses, A "
+        "and B. Decide which response better satisfies these criteria:\n{rubric}\n\n"
+        "Ignore the order in which the responses appear and their length unless a criterion "
+        "asks for it. Reply with only <answer>A</answer>, <answer>B</answer> or "
+        "<answer>tie</answer>."
+    ),
+    "pairwise.compare": (
+        "## Input\n{input}\n\n## Response A\n{first}\n\n## Response B\n{second}\n\n"
+        "Which response better satisfies the criteria: A or B? Answer A, B or tie."
+    ),
+    "pairwise.retry": (
+        "That reply could not be used: {error}. Reply with only <answer>A</answer>, "
+        "<answer>B</answer> or <answer>tie</answer>."
+    ),
 }
 
 # Substring of the model name -> family; first match wins.

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reflex.store import storage_error
+
 __all__ = ["CachedResponse", "ResponseCache", "cache_key"]
 
 
@@ -43,24 +45,31 @@ class ResponseCache:
 
     def __init__(self, path: Path | str | None) -> None:
         path = Path(path) if path is not None else None
+        self._lock = threading.Lock()
+        try:
+            self._db = self._open(path)
+        except (OSError, sqlite3.Error) as exc:  # a read-only or full run directory
+            raise storage_error(path or ":memory:", exc) from exc
+        self.path = path
+
+    def _open(self, path: Path | None) -> sqlite3.Connection:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         target = str(path) if path is not None else ":memory:"
         # One connection guarded by a lock: calls arrive from the event-loop thread and callers.
-        self._db = sqlite3.connect(target, timeout=30.0, check_same_thread=False)
-        self._lock = threading.Lock()
+        db = sqlite3.connect(target, timeout=30.0, check_same_thread=False)
         with self._lock:
             if path is not None:
-                self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
+                db.execute("PRAGMA journal_mode=WAL")
+            db.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
                 " prompt_tokens INTEGER, completion_tokens INTEGER, cost REAL, owner TEXT)"
             )
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
+            columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
             if "owner" not in columns:  # caches written before the owner column existed
-                self._db.execute("ALTER TABLE responses ADD COLUMN owner TEXT")
-            self._db.commit()
-        self.path = path
+                db.execute("ALTER TABLE responses ADD COLUMN owner TEXT")
+            db.commit()
+        return db
 
     def get(self, key: str) -> CachedResponse | None:
         with self._lock:
@@ -74,6 +83,12 @@ class ResponseCache:
         return CachedResponse(row[0], int(row[1] or 0), int(row[2] or 0), row[3], row[4])
 
     def put(self, key: str, response: CachedResponse) -> None:
+        try:
+            self._put(key, response)
+        except sqlite3.OperationalError as exc:  # disk full, read-only: one clear line
+            raise storage_error(self.path or ":memory:", exc) from exc
+
+    def _put(self, key: str, response: CachedResponse) -> None:
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",

@@ -6,12 +6,17 @@ Library errors become one line on stderr and exit code 2 (tracebacks only with `
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import click
@@ -22,6 +27,7 @@ from reflex.errors import ConfigurationError, ReflexError
 __all__ = ["build_cli", "main"]
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 
 def _registry() -> Any:
@@ -43,19 +49,62 @@ def _pairs(values: tuple[str, ...], flag: str) -> dict[str, Any]:
     return out
 
 
-def _with_errors(func: Callable[..., None]) -> Callable[..., None]:
+class _Interrupts:
+    """SIGINT handler: the first Ctrl-C raises KeyboardInterrupt, so the run cancels its calls,
+    saves its partial result and closes its trackers; a second one exits at once."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        if self.count > 1:
+            os.write(2, b"interrupted again: exiting now (the last checkpoint is kept)\n")
+            os._exit(EXIT_INTERRUPTED)
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _handle_interrupts() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be installed from the main thread
+        return
+    previous = signal.signal(signal.SIGINT, _Interrupts())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+RESUME_HINT = (
+    "interrupted: the checkpoint is saved; run the same command with --resume to continue "
+    "(paid calls are not repeated)"
+)
+
+
+def _with_errors(
+    func: Callable[..., None], *, on_interrupt: str = "interrupted"
+) -> Callable[..., None]:
     def wrapper(*args: Any, **kwargs: Any) -> None:
         verbose = bool(kwargs.get("verbose"))
         try:
-            func(*args, **kwargs)
+            with _handle_interrupts():
+                func(*args, **kwargs)
         except ReflexError as exc:
             if verbose:
                 raise
             click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_USAGE)
+        except OSError as exc:  # e.g. -o / --results-json on a full or read-only disk
+            if verbose:
+                raise
+            from reflex.store import storage_error
+
+            click.echo(f"error: {storage_error(exc.filename or '?', exc)}", err=True)
+            sys.exit(EXIT_USAGE)
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(130)
+            click.echo(on_interrupt, err=True)
+            sys.exit(EXIT_INTERRUPTED)
 
     wrapper.__name__ = func.__name__
     wrapper.__doc__ = func.__doc__
@@ -205,7 +254,7 @@ def _print_slices(slices: dict[str, Any]) -> None:
 def _make_optimize(registry: Any) -> click.Command:
     groups = list(registry.option_groups)
 
-    @_with_errors
+    @functools.partial(_with_errors, on_interrupt=RESUME_HINT)
     def optimize(**params: Any) -> None:
         """Optimize PROMPT on DATASET (JSONL or CSV).
 
@@ -280,6 +329,9 @@ def build_cli() -> click.Group:
     from reflex.cli_compare import compare_command
 
     cli.add_command(compare_command)
+    from reflex.cli_report import add_record_commands
+
+    add_record_commands(cli)
     registry.pm.hook.register_commands(cli=cli)
     return cli
 

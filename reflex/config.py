@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from reflex.errors import ConfigurationError
 from reflex.providers import parse_model
+from reflex.redact import redact_url
 
-__all__ = ["BudgetConfig", "RunConfig"]
+__all__ = ["BudgetConfig", "RunConfig", "redact_url"]
 
 
 class BudgetConfig(BaseModel):
@@ -29,11 +37,11 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     models: list[str] = Field(min_length=1)
-    api_base: str | None = None
+    api_base: str | None = Field(default=None, repr=False)  # may hold credentials
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
     reasoning_model: str | None = None
-    reasoning_base_url: str | None = None
+    reasoning_base_url: str | None = Field(default=None, repr=False)
     reasoning_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     # Model family the prompt was written for: reasoning prompts then add migration guidance.
     source_model: str | None = None
@@ -58,11 +66,24 @@ class RunConfig(BaseModel):
     run_dir: str = ".reflex"
     cache_namespace: str = "default"
     prompt_mode: Literal["replace", "prepend"] = "replace"
+    # Pipeline mode (reflex.pipeline): where the function came from and its source hash (a
+    # changed pipeline cannot resume a run), the per-example timeout, and the metrics that
+    # score the whole trace instead of the final output.
+    pipeline: str | None = None
+    pipeline_sha256: str | None = None
+    pipeline_timeout: float = Field(default=60.0, gt=0)
+    trace_metrics: list[str] = Field(default_factory=list)
     allow_degenerate_seed: bool = False
     dataset_name: str = ""
     dataset_size: int = 0
     run_id: str = ""
     resumed: bool = False
+
+    @field_serializer("api_base", "reasoning_base_url")
+    def _no_credentials(self, value: str | None) -> str | None:
+        # Credentials in a URL are secrets: config.json, callbacks' dumps and resume's
+        # comparison only ever see the redacted form; model calls use the attribute itself.
+        return redact_url(value)
 
     @field_validator("models")
     @classmethod

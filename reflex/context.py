@@ -11,11 +11,13 @@ from pydantic import BaseModel
 
 from reflex.budget import Budget
 from reflex.dataset import Dataset
-from reflex.errors import ReflexError
+from reflex.errors import ConfigurationError, ReflexError
+from reflex.judge import judge_channel
+from reflex.pairwise import PairOutcome, compare_all
 from reflex.prompts import PromptSpec
 from reflex.result import EvalSnapshot, IterationRecord
 from reflex.session import Session
-from reflex.types import Example
+from reflex.types import Example, ModelGradedMetric
 
 __all__ = ["StrategyContext"]
 
@@ -55,6 +57,8 @@ class StrategyContext:
         self.iterations: list[IterationRecord] = []
         self.phase = session.config.strategy
         self.phase_history: list[dict[str, Any]] = []
+        # Reasoning answers unusable even after their retry (see ``fail_proposal``).
+        self.failed_proposals: list[dict[str, Any]] = []
         self.best_prompt = initial_prompt
         # The initial prompt as named components; strategies that edit one text ignore it.
         self.prompt_spec = prompt_spec or PromptSpec.single(initial_prompt)
@@ -131,6 +135,42 @@ class StrategyContext:
     def log(self, kind: str, **data: Any) -> None:
         """Append a strategy event to the run's events.jsonl."""
         self._session.event(kind, iteration=self.iteration, **data)
+
+    def fail_proposal(self, purpose: str, error: str, **data: Any) -> None:
+        """Record a reasoning answer that stayed unusable after its retry.
+
+        It lands in ``result.failed_proposals`` (with the iteration it belonged to and the
+        phase) and as a ``failed_proposal`` event; the run goes on.
+        """
+        entry = {"iteration": self.iteration + 1, "phase": self.phase, "purpose": purpose}
+        entry.update(error=error, **data)
+        self.failed_proposals.append(entry)
+        self.log("failed_proposal", **{k: v for k, v in entry.items() if k != "iteration"})
+
+    @property
+    def judge(self) -> ModelGradedMetric | None:
+        """The run's first model-graded metric (e.g. an ``LLMJudge``), or None; read-only use."""
+        metrics = self._session.evaluator.metrics
+        return next((m for m in metrics if isinstance(m, ModelGradedMetric)), None)
+
+    @property
+    def label_free(self) -> bool:
+        """True when no train row has a reference answer."""
+        return all(example.ideal is None for example in self.train)
+
+    def judge_pairs(self, rows: Sequence[tuple[Example, str, str]]) -> list[PairOutcome]:
+        """Ask the run's judge, per ``(example, first output, second output)``, which is better.
+
+        Both orders are asked (position bias); calls are cached and counted under "judge".
+        See :mod:`reflex.pairwise`. Raises ConfigurationError when the run has no judge.
+        """
+        metric = self.judge
+        if metric is None:
+            raise ConfigurationError("pairwise judging needs a judge metric: add one (--judge)")
+        self._session.budget.check_evaluation(0)  # the clock and cost limits still apply
+        call = judge_channel(self._session.client, metric.judge)
+        templates = self.config.reasoning_templates
+        return self._session.runner.run(compare_all(call, metric, rows, templates))
 
     def record_iteration(
         self,

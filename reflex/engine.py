@@ -20,10 +20,18 @@ from reflex.callbacks import Callback, CallbackDispatcher
 from reflex.config import RunConfig
 from reflex.context import StrategyContext
 from reflex.dataset import Dataset
-from reflex.errors import BudgetExhausted, ConfigurationError, DegenerateSeedError
+from reflex.errors import (
+    BudgetExhausted,
+    ConfigurationError,
+    DegenerateSeedError,
+    StorageError,
+)
 from reflex.evaluate import Evaluator, slice_scores
+from reflex.pipeline import Pipeline
+from reflex.pipeline_runner import PipelineRunner
 from reflex.prompts import PromptSpec
 from reflex.providers import ModelSpec, ProviderClient
+from reflex.redact import scrub
 from reflex.result import EvalSnapshot, OptimizationResult
 from reflex.resume import ResumePoint, prompt_hash
 from reflex.runner import LoopRunner
@@ -65,9 +73,11 @@ class Engine:
         callbacks: Sequence[Callback] = (),
         resume: ResumePoint | None = None,
         prompt_spec: PromptSpec | None = None,
+        pipeline: Pipeline | None = None,
     ) -> None:
         self.config = config
         self.prompt_spec = prompt_spec  # the prompt as named components (reflex.prompts)
+        self.pipeline = pipeline  # pipeline mode (reflex.pipeline): replaces the task call
         self.resume = resume
         self.dataset = dataset
         self.metrics = list(metrics)
@@ -106,20 +116,36 @@ class Engine:
         started = time.monotonic()
         try:
             self._lifecycle(session, prompt, result)
+            self._finish(session, result, started)  # a failed write is a failed run, not success
         except BaseException as exc:
-            result.stop_reason = result.stop_reason or f"error: {type(exc).__name__}: {exc}"
-            self._finish(session, result, started)
-            session.replaying = False
-            session.store.event("run_error", error=f"{type(exc).__name__}: {exc}")
-            session.dispatcher.emit("on_run_error", exc, result)
-            if isinstance(exc, BudgetExhausted) and exc.partial is None:
-                exc.partial = result
+            self._fail(session, result, started, exc)
             raise
         finally:
             session.close()
-        self._finish(session, result, started)
         session.dispatcher.emit("on_run_end", result)
         return result
+
+    def _fail(
+        self, session: Session, result: OptimizationResult, started: float, exc: BaseException
+    ) -> None:
+        """Record the failure where it can be, then close the trackers (on_run_error)."""
+        if isinstance(exc, KeyboardInterrupt):
+            # resume.py reads "KeyboardInterrupt" in the stop reason as "interrupted".
+            result.stop_reason = "interrupted: KeyboardInterrupt (Ctrl-C)"
+        error = scrub(
+            f"{type(exc).__name__}: {exc}", self.config.api_base, self.config.reasoning_base_url
+        )
+        result.stop_reason = result.stop_reason or f"error: {error}"
+        result.completed = False
+        session.replaying = False
+        try:  # a full or read-only disk must not keep the trackers from being closed
+            self._finish(session, result, started)
+            session.store.event("run_error", error=error)
+        except StorageError as write_error:
+            logger.warning("could not record the failed run: %s", write_error)
+        session.dispatcher.emit("on_run_error", exc, result)
+        if isinstance(exc, BudgetExhausted) and exc.partial is None:
+            exc.partial = result
 
     def _lifecycle(self, session: Session, prompt: str, result: OptimizationResult) -> None:
         session.dispatcher.emit("on_run_start", session.config, prompt)
@@ -165,6 +191,7 @@ class Engine:
             prompt_spec=self.prompt_spec,
         )
         result.iterations = ctx.iterations
+        result.failed_proposals = ctx.failed_proposals  # shared, so a partial result has them
         strategy = self.strategy_cls(self.options)
         try:
             strategy.optimize(ctx)
@@ -223,6 +250,7 @@ class Engine:
         else:
             store.write_json("run.json", {**self._meta(store, prompt), "resumed_at": time.time()})
         cache = ResponseCache(store.cache_path)
+        urls = (config.api_base, config.reasoning_base_url)  # their credentials stay unwritten
         client = ProviderClient(
             max_workers=config.max_workers,
             cache=cache,
@@ -234,7 +262,7 @@ class Engine:
                 model=model,
                 attempt=attempt,
                 delay=round(delay, 3),
-                error=f"{type(exc).__name__}: {str(exc)[:200]}",
+                error=scrub(f"{type(exc).__name__}: {exc}", *urls)[:200],
             ),
         )
         evaluator = Evaluator(
@@ -243,6 +271,7 @@ class Engine:
             metrics=self.metrics,
             weights=config.metric_weights,
             prompt_mode=config.prompt_mode,
+            pipeline=self._pipeline_runner(client, config),
         )
         dispatcher = CallbackDispatcher(
             self.callbacks,
@@ -284,6 +313,17 @@ class Engine:
             "prompt_sha256": prompt_hash(prompt),
             "reflex_version": _version(),
         }
+
+    def _pipeline_runner(self, client: ProviderClient, config: RunConfig) -> PipelineRunner | None:
+        if self.pipeline is None:
+            return None
+        return PipelineRunner(
+            self.pipeline,
+            client,
+            timeout=config.pipeline_timeout,
+            spec=self.prompt_spec,
+            trace_metrics=frozenset(config.trace_metrics),
+        )
 
     def _task_spec(self, model: str) -> ModelSpec:
         return ModelSpec(

@@ -9,7 +9,8 @@ Hierarchy::
     ├── ProviderError                a permanent provider failure (bad key, bad request, ...)
     │   └── TransientProviderError   retries exhausted on a transient failure
     ├── BudgetExhausted              a budget ran out; carries the partial result
-    └── DegenerateSeedError          the starting prompt gives no signal to optimize from
+    ├── DegenerateSeedError          the starting prompt gives no signal to optimize from
+    └── StorageError                 the run directory cannot be written (read-only, disk full)
 
 Every message is one line that shows the bad value and what to do about it.
 """
@@ -26,6 +27,7 @@ __all__ = [
     "PluginError",
     "ProviderError",
     "ReflexError",
+    "StorageError",
     "TransientProviderError",
 ]
 
@@ -77,3 +79,11 @@ class BudgetExhausted(ReflexError):
 
 class DegenerateSeedError(ReflexError):
     """The starting prompt errors on every row or scores the worst value on every row."""
+
+
+class StorageError(ReflexError):
+    """A run-directory file could not be written; the message names the path and the fix."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path

@@ -1,19 +1,23 @@
 """Prompt x examples -> per-example outputs, per-metric scores and feedback.
 
 ``render_messages`` is the one place that decides how the prompt enters the conversation.
+In pipeline mode (:mod:`reflex.pipeline`) the user's pipeline replaces the one task-model call.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import fmean
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from reflex.providers import ModelSpec, ProviderClient
 from reflex.result import EvalSnapshot, Sample
 from reflex.types import Example, JudgeCall, Metric, ModelGradedMetric, Score
+
+if TYPE_CHECKING:
+    from reflex.pipeline_runner import PipelineOutcome, PipelineRunner
 
 __all__ = ["PromptMode", "Evaluator", "combine_scores", "render_messages", "slice_scores"]
 
@@ -56,6 +60,7 @@ class Evaluator:
     metrics: Sequence[Metric]
     weights: Mapping[str, float]
     prompt_mode: PromptMode = "replace"
+    pipeline: PipelineRunner | None = None
 
     async def evaluate(
         self, prompt: str, examples: Sequence[Example], split: str, progress: Progress | None = None
@@ -79,9 +84,21 @@ class Evaluator:
         return self._snapshot(prompt, split, samples, examples)
 
     async def _sample(self, prompt: str, spec: ModelSpec, example: Example) -> Sample:
+        if self.pipeline is not None:
+            outcome = await self.pipeline.run(prompt, spec, example)
+            if outcome.error is not None:
+                return self._failed_run(example, spec.model, outcome)
+            sample = await self._scored(example, spec.model, outcome.output, outcome)
+            return replace(sample, trace=outcome.trace)
         completion = await self.client.complete(
             spec, render_messages(prompt, example, self.prompt_mode)
         )
+        return await self._scored(example, spec.model, completion.text, completion.cached)
+
+    async def _scored(
+        self, example: Example, model: str, output: str, source: bool | PipelineOutcome
+    ) -> Sample:
+        """Score ``output``; ``source`` is a pipeline's outcome, or whether the call was cached."""
         scores: dict[str, float] = {}
         feedback: dict[str, str] = {}
         objectives: dict[str, float] = {}
@@ -90,7 +107,10 @@ class Evaluator:
         for metric in self.metrics:
             if metric.requires_reference and example.ideal is None:
                 continue
-            verdict = await self._score(metric, completion.text, example)
+            text = output
+            if not isinstance(source, bool) and self._scores_trace(metric):
+                text = source.scored_text()
+            verdict = await self._score(metric, text, example)
             if verdict.error is not None:
                 errors.append(f"{metric.name}: {verdict.error}")
                 failed.append(metric.name)
@@ -102,15 +122,41 @@ class Evaluator:
         combined = None if errors else combine_scores(scores, self.weights)
         return Sample(
             example_id=example.id,
-            model=spec.model,
-            output=completion.text,
+            model=model,
+            output=output,
             score=combined,
             scores=scores,
             feedback=feedback,
             objectives=objectives,
             error="; ".join(errors) or None,
-            cached=completion.cached,
+            cached=source if isinstance(source, bool) else source.cached,
             failed_metrics=failed,
+        )
+
+    def _scores_trace(self, metric: Metric) -> bool:
+        return self.pipeline is not None and self.pipeline.scores_trace(metric)
+
+    def _failed_run(self, example: Example, model: str, outcome: PipelineOutcome) -> Sample:
+        """A pipeline that failed on ``example`` scores 0 on each metric that applies to it.
+
+        The candidate prompt is responsible for what its pipeline does (an unparseable step,
+        a hang), so the failure counts against it instead of being left out of the mean.
+        """
+        reason = f"pipeline failed: {outcome.error}"
+        applies = [
+            m.name for m in self.metrics if not (m.requires_reference and example.ideal is None)
+        ]
+        scores = dict.fromkeys(applies, 0.0)
+        return Sample(
+            example_id=example.id,
+            model=model,
+            output=outcome.output,
+            score=combine_scores(scores, self.weights),
+            scores=scores,
+            feedback=dict.fromkeys(applies, reason),
+            error=reason,
+            cached=outcome.cached,
+            trace=outcome.trace,
         )
 
     async def _score(self, metric: Metric, output: str, example: Example) -> Score:

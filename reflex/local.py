@@ -35,6 +35,7 @@ Neither llama_cpp nor litellm is imported when this module is imported.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import importlib
 import importlib.util
@@ -246,8 +247,20 @@ def load_llama(path: Path) -> tuple[Any, threading.Lock]:
         logger.info(
             "loaded %s (%d thread(s)) in %.2fs", path.name, threads, time.perf_counter() - started
         )
+        if not _LLAMAS:
+            atexit.register(_close_all)
         _LLAMAS[key] = (llama, threading.Lock())
         return _LLAMAS[key]
+
+
+def _close_all() -> None:
+    # Free the models while the interpreter is intact: llama_cpp's own finaliser otherwise runs
+    # during teardown, after its C bindings are gone, and prints "NoneType is not callable".
+    with _LOCK:
+        for llama, lock in _LLAMAS.values():
+            with lock:
+                llama.close()
+        _LLAMAS.clear()
 
 
 def _decoding(params: Mapping[str, Any]) -> dict[str, Any]:

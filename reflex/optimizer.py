@@ -5,7 +5,7 @@ Each call validates its input at once, so a mistake is reported where it was mad
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from reflex.callbacks import Callback
 from reflex.config import BudgetConfig, RunConfig
 from reflex.dataset import Dataset, load_dataset
 from reflex.errors import ConfigurationError
+from reflex.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
 from reflex.plugins import get_registry
 from reflex.prompts import PromptSpec, is_components_path, load_prompt_file, spec_from_mapping
 from reflex.providers import parse_model
@@ -74,6 +75,7 @@ class PromptOptimizer:
         self._metrics: list[Metric] = []
         self._settings: dict[str, Any] = {"models": []}
         self._budget: dict[str, Any] = {}
+        self._pipeline: Pipeline | None = None
 
     def _set(self, **values: Any) -> PromptOptimizer:
         trial = {**self._settings, **values}
@@ -99,6 +101,41 @@ class PromptOptimizer:
             self._dataset = load_dataset(
                 data, input_field=input_field, output_field=output_field, name=name
             )
+        return self
+
+    def set_inputs(self, data: str | Path | Sequence[Any]) -> PromptOptimizer:
+        """Pipeline inputs: a JSON array / JSONL file, or a list, of strings or ``{input, ...}``.
+
+        References (``ideal``) are optional; see :func:`reflex.pipeline.load_inputs`.
+        """
+        self._dataset = load_inputs(data)
+        return self
+
+    def set_pipeline(
+        self,
+        pipeline: Callable[..., Any] | str | Path,
+        *,
+        timeout: float | None = None,
+        trace_metrics: Sequence[str] = (),
+    ) -> PromptOptimizer:
+        """Pipeline mode: ``pipeline(prompt, input, call)`` replaces the one task-model call.
+
+        ``pipeline``: a function, or a ``.py`` file (``file.py:name``) defining ``run`` or
+        ``pipeline``. ``timeout``: seconds per example (default 60). ``trace_metrics``: metrics
+        that score the whole trace instead of the final output. See :mod:`reflex.pipeline`.
+        """
+        if isinstance(pipeline, (str, Path)):
+            loaded = load_pipeline(pipeline)
+        else:
+            loaded = pipeline_from_function(pipeline)
+        timeout_setting = {} if timeout is None else {"pipeline_timeout": timeout}
+        self._set(
+            pipeline=loaded.name,
+            pipeline_sha256=loaded.sha256,
+            trace_metrics=list(trace_metrics),
+            **timeout_setting,
+        )
+        self._pipeline = loaded
         return self
 
     def add_provider(
@@ -248,6 +285,7 @@ class PromptOptimizer:
         other = PromptOptimizer()
         other._dataset, other._metrics = self._dataset, list(self._metrics)
         other._settings, other._budget = dict(self._settings), dict(self._budget)
+        other._pipeline = self._pipeline
         return other
 
     def compare(
@@ -278,6 +316,14 @@ class PromptOptimizer:
             raise ConfigurationError(
                 f"guard metric(s) {unknown} are not among the run's metrics "
                 f"({', '.join(m.name for m in self._metrics)}): add them with weight=0"
+            )
+        traced = sorted(
+            set(self._settings.get("trace_metrics", [])) - {m.name for m in self._metrics}
+        )
+        if traced:
+            raise ConfigurationError(
+                f"trace metric(s) {traced} are not among the run's metrics "
+                f"({', '.join(m.name for m in self._metrics)}): add them with --metric"
             )
         return RunConfig(
             **self._settings, dataset_name=self._dataset.name, dataset_size=len(self._dataset)
@@ -327,6 +373,13 @@ class PromptOptimizer:
             )
             point = load_resume(config, self._dataset, text, run_id)
         engine = Engine(
-            config, self._dataset, self._metrics, strategy_cls, callbacks, point, prompt_spec=spec
+            config,
+            self._dataset,
+            self._metrics,
+            strategy_cls,
+            callbacks,
+            point,
+            prompt_spec=spec,
+            pipeline=self._pipeline,
         )
         return engine.run(text)

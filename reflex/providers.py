@@ -15,6 +15,7 @@ from typing import Any
 
 from reflex.cache import CachedResponse, ResponseCache, cache_key
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
+from reflex.redact import scrub
 from reflex.retry import RetryPolicy, is_rate_limit, is_transient
 from reflex.usage import Ledger, Role
 
@@ -273,19 +274,25 @@ class ProviderClient:
             except Exception as exc:  # classified right below: permanent or transient
                 if not is_transient(exc):
                     raise ProviderError(
-                        _permanent_message(spec.model, exc), model=spec.model
+                        _permanent_message(spec.model, exc, spec.api_base), model=spec.model
                     ) from exc
                 if attempt > self.retry.max_retries:
                     raise TransientProviderError(
                         f"{spec.model}: still failing after {attempt} attempts: "
-                        f"{_first_line(exc)}; check the provider status or lower --max-workers",
+                        f"{_first_line(exc, spec.api_base)}; check the provider status or lower "
+                        "--max-workers",
                         model=spec.model,
                     ) from exc
                 delay = self.retry.delay(attempt, exc, self._rng)
                 self.ledger.add_retry(role)
                 if self._on_retry is not None:
                     self._on_retry(spec.model, attempt, exc, delay)
-                logger.info("retrying %s in %.2fs after %s", spec.model, delay, _first_line(exc))
+                logger.info(
+                    "retrying %s in %.2fs after %s",
+                    spec.model,
+                    delay,
+                    _first_line(exc, spec.api_base),
+                )
                 if is_rate_limit(exc):  # the provider wants the whole run to slow down
                     resume = asyncio.get_running_loop().time() + delay
                     self._resume_at = max(self._resume_at, resume)
@@ -347,13 +354,14 @@ def _cost(litellm: Any, response: Any) -> float | None:
         return None
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+def _first_line(exc: BaseException, api_base: str | None = None) -> str:
+    # Providers echo the request URL back; credentials inside --api-base must not follow it.
+    text = scrub(str(exc), api_base).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
-def _permanent_message(model: str, exc: BaseException) -> str:
-    text = _first_line(exc)
+def _permanent_message(model: str, exc: BaseException, api_base: str | None = None) -> str:
+    text = _first_line(exc, api_base)
     lowered = text.lower()
     if "api key" in lowered or "credentials" in lowered or "authentication" in lowered:
         hint = "set the provider's API key in the environment (e.g. OPENAI_API_KEY)"

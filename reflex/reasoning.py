@@ -10,7 +10,8 @@ dataset's language and, with ``source_model``, migration advice between model fa
 Answers are expected as tagged sections (``<prompt>...</prompt>``). We also accept a JSON object
 with the same keys and, as a last resort, a fenced code block, because real models drift.
 ``ask`` sends one request, records its purpose, tokens and parse outcome as a
-``reasoning_call`` event, retries an unusable answer once and then gives up without raising.
+``reasoning_call`` event, retries an unusable answer once and then gives up without raising:
+the failure is recorded as a failed proposal (``result.failed_proposals``).
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ def ask(
             continue
         ctx.log("reasoning_call", purpose=purpose, attempt=attempt, tokens=tokens, outcome="ok")
         return value, ""
+    ctx.fail_proposal(purpose, error, attempts=2)
     return None, f"reasoning model gave no usable answer twice ({purpose}): {error}"
 
 

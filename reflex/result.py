@@ -25,6 +25,8 @@ class Sample:
     """One (example, model) evaluation: output, combined score, per-metric scores and feedback.
 
     ``score`` is None when no metric applied to the row (e.g. no reference) or it errored.
+    ``trace``: in pipeline mode, the pipeline's named steps (``{"name", "input", "output"}``
+    each) in order; None outside pipeline mode.
     """
 
     example_id: str
@@ -37,6 +39,7 @@ class Sample:
     error: str | None = None
     cached: bool = False
     failed_metrics: list[str] = field(default_factory=list)
+    trace: list[dict[str, Any]] | None = None
 
     @property
     def key(self) -> str:
@@ -129,6 +132,8 @@ class OptimizationResult:
     ``best_components``: ``best_prompt`` as named components when known (None when a strategy
     edited the assembled text). ``lineage``: candidates of a search strategy (e.g. ``gepa``)
     with their parents, the component each changed and their scores; empty otherwise.
+    ``failed_proposals``: reasoning answers that stayed unusable after their retry, each with
+    ``iteration``, ``phase``, ``purpose``, ``error`` and ``attempts``.
     """
 
     best_prompt: str
@@ -151,6 +156,7 @@ class OptimizationResult:
     slices: dict[str, Any] = field(default_factory=dict)
     best_components: dict[str, str] | None = None
     lineage: list[dict[str, Any]] = field(default_factory=list)
+    failed_proposals: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def model_graded(self) -> bool:

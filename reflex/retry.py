@@ -47,6 +47,7 @@ _TRANSIENT_CLASSES = {
 }
 _PERMANENT_HINTS = (
     "missing credentials",
+    "credentials encoded in url",  # user:password@ in --api-base: keys belong in the env
     "api key",
     "api_key",
     "authentication",

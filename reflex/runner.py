@@ -18,6 +18,7 @@ from typing import Any, ClassVar, TypeVar
 __all__ = ["LoopRunner"]
 
 T = TypeVar("T")
+CANCEL_WAIT_S = 10.0  # how long an interrupted caller waits for its calls to be cancelled
 
 
 class LoopRunner:
@@ -53,12 +54,22 @@ class LoopRunner:
         return self._loop
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the loop and return its result (exceptions propagate)."""
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        """Run ``coro`` on the loop and return its result (exceptions propagate).
+
+        If the caller is interrupted (Ctrl-C raises KeyboardInterrupt here, in the main thread),
+        the coroutine is cancelled and, for up to ``CANCEL_WAIT_S``, waited for: its in-flight
+        model calls are cancelled before the run records its partial result and closes the
+        cache, and no paid call goes on in the background after the run has ended.
+        """
+        started, settled = threading.Event(), threading.Event()
+        future = asyncio.run_coroutine_threadsafe(_signalling(coro, started, settled), self._loop)
         try:
             return future.result()
         except BaseException:
             future.cancel()
+            # A coroutine cancelled before it started never runs (nor sets ``settled``).
+            if started.is_set() and threading.current_thread() is not self._thread:
+                settled.wait(CANCEL_WAIT_S)
             raise
 
     def close(self) -> None:
@@ -70,6 +81,16 @@ class LoopRunner:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._loop.close()
+
+
+async def _signalling(
+    coro: Coroutine[Any, Any, T], started: threading.Event, settled: threading.Event
+) -> T:
+    started.set()
+    try:
+        return await coro
+    finally:
+        settled.set()
 
 
 async def _cancel_pending() -> None:

@@ -53,7 +53,14 @@ class Session:
             self.store.event("resumed", after_iteration=iteration)
 
     def uncached_calls(self, prompt: str, examples: Sequence[Example]) -> int:
-        """How many (example, model) calls an evaluation would pay for (cache probes only)."""
+        """How many (example, model) calls an evaluation would pay for (cache probes only).
+
+        A pipeline's calls cannot be probed before it runs: they are estimated from the
+        pipeline's average so far, and the calls it really made are counted afterwards.
+        """
+        if self.evaluator.pipeline is not None:
+            rows = len(examples) * len(self.evaluator.models)
+            return self.evaluator.pipeline.estimate_calls(rows)
         mode = self.evaluator.prompt_mode
         return sum(
             self.client.would_pay(spec, render_messages(prompt, example, mode))

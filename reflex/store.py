@@ -13,6 +13,8 @@ Layout::
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import secrets
@@ -21,18 +23,45 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunStore", "atomic_write_text"]
+from reflex.errors import StorageError
+
+__all__ = ["RunStore", "atomic_write_text", "storage_error"]
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see either the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``text`` to ``path`` so readers see either the old or the new file, never half.
+
+    An OSError (disk full, read-only directory) becomes a one-line :class:`StorageError`; the
+    old file stays as it was, so a failed checkpoint write never corrupts the last checkpoint.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise storage_error(path, exc) from exc
+
+
+def storage_error(path: Path | str, exc: OSError | Exception) -> StorageError:
+    """The one-line error for a run-directory write that failed: which path, and what to do."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    full = (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "full" in reason.lower()
+    fix = (
+        "free disk space (or pass --run-dir on another disk)"
+        if full
+        else "make the directory writable or pass --run-dir to a writable directory"
+    )
+    return StorageError(
+        f"cannot write {path}: {reason}; {fix}, then run again (with --resume to continue a "
+        "started run)",
+        path=str(path),
+    )
 
 
 class RunStore:
@@ -42,7 +71,12 @@ class RunStore:
         self.root = Path(run_dir)
         self.run_id = run_id or _new_run_id()
         self.path = self.root / "runs" / self.run_id
-        self.path.mkdir(parents=True, exist_ok=run_id is not None)
+        try:
+            self.path.mkdir(parents=True, exist_ok=run_id is not None)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            raise storage_error(self.path, exc) from exc
         self._lock = threading.Lock()
 
     @property
@@ -61,8 +95,12 @@ class RunStore:
         line = json.dumps(
             {"ts": time.time(), "type": kind, **data}, ensure_ascii=False, default=str
         )
-        with self._lock, open(self.path / "events.jsonl", "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        target = self.path / "events.jsonl"
+        try:
+            with self._lock, open(target, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+        except OSError as exc:
+            raise storage_error(target, exc) from exc
 
 
 def _new_run_id() -> str:

@@ -6,7 +6,10 @@
 2. Each round runs ``duels_per_round`` duels. A pair is picked by double Thompson sampling (an
    un-duelled mutant is first paired with the champion instead); both prompts are scored on the
    same ``duel_rows`` seeded train rows with ``ctx.evaluate``, and each row goes to the prompt
-   the **user's metrics** score higher (a tie is half a win each).
+   the **user's metrics** score higher (a tie is half a win each). Only when the run is
+   label-free (no train row has a reference) and one metric is a judge (``ctx.judge``) does a
+   *pairwise* judge decide each row instead (``ctx.judge_pairs``, ``reflex.pairwise``): asked
+   in both orders against position bias, a row it cannot judge after a retry is a logged tie.
 3. Rankings: Copeland, Borda, Elo and average win rate (``_ranking``), fused with weights
    learned by multiplicative updates: a method gains weight when it predicted a duel's winner.
 4. Every ``mutate_every`` rounds the ``mutate_top`` best prompts each get a mutant: a rewrite
@@ -18,7 +21,8 @@
    The iteration's score is that metric score, never a win rate.
 
 Model calls per round: ``2 * duels_per_round * duel_rows`` (fewer on cache hits), plus
-``batch_size`` and ``len(val)`` for a new champion. Deterministic given the seed.
+``batch_size`` and ``len(val)`` for a new champion; pairwise duels add ``2 * duel_rows`` judge
+calls per duel (more on retries). Deterministic given the seed.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.reasoning import Proposal, ask, parse_prompts, parse_proposal, render, system_prompt
+from reflex.result import Sample
 from reflex.types import Example
 
 from . import _ranking as rk
@@ -50,6 +55,9 @@ class PDOOptions(BaseModel):
     mutate_top: int = Field(default=1, gt=0, description="top prompts mutated each time")
     max_pool: int = Field(default=8, ge=2, description="pool size kept by pruning")
     eta: float = Field(default=0.5, gt=0.0, description="learning rate of the fusion weights")
+    judge_duels: bool = Field(
+        default=True, description="label-free runs with a judge: a pairwise judge decides rows"
+    )
 
     @model_validator(mode="after")
     def _sizes(self) -> PDOOptions:
@@ -197,25 +205,54 @@ class PDOStrategy:
             return max(others, key=lambda i: (fused[i], -i)), fresh[0]
         return rk.double_thompson(pool.wins, pool.alive, ctx.rng)
 
+    def _pairwise(self, ctx: StrategyContext) -> bool:
+        """Duels go to a pairwise judge only on label-free runs that have a judge metric."""
+        return self.options.judge_duels and ctx.label_free and ctx.judge is not None
+
     def _duel(self, ctx: StrategyContext, pool: Pool, rows: list[Example]) -> None:
         i, j = self._pair(ctx, pool)
         a = ctx.evaluate(pool.entries[i].prompt, rows)
         b = ctx.evaluate(pool.entries[j].prompt, rows)
         theirs = {s.key: s for s in b.samples}
-        outcomes: list[float] = []
-        for mine in a.samples:
-            other = theirs.get(mine.key)
-            if other is None or mine.score is None or other.score is None:
-                continue  # unscored rows (errors, no reference) decide nothing
-            outcome = 1.0 if mine.score > other.score else 0.0 if mine.score < other.score else 0.5
-            outcomes.append(outcome)
-            loser, winner = (mine, other) if outcome == 0.0 else (other, mine)
-            if outcome != 0.5:
-                side = i if outcome == 0.0 else j
+        pairs = [(mine, theirs[mine.key]) for mine in a.samples if mine.key in theirs]
+        judged = self._pairwise(ctx)
+        outcomes = self._judged(ctx, pairs, i, j) if judged else _by_metric(pairs)
+        for (mine, other), outcome in zip(pairs, outcomes, strict=True):
+            if outcome is not None and outcome != 0.5:
+                side, loser, winner = (i, mine, other) if outcome < 0.5 else (j, other, mine)
                 example = ctx.train.by_id(loser.example_id)
                 pool.entries[side].losses.append((example.input, loser.output, winner.output))
-        share = pool.record(i, j, outcomes, self.options.eta)
-        ctx.log("pdo_duel", first=i, second=j, rows=len(outcomes), first_share=round(share, 4))
+        decided = [o for o in outcomes if o is not None]
+        share = pool.record(i, j, decided, self.options.eta)
+        ctx.log(
+            "pdo_duel",
+            first=i,
+            second=j,
+            rows=len(decided),
+            first_share=round(share, 4),
+            decided_by="pairwise judge" if judged else "metric",
+        )
+
+    def _judged(
+        self, ctx: StrategyContext, pairs: list[tuple[Sample, Sample]], i: int, j: int
+    ) -> list[float | None]:
+        """First's share of each row by the pairwise judge (both orders asked, see pairwise)."""
+        rows = [(ctx.train.by_id(m.example_id), m.output, o.output) for m, o in pairs]
+        verdicts = ctx.judge_pairs(rows)
+        for (mine, _), verdict in zip(pairs, verdicts, strict=True):
+            if verdict.error is not None:  # counted as a tie, and said so
+                ctx.log(
+                    "pdo_pairwise_unusable", first=i, second=j, row=mine.key, error=verdict.error
+                )
+        ctx.log(
+            "pdo_pairwise",
+            first=i,
+            second=j,
+            rows=len(verdicts),
+            position_bias=sum(v.position_bias for v in verdicts),
+            unusable=sum(v.error is not None for v in verdicts),
+        )
+        return [v.share for v in verdicts]
 
     def _mutate(self, ctx: StrategyContext, pool: Pool) -> None:
         fused = pool.fused()
@@ -283,6 +320,19 @@ class PDOStrategy:
             fused={str(i): round(fused[i], 4) for i in pool.alive},
         )
         ctx.record_iteration(pool.entries[champion].prompt, snapshot, reasoning="\n".join(lines))
+
+
+def _by_metric(pairs: list[tuple[Sample, Sample]]) -> list[float | None]:
+    """First's share of each row by the user's metrics; unscored rows decide nothing (None)."""
+    out: list[float | None] = []
+    for mine, other in pairs:
+        if mine.score is None or other.score is None:
+            out.append(None)  # errors, or no reference for a reference metric
+        else:
+            out.append(
+                1.0 if mine.score > other.score else 0.0 if mine.score < other.score else 0.5
+            )
+    return out
 
 
 def _summary(pool: Pool, champion: int) -> dict[str, Any]:

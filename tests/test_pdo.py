@@ -140,3 +140,21 @@ def test_pdo_is_seeded_and_works_without_reasoning_model(tmp_path: Path) -> None
     assert len(result.iterations) == 3 and not fake.calls_to("fake/reasoner")
     origins = events(result, "pdo_pool")[0]["origins"]
     assert origins[0] == "base" and all(o.startswith("layout:") for o in origins[1:])
+
+
+def test_unusable_reasoning_answers_are_failed_proposals(tmp_path: Path) -> None:
+    def mumbling(request: FakeRequest) -> str:
+        return "I like all of them." if request.model == "fake/reasoner" else responder(request)
+
+    FakeModel(mumbling).install()
+    result = run(tmp_path, mutate_every=1, pool_size=3, max_pool=4)
+    assert result.completed and len(result.iterations) == 4
+    purposes = [f["purpose"] for f in result.failed_proposals]
+    assert purposes[0] == "pdo: seed the pool" and "pdo: mutate a top prompt" in purposes
+    assert all(
+        f["attempts"] == 2 and f["error"] and f["phase"] == "pdo"
+        for f in purposes and result.failed_proposals
+    )
+    assert (
+        OptimizationResult.from_dict(result.to_dict()).failed_proposals == result.failed_proposals
+    )

@@ -116,6 +116,14 @@ def test_freeform_restructure_and_failed_answers(tmp_path: Path) -> None:
     assert outcomes[:2] == ["unusable", "unusable"]  # retried once, then given up
     assert "free-form restructure failed" in result.iterations[0].reasoning
     assert result.completed
+    # Visible in the result as failed proposals, one per round that asked.
+    failures = result.failed_proposals
+    assert failures and len(failures) == len(result.iterations)
+    first = failures[0]
+    assert first["purpose"] == "structural: free-form restructure" and first["attempts"] == 2
+    assert first["iteration"] == 1 and first["phase"] == "structural" and first["error"]
+    assert result.to_dict()["failed_proposals"] == failures
+    assert [e for e in events(result) if e["type"] == "failed_proposal"]
 
 
 def test_options_reject_unknown_transform(tmp_path: Path) -> None:
