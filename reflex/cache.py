@@ -19,6 +19,9 @@ from reflex.store import storage_error
 
 __all__ = ["CachedResponse", "ResponseCache", "cache_key"]
 
+_INSERT = "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)"
+_Row = tuple[str, str, int, int, float | None, str | None]
+
 
 @dataclass(frozen=True)
 class CachedResponse:
@@ -51,6 +54,7 @@ class ResponseCache:
         except (OSError, sqlite3.Error) as exc:  # a read-only or full run directory
             raise storage_error(path or ":memory:", exc) from exc
         self.path = path
+        self._closing = False
 
     def _open(self, path: Path | None) -> sqlite3.Connection:
         if path is not None:
@@ -90,23 +94,37 @@ class ResponseCache:
 
     def _put(self, key: str, response: CachedResponse) -> None:
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    response.text,
-                    response.prompt_tokens,
-                    response.completion_tokens,
-                    response.cost,
-                    response.owner,
-                ),
-            )
+            self._db.execute(_INSERT, _row(key, response))
             self._db.commit()
+
+    async def aput(self, key: str, response: CachedResponse) -> None:
+        """``put`` for the event loop: the row is committed (durable) when this returns.
+
+        A paid response must be on disk before a checkpoint can count it, so a resumed run
+        replays it instead of paying again. The commit runs inline: a background writer thread
+        (group commit) was measured to save CPU, but a thread inside SQLite when the process
+        forks deadlocks the child, so durability and fork-safety win here.
+        """
+        if self._closing:
+            raise RuntimeError("the response cache is closed")
+        self.put(key, response)
 
     def __len__(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
+        self._closing = True
         with self._lock:
             self._db.close()
+
+
+def _row(key: str, response: CachedResponse) -> _Row:
+    return (
+        key,
+        response.text,
+        response.prompt_tokens,
+        response.completion_tokens,
+        response.cost,
+        response.owner,
+    )

@@ -24,7 +24,7 @@ import click
 from reflex.cli_options import optimize_options
 from reflex.errors import ConfigurationError, ReflexError
 
-__all__ = ["build_cli", "main"]
+__all__ = ["build_cli", "main", "positionals"]
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
@@ -141,12 +141,41 @@ def _number(text: str, flag: str) -> float:
         raise ConfigurationError(f"{flag} {text!r}: not a number (e.g. length:0.05)") from None
 
 
+def positionals(p: dict[str, Any]) -> dict[str, Any]:
+    """``p`` with DATASET and PROMPT checked; DATASET is left out when --inputs-file is given."""
+    dataset, prompt, inputs = p["dataset"], p["prompt"], p.get("inputs_file")
+    if inputs is not None and prompt is None and dataset is not None:
+        dataset, prompt = None, dataset  # `optimize --inputs-file FILE PROMPT`
+    if inputs is not None and dataset is not None:
+        raise click.BadParameter("give DATASET or --inputs-file, not both", param_hint="DATASET")
+    if dataset is None and inputs is None:
+        raise click.UsageError("Missing argument 'DATASET' (or --inputs-file FILE).")
+    if prompt is None:
+        raise click.UsageError("Missing argument 'PROMPT'.")
+    if dataset is not None and dataset.is_dir():
+        raise click.BadParameter(f"File '{dataset}' is a directory.", param_hint="'DATASET'")
+    return {**p, "dataset": dataset, "prompt": prompt}
+
+
+def _with_data(opt: Any, p: dict[str, Any]) -> Any:
+    """The rows (DATASET or --inputs-file) and, in pipeline mode, the pipeline."""
+    if p.get("inputs_file") is not None:
+        opt.set_inputs(p["inputs_file"])
+    else:
+        opt.set_dataset(p["dataset"], input_field=p["input_field"], output_field=p["output_field"])
+    if p.get("pipeline_file") is not None:
+        opt.set_pipeline(
+            p["pipeline_file"], timeout=p["pipeline_timeout"], trace_metrics=p["trace_metrics"]
+        )
+    elif p.get("trace_metrics"):
+        raise click.BadParameter("needs --pipeline-file FILE.py", param_hint="--score-trace")
+    return opt
+
+
 def _build_optimizer(p: dict[str, Any]) -> Any:
     from reflex.optimizer import PromptOptimizer
 
-    opt = PromptOptimizer().set_dataset(
-        p["dataset"], input_field=p["input_field"], output_field=p["output_field"]
-    )
+    opt = _with_data(PromptOptimizer(), p)
     for model in p["models"]:
         opt.add_provider(model, api_base=p["api_base"])
     # Without --metric: exact_match, unless a judge scores the run (then the judge alone).
@@ -204,6 +233,7 @@ def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
         level=logging.DEBUG if params["verbose"] else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    params = positionals(params)
     optimizer = _build_optimizer(params)
     prompt = prompt_spec(params["prompt"])
     reporter = ConsoleReporter()
@@ -260,6 +290,9 @@ def _make_optimize(registry: Any) -> click.Command:
 
         PROMPT: a text file, a .json/.yaml/.toml file of named components (the reserved key
         _template assembles them) or a directory of .md components.
+
+        Pipeline mode: --pipeline-file FILE.py runs your run(prompt, input, call) on each row
+        (of DATASET or of --inputs-file, which replaces DATASET) instead of one model call.
         """
         callbacks: list[Any] = []
         for group in groups:

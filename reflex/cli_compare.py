@@ -33,13 +33,14 @@ def _shared_params() -> list[click.Parameter]:
 
 
 def _run(**params: Any) -> None:
-    from reflex.cli import _build_optimizer
+    from reflex.cli import _build_optimizer, positionals
     from reflex.optimizer import prompt_spec
 
     logging.basicConfig(
         level=logging.DEBUG if params["verbose"] else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    params = positionals(params)
     names = [n.strip() for n in params.pop("strategies").split(",") if n.strip()]
     if not names:
         raise click.BadParameter("give at least one strategy", param_hint="--strategies")

@@ -89,6 +89,7 @@ def _export(run: str, params: dict[str, Any]) -> None:
     )
     plan = plan_export(path, dataset, split, api_base=params["api_base"])
     if plan.uncached and not params["allow_calls"]:
+        plan.close()
         raise ConfigurationError(
             f"{plan.uncached} of {len(plan.examples) * len(plan.evaluator.models)} {split} "
             "rollouts of the best prompt are not in the run's cache and would be paid model "

@@ -17,8 +17,11 @@ o = click.option
 def _inputs() -> list[Decorator]:
     """The data, the prompt and the task model(s)."""
     return [
-        click.argument("dataset", type=click.Path(dir_okay=False, path_type=Path)),
-        click.argument("prompt", type=click.Path(path_type=Path)),
+        # DATASET may be left out when --inputs-file gives the rows (see reflex.cli.positionals).
+        click.argument(
+            "dataset", required=False, metavar="[DATASET]", type=click.Path(path_type=Path)
+        ),
+        click.argument("prompt", required=False, metavar="PROMPT", type=click.Path(path_type=Path)),
         o(
             "-m",
             "--model",
@@ -38,6 +41,39 @@ def _inputs() -> list[Decorator]:
         o("--max-tokens", type=int, help="Task-model output limit (tokens)."),
         o("--input-field", help="Dataset field holding the input."),
         o("--output-field", help="Dataset field holding the reference answer."),
+    ]
+
+
+def _pipeline() -> list[Decorator]:
+    """Pipeline mode: your Python function runs each example (see reflex.pipeline)."""
+    return [
+        o(
+            "--pipeline-file",
+            metavar="FILE.py[:NAME]",
+            help="Run each example through run(prompt, input, call) defined in FILE.py (or the "
+            "function NAME) instead of one task-model call; call() reaches the task model(s).",
+        ),
+        o(
+            "--inputs-file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Rows to run, instead of DATASET: a JSON array or JSONL of input strings or "
+            "{input, ideal (optional)} objects.",
+        ),
+        o(
+            "--pipeline-timeout",
+            type=float,
+            default=60.0,
+            show_default=True,
+            help="Seconds per example; a pipeline still running then is scored as failed.",
+        ),
+        o(
+            "--score-trace",
+            "trace_metrics",
+            multiple=True,
+            metavar="METRIC",
+            help="METRIC scores the whole pipeline trace (JSON with output and steps) instead "
+            "of the final output; repeat for several.",
+        ),
     ]
 
 
@@ -172,4 +208,4 @@ def _output() -> list[Decorator]:
 
 def optimize_options() -> list[Decorator]:
     """Every ``optimize`` argument and option, in the order ``--help`` shows them."""
-    return [*_inputs(), *_scoring(), *_strategy(), *_run(), *_output()]
+    return [*_inputs(), *_pipeline(), *_scoring(), *_strategy(), *_run(), *_output()]

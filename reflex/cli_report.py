@@ -8,7 +8,7 @@ import click
 
 from reflex.cli_runs import RUN_DIR
 
-__all__ = ["add_record_commands", "report_command"]
+__all__ = ["add_record_commands", "report_command", "verify_command"]
 
 
 @click.command("report")
@@ -53,6 +53,50 @@ def _report(run: str, run_dir: str, output: Path) -> None:
 def add_record_commands(cli: click.Group) -> None:
     """Register the commands that read run records: report (and check, export, verify)."""
     from reflex.cli_check import check_command
+    from reflex.cli_export import export_command
 
     cli.add_command(report_command)
     cli.add_command(check_command)
+    cli.add_command(export_command)
+    cli.add_command(verify_command)
+
+
+@click.command("verify")
+@click.argument("record")
+@RUN_DIR
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def verify_command(record: str, run_dir: str, as_json: bool) -> None:
+    """Check that RECORD (a run id, run folder or result.json) is unchanged since its run ended.
+
+    Exit codes: 0 verified, 1 tampered (what changed is listed), 2 cannot verify (no seal, or
+    a signed record without REFLEX_SIGNING_KEY).
+    """
+    from reflex.cli import _with_errors
+
+    _with_errors(lambda **_: _verify(record, run_dir, as_json))()
+
+
+def _verify(record: str, run_dir: str, as_json: bool) -> None:
+    import json
+    import sys
+
+    from reflex.audit import SEAL_FILE, verify_run
+    from reflex.errors import ConfigurationError
+    from reflex.records import resolve_run
+
+    path = resolve_run(record, run_dir)
+    if not (path / SEAL_FILE).is_file():
+        raise ConfigurationError(
+            f"run {path.name} has no {SEAL_FILE}: it never finished (or the seal was deleted); "
+            "nothing to verify against"
+        )
+    outcome = verify_run(path)
+    if as_json:
+        click.echo(json.dumps({"run": path.name, **outcome.__dict__}, indent=2))
+    elif outcome.status == "tampered":
+        click.echo(f"TAMPERED: run {path.name} changed since it was sealed:")
+        for change in outcome.changes:
+            click.echo(f"  {change}")
+    else:
+        click.echo(f"{outcome.status}: run {path.name} ({outcome.note})")
+    sys.exit({"verified": 0, "tampered": 1}.get(outcome.status, 2))

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ValidationError
 
+from reflex.audit import annotate, seal_after_run
 from reflex.budget import Budget
 from reflex.cache import ResponseCache
 from reflex.callbacks import Callback, CallbackDispatcher
@@ -123,6 +124,7 @@ class Engine:
         finally:
             session.close()
         session.dispatcher.emit("on_run_end", result)
+        seal_after_run(session.store.path)  # last: after every event of the run is written
         return result
 
     def _fail(
@@ -144,6 +146,7 @@ class Engine:
         except StorageError as write_error:
             logger.warning("could not record the failed run: %s", write_error)
         session.dispatcher.emit("on_run_error", exc, result)
+        seal_after_run(session.store.path)
         if isinstance(exc, BudgetExhausted) and exc.partial is None:
             exc.partial = result
 
@@ -358,6 +361,7 @@ class Engine:
             **session.client.ledger.to_dict(),
             "metric_calls": session.budget.metric_calls,
         }
+        annotate(result, self.dataset.source)
         session.store.write_prompt("best", result.best_prompt)
         session.store.write_json("result.json", result.to_dict())
 

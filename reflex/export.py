@@ -9,7 +9,6 @@ data the run's scores were measured on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from reflex.records import read_json
 from reflex.result import EvalSnapshot
 from reflex.types import Example
 
-__all__ = ["ExportPlan", "plan_export", "training_examples"]
+__all__ = ["ExportPlan", "held_out_warning", "plan_export", "training_examples"]
 
 HELD_OUT = ("val", "test")
 
@@ -42,6 +41,10 @@ class ExportPlan:
     def rollouts(self) -> EvalSnapshot:
         """Evaluate the best prompt on the rows (cache first; ``uncached`` calls are paid)."""
         return run_evaluation(self.evaluator, self.prompt, self.examples, f"export:{self.split}")
+
+    def close(self) -> None:
+        if self.evaluator.client.cache is not None:
+            self.evaluator.client.cache.close()
 
 
 def _config(stored: dict[str, Any], api_base: str | None) -> RunConfig:
@@ -76,7 +79,9 @@ def plan_export(
     evaluator = build_evaluator(config, metrics, run.parent.parent / "cache.sqlite")
     examples = [dataset.by_id(str(i)) for i in ids]
     prompt = str(result["best_prompt"])
-    return ExportPlan(run, prompt, split, examples, evaluator, paid_calls(evaluator, prompt, examples))
+    return ExportPlan(
+        run, prompt, split, examples, evaluator, paid_calls(evaluator, prompt, examples)
+    )
 
 
 def training_examples(
@@ -105,7 +110,3 @@ def held_out_warning(split: str) -> str | None:
         f"warning: exporting {split} rollouts: a model trained on them has seen the rows the "
         f"run's {split} scores were measured on, so those scores no longer hold for it"
     )
-
-
-def split_names() -> Sequence[str]:
-    return ("train", *HELD_OUT)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import math
 import re
@@ -20,13 +21,14 @@ from typing import Any
 from reflex.errors import ReflexError
 from reflex.pipeline import Pipeline, PipelineTimeout, Prompt, Step, Trace
 from reflex.prompts import PromptSpec
-from reflex.providers import ModelSpec, ProviderClient
+from reflex.providers import ModelSpec, ProviderClient, load_litellm
 from reflex.types import Example, Metric
 
 __all__ = ["PipelineOutcome", "PipelineRunner", "components_of"]
 
 Messages = str | Sequence[Mapping[str, str]]
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-]*)\}")
+_MAX_ANCHORED = 8  # beyond this many components, only all-or-nothing anchoring is tried
 
 
 @dataclass
@@ -79,6 +81,7 @@ class PipelineRunner:
         """Run the pipeline on ``example``; failures come back as ``outcome.error``."""
         outcome = PipelineOutcome()
         candidate = Prompt(prompt, components_of(self.spec, prompt))
+        load_litellm()  # its first import takes seconds: not inside the first example's timeout
         async with self._semaphore():
             try:
                 raw = await asyncio.wait_for(
@@ -252,25 +255,33 @@ def components_of(spec: PromptSpec | None, text: str) -> dict[str, str]:
 
     A plain prompt is ``{"system": text}``. A multi-component prompt is split back along its
     template (or the blank lines between parts), preferring the seed texts of unchanged parts,
-    and kept only if it re-assembles to ``text`` exactly.
+    and kept only if it re-assembles to ``text`` exactly. A split is a best guess when an edited
+    part itself holds blank lines or another part's old text.
     """
     if spec is None or spec.is_single:
         return {"system": text}
     if text == spec.render():
         return dict(spec.components)
-    for anchored in (True, False):
-        parts = _split(spec, text, anchored)
-        if parts is not None and spec.render(parts) == text:
-            return parts
+    present = [name for name in spec.names if _literal(spec, name) in text]
+    # Most parts unchanged first: an edit usually touches one component (e.g. gepa's).
+    sizes = range(len(present), -1, -1) if len(present) <= _MAX_ANCHORED else (len(present), 0)
+    for size in sizes:
+        for anchors in itertools.combinations(present, size):
+            parts = _split(spec, text, set(anchors))
+            if parts is not None and spec.render(parts) == text:
+                return parts
     return {}
 
 
-def _split(spec: PromptSpec, text: str, anchored: bool) -> dict[str, str] | None:
+def _literal(spec: PromptSpec, name: str) -> str:
+    seed = spec.components[name]
+    return seed.strip() if spec.template is None else seed
+
+
+def _split(spec: PromptSpec, text: str, anchors: set[str]) -> dict[str, str] | None:
     def hole(name: str) -> str:
-        seed = spec.components[name]
-        literal = seed.strip() if spec.template is None else seed
-        if anchored and literal in text:
-            return f"(?P<{name.replace('-', '_')}>{re.escape(literal)})"
+        if name in anchors:
+            return f"(?P<{name.replace('-', '_')}>{re.escape(_literal(spec, name))})"
         return f"(?P<{name.replace('-', '_')}>.+?)"
 
     if spec.template is None:

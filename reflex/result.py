@@ -134,6 +134,11 @@ class OptimizationResult:
     with their parents, the component each changed and their scores; empty otherwise.
     ``failed_proposals``: reasoning answers that stayed unusable after their retry, each with
     ``iteration``, ``phase``, ``purpose``, ``error`` and ``attempts``.
+    ``warnings``: ``{"kind", "message"}`` a reviewer should read (model-graded metric, overfit,
+    no validation split; see :func:`reflex.audit.run_warnings`). ``environment``: versions of
+    aevyra-reflex, Python and each plugin, and the dataset file's path and sha256.
+    ``prompt_versions``: the initial and every accepted prompt, content-addressed, with
+    provenance and a diff against its parent (see :mod:`reflex.versions`).
     """
 
     best_prompt: str
@@ -157,6 +162,9 @@ class OptimizationResult:
     best_components: dict[str, str] | None = None
     lineage: list[dict[str, Any]] = field(default_factory=list)
     failed_proposals: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    prompt_versions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def model_graded(self) -> bool:

@@ -82,6 +82,10 @@ def _read(path: Path) -> dict[str, Any] | None:
 def _alive(pid: Any) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
+    if pid == os.getpid():
+        # Engine.run is synchronous: a run of this process without a result has ended (e.g. the
+        # disk filled up before result.json was written); it is resumable, not running.
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -76,6 +76,12 @@ class Metric(Protocol):
     - ``score(output, example)`` returns a :class:`Score` with ``value`` in [0, 1], higher is
       better. It must not mutate ``example``. A per-example failure is returned as a Score with
       ``error`` set, never raised; raise only for a bug in the metric itself.
+    - ``scores_trace`` (optional class attribute, default False): in pipeline mode
+      (:mod:`reflex.pipeline`) a metric with ``scores_trace = True`` (or named with
+      ``--score-trace``) receives as ``output`` the whole trace as JSON text,
+      ``{"output": final output, "steps": [{"name", "input", "output"}, ...]}``, instead of
+      the final output alone. Outside pipeline mode there is no trace: it gets the output.
+      A pipeline that failed on an example is scored 0 on every metric, without calling it.
     """
 
     name: str

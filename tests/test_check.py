@@ -44,7 +44,9 @@ def test_same_prompt_passes_against_its_record(
     record: Path, dataset_file: Path, tmp_path: Path
 ) -> None:
     prompt = _write(tmp_path / "p.md", BETTER)
-    res = invoke(["--prompt", str(prompt), "--dataset", str(dataset_file), "--baseline", str(record)])
+    res = invoke(
+        ["--prompt", str(prompt), "--dataset", str(dataset_file), "--baseline", str(record)]
+    )
     assert res.exit_code == 0, res.output
     assert "verdict   ok" in res.output and "6 rows" in res.output  # the test split only
 

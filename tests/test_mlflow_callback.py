@@ -375,17 +375,39 @@ def test_resumed_reflex_run_continues_its_mlflow_run(tmp_path: Path, uri: str) -
     assert [s for s, _ in steps(client, run.info.run_id, "score_test")][-1] > max(train_steps)
 
 
-def test_llm_calls_are_traced_into_the_run(fake_model: FakeModel, tmp_path: Path, uri: str) -> None:
-    import mlflow
+def test_llm_calls_are_traced_into_the_run(tmp_path: Path, uri: str) -> None:
+    """In a subprocess: MLflow tracing starts OpenTelemetry and trace-export threads that would
+    stay in this process, and a thread inside SQLite when a later test forks deadlocks the
+    child (tests/test_resume.py forks)."""
+    import subprocess
+    import sys
 
-    result = builder(tmp_path).run(
-        START, callbacks=[MLflowCallback(tracking_uri=uri, trace_llm_calls=True)]
+    script = f"""
+import sys
+sys.path[:0] = {[str(Path(__file__).parent)]!r}
+import mlflow
+from conftest import responder
+from test_engine import START, builder
+from reflex.testing import FakeModel
+from reflex_mlflow import MLflowCallback
+from pathlib import Path
+FakeModel(responder).install()
+uri = {uri!r}
+result = builder(Path({str(tmp_path)!r})).run(
+    START, callbacks=[MLflowCallback(tracking_uri=uri, trace_llm_calls=True)])
+client = mlflow.MlflowClient(tracking_uri=uri)
+exp = client.get_experiment_by_name("aevyra-reflex")
+[run] = client.search_runs([exp.experiment_id])
+traces = mlflow.search_traces(locations=[exp.experiment_id], run_id=run.info.run_id,
+                              return_type="list")
+paid = result.usage["total"]["calls"]
+assert run.info.status == "FINISHED", run.info.status
+assert paid > 0 and len(traces) == paid, (paid, len(traces))
+assert mlflow.active_run() is None
+print("traced", len(traces))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path
     )
-    run = only_run(uri)
-    assert run.info.status == "FINISHED"
-    traces = mlflow.search_traces(
-        locations=[run.info.experiment_id], run_id=run.info.run_id, return_type="list"
-    )
-    paid = result.usage["total"]["calls"]
-    assert paid > 0 and len(traces) == paid  # one trace per model call actually made
-    assert mlflow.active_run() is None  # nothing left active in the caller's thread
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "traced" in done.stdout

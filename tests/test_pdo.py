@@ -152,9 +152,8 @@ def test_unusable_reasoning_answers_are_failed_proposals(tmp_path: Path) -> None
     purposes = [f["purpose"] for f in result.failed_proposals]
     assert purposes[0] == "pdo: seed the pool" and "pdo: mutate a top prompt" in purposes
     assert all(
-        f["attempts"] == 2 and f["error"] and f["phase"] == "pdo"
-        for f in purposes and result.failed_proposals
+        f["attempts"] == 2 and f["error"] and f["phase"] == "pdo" for f in result.failed_proposals
     )
-    assert (
-        OptimizationResult.from_dict(result.to_dict()).failed_proposals == result.failed_proposals
-    )
+    again = OptimizationResult.from_dict(result.to_dict())
+    assert again.failed_proposals == result.failed_proposals
+    assert "mutation of #0 failed" in "".join(r.reasoning for r in result.iterations)

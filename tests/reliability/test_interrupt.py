@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from conftest import make_rows
 from test_faults import answer
-from test_resume import START, builder, cached_rows, comparable, reasoner_variants
+from test_resume import START, cached_rows, comparable, reasoner_variants
 
 from reflex import OptimizationResult, PromptOptimizer
 from reflex.endpoint import ChatRequest, serve
@@ -79,13 +79,19 @@ def run_interrupted(args: list[str], at_call: int, *, slow_cleanup: bool = False
 def test_first_ctrl_c_saves_and_resume_finishes(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    reference = FakeModel(reasoner_variants).install()
-    expected = builder(tmp_path / "ref", "instructions").run(START)
-    total = len(reference.requests)
+    from reflex.cli import main
+
     args = cli_args(tmp_path)
+    reference = FakeModel(reasoner_variants).install()
+    ref_args = [*args, "--run-dir", str(tmp_path / "ref"), "--results-json", str(tmp_path / "e")]
+    with pytest.raises(SystemExit):
+        main(ref_args)
+    expected = OptimizationResult.from_dict(json.loads((tmp_path / "e").read_text()))
+    total = len(reference.requests)
     capfd.readouterr()
 
-    assert run_interrupted(args, at_call=25) == 130
+    assert total > 45
+    assert run_interrupted(args, at_call=45) == 130
     err = capfd.readouterr().err.strip().splitlines()
     assert "--resume" in err[-1] and "Traceback" not in "\n".join(err)
     [run] = list_runs(tmp_path / "runs")
@@ -98,8 +104,6 @@ def test_first_ctrl_c_saves_and_resume_finishes(
 
     paid_before = cached_rows(tmp_path / "runs")
     fake = FakeModel(reasoner_variants).install()
-    from reflex.cli import main
-
     with pytest.raises(SystemExit) as done:
         main([*args, "--resume", "--results-json", str(tmp_path / "r.json")])
     assert done.value.code == 0
@@ -112,7 +116,7 @@ def test_first_ctrl_c_saves_and_resume_finishes(
 def test_second_ctrl_c_exits_at_once(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     args = cli_args(tmp_path)
     started = time.monotonic()
-    assert run_interrupted(args, at_call=10, slow_cleanup=True) == 130
+    assert run_interrupted(args, at_call=45, slow_cleanup=True) == 130
     assert time.monotonic() - started < 30  # the hanging cleanup (60 s) was cut short
     assert "interrupted again: exiting now" in capfd.readouterr().err
     [run] = list_runs(tmp_path / "runs")

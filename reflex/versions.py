@@ -1,0 +1,77 @@
+"""Content-addressed prompt history: each accepted prompt as a version with its provenance.
+
+A version's id is ``sha256(parent id + "\\n" + text)`` (16 hex digits), so the same text reached
+by a different path is a different version, and an edited record cannot keep its ids. Each
+version carries the reasoning that produced it, the scores that justified it, the sibling
+candidates tried since its parent that were not accepted, and a unified diff against its parent.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from typing import Any
+
+from reflex.result import IterationRecord, OptimizationResult
+
+__all__ = ["prompt_versions", "version_id"]
+
+
+def version_id(parent: str | None, text: str) -> str:
+    """The id of ``text`` derived from version ``parent`` (None for the initial prompt)."""
+    return hashlib.sha256(f"{parent or ''}\n{text}".encode()).hexdigest()[:16]
+
+
+def _diff(before: str, after: str, a: str, b: str) -> str:
+    lines = difflib.unified_diff(before.splitlines(), after.splitlines(), a, b, lineterm="")
+    return "\n".join(lines)
+
+
+def _sibling(record: IterationRecord) -> dict[str, Any]:
+    return {
+        "iteration": record.iteration,
+        "score": record.score,
+        "val_score": record.val_score,
+        "verdict": record.failed or record.rejected or "not better on val",
+    }
+
+
+def prompt_versions(result: OptimizationResult) -> list[dict[str, Any]]:
+    """The initial prompt, then every prompt that became best-on-val, in order."""
+    initial = result.initial_prompt
+    root = version_id(None, initial)
+    versions: list[dict[str, Any]] = [
+        {
+            "id": root,
+            "parent": None,
+            "iteration": 0,
+            "text": initial,
+            "reasoning": "",
+            "score": None,
+            "val_score": None,
+            "rejected_siblings": [],
+            "diff": "",
+        }
+    ]
+    siblings: list[dict[str, Any]] = []
+    for record in result.iterations:
+        if not record.is_best:
+            siblings.append(_sibling(record))
+            continue
+        parent = versions[-1]
+        vid = version_id(parent["id"], record.system_prompt)
+        versions.append(
+            {
+                "id": vid,
+                "parent": parent["id"],
+                "iteration": record.iteration,
+                "text": record.system_prompt,
+                "reasoning": record.reasoning,
+                "score": record.score,
+                "val_score": record.val_score,
+                "rejected_siblings": siblings,
+                "diff": _diff(parent["text"], record.system_prompt, parent["id"], vid),
+            }
+        )
+        siblings = []
+    return versions
