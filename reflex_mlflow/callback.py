@@ -130,7 +130,8 @@ class MLflowCallback(GuardedCallback):
             self._safely("on_run_error", lambda: self._log_end(partial))
         message = redact(f"{type(error).__name__}: {error}")[:_PARAM_LIMIT]
         self._safely("on_run_error", lambda: self._set_tags({"reflex.error": message}))
-        self._safely("on_run_error", lambda: self._terminate("FAILED"))
+        status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"  # Ctrl-C
+        self._safely("on_run_error", lambda: self._terminate(status))
 
     # --- steps -------------------------------------------------------------------------------
 

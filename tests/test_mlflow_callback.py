@@ -411,3 +411,18 @@ print("traced", len(traces))
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "traced" in done.stdout
+
+
+def test_an_interrupted_run_is_killed_not_failed(
+    fake_model: FakeModel, tmp_path: Path, uri: str
+) -> None:
+    from reflex import Callback
+
+    class CtrlC(Callback):
+        def on_baseline(self, snapshot: Any) -> None:
+            raise KeyboardInterrupt  # as if the user pressed Ctrl-C mid-run
+
+    # CallbackDispatcher isolates Exceptions, not KeyboardInterrupt: it reaches the engine.
+    with pytest.raises(KeyboardInterrupt):
+        builder(tmp_path).run(START, callbacks=[MLflowCallback(tracking_uri=uri), CtrlC()])
+    assert only_run(uri).info.status == "KILLED"
