@@ -23,6 +23,7 @@ import click
 
 from reflex.cli_options import optimize_options
 from reflex.errors import ConfigurationError, ReflexError
+from reflex.redact import ScrubFilter
 
 __all__ = ["build_cli", "main", "positionals"]
 
@@ -233,6 +234,9 @@ def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
         level=logging.DEBUG if params["verbose"] else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    urls = (params.get("api_base"), params.get("reasoning_base_url"))
+    for handler in logging.getLogger().handlers:  # LiteLLM's DEBUG lines echo the URL
+        handler.addFilter(ScrubFilter(*urls))
     params = positionals(params)
     optimizer = _build_optimizer(params)
     prompt = prompt_spec(params["prompt"])

@@ -8,10 +8,11 @@ URL back go through :func:`scrub` first.
 
 from __future__ import annotations
 
+import logging
 import re
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
 
-__all__ = ["REDACTED", "redact_url", "scrub", "url_secrets"]
+__all__ = ["REDACTED", "ScrubFilter", "redact_url", "scrub", "url_secrets"]
 
 REDACTED = "***"
 # Query parameters whose values are credentials (``?api-key=``, ``?token=``, Azure ``?sig=``).
@@ -68,3 +69,18 @@ def scrub(text: str, *urls: str | None) -> str:
     for secret in sorted({s for url in urls for s in url_secrets(url)}, key=len, reverse=True):
         text = text.replace(secret, REDACTED)
     return text
+
+
+class ScrubFilter(logging.Filter):
+    """A logging filter that replaces the credentials of ``urls`` in every record by ``***``."""
+
+    def __init__(self, *urls: str | None) -> None:
+        super().__init__()
+        self.urls = urls
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = scrub(message, *self.urls)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        return True

@@ -144,3 +144,16 @@ def test_url_credentials_refusal_is_permanent() -> None:
         llm_provider="openai",
     )
     assert not is_transient(exc)
+
+
+def test_log_records_are_scrubbed_of_url_credentials() -> None:
+    """With -v, LiteLLM's own DEBUG lines may echo the --api-base URL: the CLI's filter hides it."""
+    import logging
+
+    from reflex.redact import ScrubFilter
+
+    url = "http://alice:s3cret-pass@127.0.0.1:9/v1?api-key=k3y-value-123"
+    record = logging.LogRecord("LiteLLM", logging.DEBUG, __file__, 1, "POST %s", (url,), None)
+    assert ScrubFilter(url).filter(record)
+    assert "s3cret-pass" not in record.getMessage() and "k3y-value-123" not in record.getMessage()
+    assert "127.0.0.1:9" in record.getMessage()
