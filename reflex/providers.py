@@ -15,8 +15,7 @@ from typing import Any
 
 from reflex.cache import CachedResponse, ResponseCache, cache_key
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
-from reflex.redact import scrub
-from reflex.retry import RetryPolicy, is_rate_limit, is_transient
+from reflex.retry import RetryPolicy, first_line, is_rate_limit, is_transient, permanent_message
 from reflex.usage import Ledger, Role
 
 __all__ = [
@@ -276,12 +275,12 @@ class ProviderClient:
             except Exception as exc:  # classified right below: permanent or transient
                 if not is_transient(exc):
                     raise ProviderError(
-                        _permanent_message(spec.model, exc, spec.api_base), model=spec.model
+                        permanent_message(spec.model, exc, spec.api_base), model=spec.model
                     ) from exc
                 if attempt > self.retry.max_retries:
                     raise TransientProviderError(
                         f"{spec.model}: still failing after {attempt} attempts: "
-                        f"{_first_line(exc, spec.api_base)}; check the provider status or lower "
+                        f"{first_line(exc, spec.api_base)}; check the provider status or lower "
                         "--max-workers",
                         model=spec.model,
                     ) from exc
@@ -293,7 +292,7 @@ class ProviderClient:
                     "retrying %s in %.2fs after %s",
                     spec.model,
                     delay,
-                    _first_line(exc, spec.api_base),
+                    first_line(exc, spec.api_base),
                 )
                 if is_rate_limit(exc):  # the provider wants the whole run to slow down
                     resume = asyncio.get_running_loop().time() + delay
@@ -395,23 +394,3 @@ def _cost(litellm: Any, response: Any) -> float | None:
     except Exception:  # noqa: BLE001 - unknown models have no price; cost stays unknown
         _UNPRICED.add(model)
         return None
-
-
-def _first_line(exc: BaseException, api_base: str | None = None) -> str:
-    # Providers echo the request URL back; credentials inside --api-base must not follow it.
-    text = scrub(str(exc), api_base).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
-
-
-def _permanent_message(model: str, exc: BaseException, api_base: str | None = None) -> str:
-    text = _first_line(exc, api_base)
-    lowered = text.lower()
-    if "api key" in lowered or "credentials" in lowered or "authentication" in lowered:
-        hint = "set the provider's API key in the environment (e.g. OPENAI_API_KEY)"
-    elif "quota" in lowered or "billing" in lowered:
-        hint = "check the provider account's quota and billing"
-    elif "context" in lowered:
-        hint = "shorten the prompt or inputs, or use a model with a longer context window"
-    else:
-        hint = "check the model name, --api-base and the request parameters"
-    return f"{model}: permanent provider error, not retried: {text}; {hint}"

@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from datetime import timezone
 from typing import Any
 
-__all__ = ["RetryPolicy", "is_rate_limit", "is_transient", "retry_after_seconds"]
+from reflex.redact import scrub
+
+__all__ = [
+    "RetryPolicy",
+    "first_line",
+    "is_rate_limit",
+    "is_transient",
+    "permanent_message",
+    "retry_after_seconds",
+]
 
 _PERMANENT_CLASSES = {
     "AuthenticationError",
@@ -148,3 +157,25 @@ class RetryPolicy:
             return min(asked, self.max_delay)
         ceiling = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
         return rng.uniform(ceiling / 2, ceiling)
+
+
+def first_line(exc: BaseException, api_base: str | None = None) -> str:
+    """``Class: first line`` of an error, with URL credentials scrubbed."""
+    # Providers echo the request URL back; credentials inside --api-base must not follow it.
+    text = scrub(str(exc), api_base).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def permanent_message(model: str, exc: BaseException, api_base: str | None = None) -> str:
+    """The one-line message for a failure that is not retried, with the fix."""
+    text = first_line(exc, api_base)
+    lowered = text.lower()
+    if "api key" in lowered or "credentials" in lowered or "authentication" in lowered:
+        hint = "set the provider's API key in the environment (e.g. OPENAI_API_KEY)"
+    elif "quota" in lowered or "billing" in lowered:
+        hint = "check the provider account's quota and billing"
+    elif "context" in lowered:
+        hint = "shorten the prompt or inputs, or use a model with a longer context window"
+    else:
+        hint = "check the model name, --api-base and the request parameters"
+    return f"{model}: permanent provider error, not retried: {text}; {hint}"

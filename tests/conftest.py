@@ -11,7 +11,11 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from typing import Any
+
 from reflex.plugins import reset_registry
+from reflex.providers import load_litellm
+from reflex.runner import LoopRunner
 from reflex.testing import FakeRequest
 
 # pytester runs examples/plugin_package's own tests in-process (tests/test_plugin_package.py).
@@ -84,3 +88,16 @@ def prompt_file(tmp_path: Path) -> Path:
     path = tmp_path / "prompt.md"
     path.write_text("Classify the sentiment.\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="module")
+def litellm() -> Any:
+    return load_litellm()
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[LoopRunner]:
+    """A private event loop; closing it cancels what is left (LiteLLM's logging worker)."""
+    loop = LoopRunner()
+    yield loop
+    loop.close()

@@ -4,8 +4,6 @@ ProviderClient with real LiteLLM calls against the fake model.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +11,7 @@ import pytest
 
 from reflex.cache import CachedResponse, ResponseCache, cache_key
 from reflex.errors import ProviderError, TransientProviderError
-from reflex.providers import Completion, ModelSpec, ProviderClient, load_litellm
+from reflex.providers import Completion, ModelSpec, ProviderClient
 from reflex.retry import RetryPolicy
 from reflex.runner import LoopRunner
 from reflex.testing import FakeModel
@@ -21,26 +19,6 @@ from reflex.testing import FakeModel
 FAST = RetryPolicy(max_retries=2, base_delay=0.0)
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi there"}]
 PARAMS = {"temperature": 0.0, "seed": 0}
-
-
-@pytest.fixture(scope="module")
-def litellm() -> Any:
-    return load_litellm()
-
-
-@pytest.fixture(scope="module")
-def runner() -> Iterator[LoopRunner]:
-    loop = LoopRunner()
-    yield loop
-    loop.run(_cancel_leftover_tasks())  # litellm's logging worker lives on the loop
-    loop.close()
-
-
-async def _cancel_leftover_tasks() -> None:
-    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @pytest.fixture

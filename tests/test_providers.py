@@ -17,7 +17,6 @@ from reflex.providers import (
     Completion,
     ModelSpec,
     ProviderClient,
-    load_litellm,
     parse_model,
     register_provider,
 )
@@ -27,26 +26,6 @@ from reflex.testing import FakeModel, FakeRequest
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.0)
 USER = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "say hi now"}]
-
-
-@pytest.fixture(scope="module")
-def litellm() -> Any:
-    return load_litellm()
-
-
-@pytest.fixture(scope="module")
-def runner() -> Iterator[LoopRunner]:
-    loop = LoopRunner()
-    yield loop
-    loop.run(_cancel_leftover_tasks())  # litellm's logging worker lives on the loop
-    loop.close()
-
-
-async def _cancel_leftover_tasks() -> None:
-    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def call(
