@@ -16,9 +16,11 @@ __all__ = ["Budget"]
 class Budget:
     """Tracks what was spent against the limits and refuses work that would exceed them.
 
-    ``metric_calls`` counts (example, model) evaluations that needed a model call (cache hits are
-    free). The engine reserves room for the final test evaluation so a budget never leaves a run
-    without its honest final measurement.
+    ``metric_calls`` counts paid task-model calls: one per (example, model) evaluation, several
+    for a pipeline that calls a model several times (cache hits are free). The engine reserves
+    room for the final test evaluation so a budget never leaves a run without its honest final
+    measurement: the task requests the baseline made on the test rows, paid or served from the
+    cache.
     """
 
     limits: BudgetConfig
@@ -39,6 +41,10 @@ class Budget:
         limit = self.limits.max_metric_calls
         if limit is None or uncached_calls == 0:
             return
+        if use_reserve and self.reserved_calls:
+            # The final evaluation is held to its reserve (what the baseline needed on the same
+            # rows): for a pipeline, a better estimate than its average over every row so far.
+            uncached_calls = min(uncached_calls, self.reserved_calls)
         room = limit - self.metric_calls - (0 if use_reserve else self.reserved_calls)
         if uncached_calls > room:
             raise BudgetExhausted(

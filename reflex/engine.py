@@ -33,7 +33,7 @@ from reflex.pipeline_runner import PipelineRunner
 from reflex.prompts import PromptSpec
 from reflex.providers import ModelSpec, ProviderClient
 from reflex.redact import scrub
-from reflex.result import EvalSnapshot, OptimizationResult
+from reflex.result import OptimizationResult
 from reflex.resume import ResumePoint, prompt_hash
 from reflex.runner import LoopRunner
 from reflex.session import Session
@@ -153,9 +153,10 @@ class Engine:
     def _lifecycle(self, session: Session, prompt: str, result: OptimizationResult) -> None:
         session.dispatcher.emit("on_run_start", session.config, prompt)
         self._preflight(session, prompt)
+        requests = _task_requests(session)
         result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
         session.emit("on_baseline", result.baseline)
-        self._reserve_final(session, result.baseline)
+        self._reserve_final(session, _task_requests(session) - requests)
         ctx = self._optimize(session, prompt, result)
         result.best_prompt, result.best_score = ctx.best_prompt, ctx.best_val
         result.best_components = ctx.best_components
@@ -192,6 +193,7 @@ class Engine:
             initial_val=initial_val,
             replay=(checkpoint or {}).get("iterations", []),
             prompt_spec=self.prompt_spec,
+            test=self.split.test,
         )
         result.iterations = ctx.iterations
         result.failed_proposals = ctx.failed_proposals  # shared, so a partial result has them
@@ -239,9 +241,12 @@ class Engine:
             "the model, or pass --allow-degenerate-seed"
         )
 
-    def _reserve_final(self, session: Session, baseline: EvalSnapshot) -> None:
-        # Keep room for the final test evaluation: same rows, a similar cost to the baseline.
-        session.budget.reserved_calls = len(self.split.test) * len(self.config.models)
+    def _reserve_final(self, session: Session, baseline_requests: int) -> None:
+        # Keep room for the final test evaluation: the same rows, so the task requests the
+        # baseline made, paid or served from the cache (a new prompt pays for each); at least
+        # one per row and model. A pipeline makes several per row (a plain run exactly one).
+        rows = len(self.split.test) * len(self.config.models)
+        session.budget.reserved_calls = max(rows, baseline_requests)
         session.budget.reserved_cost = session.client.ledger.by_role["task"].cost
 
     def _open_session(self, prompt: str) -> Session:
@@ -364,6 +369,12 @@ class Engine:
         annotate(result, self.dataset.source)
         session.store.write_prompt("best", result.best_prompt)
         session.store.write_json("result.json", result.to_dict())
+
+
+def _task_requests(session: Session) -> int:
+    """Task-model requests so far: paid calls (replays of this run's own included) and hits."""
+    usage = session.client.ledger.by_role["task"]
+    return usage.calls + usage.cache_hits
 
 
 def _version() -> str:

@@ -29,6 +29,13 @@ cancelled. A plain function runs on its own daemon thread; Python cannot kill a 
 timeout the example is scored as failed ("timeout after Ns"), the thread's late result is
 discarded and its further ``call`` s raise; a model call already in flight finishes and is cached.
 
+Reflection: the reasoning model of ``iterative``, ``gepa`` and ``pdo`` sees each shown
+example's trace (step names, inputs and outputs, cut to the strategy's ``max_chars`` per field
+and four times that per example) and its failure reason.
+
+Budget: ``max_calls`` counts every model call a pipeline makes; the room kept for the final
+test evaluation is what the baseline test evaluation needed (cache hits included).
+
 Caching: pipeline outputs are not cached (a pipeline may run code whose results change); its
 model calls are, like any other, so a resumed run replays a deterministic pipeline for free.
 """

@@ -6,6 +6,9 @@ run's ``reasoning_templates`` setting (builder ``.set_reasoning_template``, CLI
 ``--reasoning-template NAME=FILE``) for one run. ``{field}`` placeholders are filled in;
 unknown braces are left as they are. ``system_prompt`` appends the run's guidance: the
 dataset's language and, with ``source_model``, migration advice between model families.
+In pipeline mode the example rows a template receives (``{rows}`` of ``iterative.brief`` and
+``gepa.reflect``, ``{losses}`` of ``pdo.mutate``) also hold each example's failure reason and
+its trace of named steps, cut to a budget (``reflex_strategies._rows``).
 
 Answers are expected as tagged sections (``<prompt>...</prompt>``). We also accept a JSON object
 with the same keys and, as a last resort, a fenced code block, because real models drift.

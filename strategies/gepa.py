@@ -43,6 +43,7 @@ from reflex.types import Example
 from ._gepa_plan import BudgetPlan, plan_budget
 from ._merge import Candidate, find_merge
 from ._pareto import sample_parent
+from ._rows import sample_row
 
 __all__ = ["BudgetPlan", "GepaOptions", "GepaStrategy", "plan_budget", "register_strategies"]
 
@@ -279,16 +280,7 @@ class GepaStrategy:
         )
 
     def _row(self, ctx: StrategyContext, sample: Sample) -> str:
-        cut = self.options.max_chars
-        example = ctx.train.by_id(sample.example_id)
-        lines = [f"input: {example.input[:cut]}", f"output: {sample.output[:cut]}"]
-        if example.ideal is not None:
-            lines.append(f"expected: {example.ideal[:cut]}")
-        lines.append(f"score: {sample.score if sample.score is not None else 'n/a'}")
-        if sample.error:
-            lines.append(f"error: {sample.error[:cut]}")
-        lines.extend(f"feedback ({metric}): {text}" for metric, text in sample.feedback.items())
-        return "\n".join(lines)
+        return sample_row(ctx.train.by_id(sample.example_id), sample, self.options.max_chars)
 
     def _try_merge(
         self,

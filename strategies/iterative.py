@@ -20,6 +20,8 @@ from reflex.hookspecs import hookimpl
 from reflex.reasoning import Proposal, ask, parse_proposal, render, system_prompt
 from reflex.result import EvalSnapshot, Sample
 
+from ._rows import sample_row
+
 __all__ = ["IterativeOptions", "IterativeStrategy", "register_strategies"]
 
 
@@ -121,14 +123,11 @@ class IterativeStrategy:
         )
 
     def _row(self, ctx: StrategyContext, sample: Sample) -> str:
-        cut = self.options.max_chars
         example = ctx.train.by_id(sample.example_id)
-        lines = [f"input: {example.input[:cut]}", f"output: {sample.output[:cut]}"]
-        if self.options.show_reference and example.ideal is not None:
-            lines.append(f"expected: {example.ideal[:cut]}")
-        lines.append(f"score: {sample.score if sample.score is not None else 'n/a'}")
-        lines.extend(f"feedback ({name}): {text}" for name, text in sample.feedback.items())
-        return "\n".join(lines)
+        opts = self.options
+        return sample_row(
+            example, sample, opts.max_chars, reference=opts.show_reference, error=False
+        )
 
 
 @hookimpl

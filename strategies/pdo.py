@@ -40,8 +40,11 @@ from reflex.types import Example
 
 from . import _ranking as rk
 from ._layout import TRANSFORMS, apply_transform
+from ._rows import pipeline_notes
 
 __all__ = ["PDOOptions", "PDOStrategy", "Pool", "register_strategies"]
+
+LOSS_CHARS = 300  # each text of a lost row shown to the reasoning model (pipeline steps too)
 
 
 class PDOOptions(BaseModel):
@@ -73,7 +76,8 @@ class Entry:
     mutant: bool = False
     alive: bool = True
     duels: int = 0
-    losses: list[tuple[str, str, str]] = field(default_factory=list)  # (input, own, winner's)
+    # (input, own output, winner's output, own pipeline failure and trace: "" without a pipeline)
+    losses: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -221,7 +225,10 @@ class PDOStrategy:
             if outcome is not None and outcome != 0.5:
                 side, loser, winner = (i, mine, other) if outcome < 0.5 else (j, other, mine)
                 example = ctx.train.by_id(loser.example_id)
-                pool.entries[side].losses.append((example.input, loser.output, winner.output))
+                notes = pipeline_notes(loser, LOSS_CHARS)
+                pool.entries[side].losses.append(
+                    (example.input, loser.output, winner.output, notes)
+                )
         decided = [o for o in outcomes if o is not None]
         share = pool.record(i, j, decided, self.options.eta)
         ctx.log(
@@ -269,10 +276,12 @@ class PDOStrategy:
             layouts = (apply_transform(name, entry.prompt) for name in TRANSFORMS)
             return next((p for p in layouts if p.strip() not in {k.strip() for k in known}), None)
         rate = rk.win_rate(pool.wins, pool.alive)[index]
+        cut = LOSS_CHARS
         losses = (
             "\n\n".join(
-                f"input: {q[:300]}\nits output: {o[:300]}\nwinner's output: {w[:300]}"
-                for q, o, w in entry.losses[-3:]
+                f"input: {q[:cut]}\nits output: {o[:cut]}\nwinner's output: {w[:cut]}"
+                + (f"\n{notes}" if notes else "")
+                for q, o, w, notes in entry.losses[-3:]
             )
             or "(none recorded)"
         )
