@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from reflex.errors import ReflexError
+from reflex.leakage import leakage_warnings
 from reflex.result import OptimizationResult
 from reflex.store import atomic_write_text
 
@@ -245,7 +246,7 @@ def run_warnings(
                     f"the gap {gap:.3f} is above {overfit_gap:.2f}",
                 )
             )
-    return out
+    return out + leakage_warnings(result.iterations)
 
 
 def _warning(kind: str, message: str) -> dict[str, Any]:

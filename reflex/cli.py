@@ -222,6 +222,7 @@ def _build_optimizer(p: dict[str, Any]) -> Any:
         max_tokens=p["max_tokens"],
         run_dir=p["run_dir"],
         allow_degenerate_seed=p["allow_degenerate_seed"],
+        strict_leakage=p["strict_leakage"],
         cache_namespace=p["cache_namespace"],
     )
 

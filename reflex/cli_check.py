@@ -11,9 +11,23 @@ import click
 
 from reflex.cli_runs import RUN_DIR
 
-__all__ = ["check_command"]
+__all__ = ["check_command", "judge_options"]
 
 EXIT_REGRESSION = 1
+
+
+def judge_options(command: Any) -> Any:
+    """``--judge`` / ``--judge-criteria``: the judge of a record that does not store its own."""
+    command = click.option(
+        "--judge-criteria",
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        help="Rubric of --judge: a JSON criteria file or a plain-text rubric.",
+    )(command)
+    return click.option(
+        "--judge",
+        metavar="PROVIDER/MODEL",
+        help="LLM judge, for records made before config.json stored theirs (metric_specs).",
+    )(command)
 
 
 @click.command("check")
@@ -58,6 +72,7 @@ EXIT_REGRESSION = 1
     multiple=True,
     help="name[:weight]; default: the record's metrics, else exact_match.",
 )
+@judge_options
 @click.option("--input-field", default=None, help="Name of the input field.")
 @click.option("--output-field", default=None, help="Name of the reference field.")
 @click.option("--api-base", default=None, help="Base URL of the task model's endpoint.")
@@ -80,7 +95,9 @@ def check_command(**params: Any) -> None:
     _with_errors(_check)(**params)
 
 
-def _metric_list(params: dict[str, Any], config: dict[str, Any] | None) -> dict[str, float]:
+def _metric_list(
+    params: dict[str, Any], config: dict[str, Any] | None, judges: list[Any]
+) -> dict[str, float]:
     from reflex.errors import ConfigurationError
 
     wanted: dict[str, float] = {}
@@ -91,7 +108,7 @@ def _metric_list(params: dict[str, Any], config: dict[str, Any] | None) -> dict[
         except ValueError:
             raise ConfigurationError(f"--metric {item!r}: weight is not a number") from None
     if config is None:
-        return wanted or {"exact_match": 1.0}
+        return {**wanted, **{j.name: 1.0 for j in judges}} or {"exact_match": 1.0}
     recorded = {m: float(config.get("metric_weights", {}).get(m, 1.0)) for m in config["metrics"]}
     if wanted and wanted != recorded:
         raise ConfigurationError(
@@ -101,20 +118,28 @@ def _metric_list(params: dict[str, Any], config: dict[str, Any] | None) -> dict[
     return recorded
 
 
-def _run_config(params: dict[str, Any], config: dict[str, Any] | None) -> Any:
+def _run_config(params: dict[str, Any], config: dict[str, Any] | None, judges: list[Any]) -> Any:
     from pydantic import ValidationError
 
     from reflex.config import RunConfig
     from reflex.errors import ConfigurationError
     from reflex.optimizer import validation_message
 
-    weights = _metric_list(params, config)
+    weights = _metric_list(params, config, judges)
     models = list(params["models"]) or list((config or {}).get("models", []))
     if not models:
         raise ConfigurationError("no task model: pass -m PROVIDER/MODEL")
     if config is not None and models != config.get("models"):
         click.echo(f"note: checking with {models}; the record used {config['models']}", err=True)
-    kept = ("temperature", "max_tokens", "seed", "prompt_mode", "cache_namespace", "max_workers")
+    kept = (
+        "temperature",
+        "max_tokens",
+        "seed",
+        "prompt_mode",
+        "cache_namespace",
+        "max_workers",
+        "metric_specs",
+    )
     settings = {k: config[k] for k in kept if config is not None and k in config}
     try:
         return RunConfig(
@@ -130,13 +155,20 @@ def _run_config(params: dict[str, Any], config: dict[str, Any] | None) -> Any:
 
 def _check(**params: Any) -> None:
     from reflex.dataset import load_dataset
-    from reflex.gate import compare, evaluate_prompt, load_baseline, rows_for
+    from reflex.gate import (
+        compare,
+        evaluate_prompt,
+        load_baseline,
+        rebuild_metrics,
+        rows_for,
+        supplied_judge,
+    )
     from reflex.optimizer import prompt_spec
-    from reflex.plugins import get_registry
 
+    judges = supplied_judge(params["judge"], params["judge_criteria"])
     baseline = load_baseline(params["baseline"], params["split"], params["run_dir"])
-    config = _run_config(params, baseline.config)
-    metrics = [get_registry().metric(name) for name in config.metrics]
+    config = _run_config(params, baseline.config, judges)
+    metrics = rebuild_metrics(config, judges, baseline.source)
     dataset = load_dataset(
         params["dataset_path"],
         input_field=params["input_field"],

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from reflex.cli_check import judge_options
 from reflex.cli_runs import RUN_DIR
 
 __all__ = ["export_command"]
@@ -54,6 +55,7 @@ __all__ = ["export_command"]
 @click.option("--input-field", default=None, help="Name of the input field.")
 @click.option("--output-field", default=None, help="Name of the reference field.")
 @click.option("--api-base", default=None, help="Endpoint, if the run's was stored redacted.")
+@judge_options
 @RUN_DIR
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks for errors.")
 def export_command(run: str, **params: Any) -> None:
@@ -71,6 +73,7 @@ def _export(run: str, params: dict[str, Any]) -> None:
     from reflex.dataset import load_dataset
     from reflex.errors import ConfigurationError
     from reflex.export import held_out_warning, plan_export, training_examples
+    from reflex.gate import supplied_judge
     from reflex.records import read_json, resolve_run
 
     split = params["split"]
@@ -87,7 +90,8 @@ def _export(run: str, params: dict[str, Any]) -> None:
     dataset = load_dataset(
         source, input_field=params["input_field"], output_field=params["output_field"]
     )
-    plan = plan_export(path, dataset, split, api_base=params["api_base"])
+    judges = supplied_judge(params["judge"], params["judge_criteria"])
+    plan = plan_export(path, dataset, split, api_base=params["api_base"], supplied=judges)
     if plan.uncached and not params["allow_calls"]:
         plan.close()
         raise ConfigurationError(

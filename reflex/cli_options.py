@@ -102,6 +102,12 @@ def _scoring() -> list[Decorator]:
             "start; add the metric with --metric METRIC:0 to report it without optimizing it.",
         ),
         o(
+            "--strict-leakage",
+            is_flag=True,
+            help="Reject a candidate flagged for leakage (8+ words copied from a val/test "
+            "example, or an implausible val gain) instead of only recording the flag.",
+        ),
+        o(
             "--slice-by",
             "slice_by",
             multiple=True,

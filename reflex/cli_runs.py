@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from reflex.errors import ConfigurationError
+from reflex.leakage import describe as describe_leak
 
 __all__ = ["runs_command", "show_command"]
 
@@ -101,6 +102,7 @@ def _show(run_id: str, run_dir: str, as_json: bool) -> None:
                     "iterations": iterations,
                     "initial_prompt": initial,
                     "best_prompt": best,
+                    "prompt_versions": result.get("prompt_versions") or [],
                     "diff": _diff(initial, best),
                 },
                 indent=2,
@@ -111,18 +113,36 @@ def _show(run_id: str, run_dir: str, as_json: bool) -> None:
         click.echo(f"{key:<11} {_fmt(value)}")
     if result.get("stop_reason"):
         click.echo(f"{'stopped':<11} {result['stop_reason']}")
-    click.echo("\niter  train   val     verdict")
+    by_iteration = _version_ids(result, iterations, initial, best)
+    click.echo("\niter  train   val     version           parent            verdict")
     for r in iterations:
         verdict = (
             r.get("failed")
             or r.get("rejected")
             or ("best" if r.get("is_best") else ("kept" if r.get("accepted") else "not kept"))
         )
+        version = by_iteration.get(r["iteration"]) if r.get("is_best") else None
+        ids = f"{version['id']:<17} {version.get('parent') or '-':<17}" if version else " " * 35
         click.echo(
             f"{r['iteration']:>4}  {_fmt(r.get('score')):<7} {_fmt(r.get('val_score')):<7} "
-            f"{verdict}"
+            f"{ids} {verdict}"
         )
+        for flag in r.get("leakage") or []:
+            click.echo(f"      leakage: {describe_leak(flag)}")
     click.echo("\n" + _diff(initial, best))
+
+
+def _version_ids(
+    result: dict[str, Any], iterations: list[Any], initial: str, best: str
+) -> dict[Any, Any]:
+    """Accepted versions by iteration (reflex.versions); prints the best prompt's version."""
+    from reflex.versions import record_versions
+
+    versions = record_versions({"initial_prompt": initial, "iterations": iterations, **result})
+    found = [v for v in versions if v.get("text") == best]
+    if found:
+        click.echo(f"{'version':<11} {found[-1]['id']} (best prompt)")
+    return {v.get("iteration"): v for v in versions[1:]}
 
 
 def _read_text(path: Path) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import (
     BaseModel,
@@ -17,7 +18,14 @@ from reflex.errors import ConfigurationError
 from reflex.providers import parse_model
 from reflex.redact import redact_url
 
-__all__ = ["BudgetConfig", "RunConfig", "redact_url"]
+__all__ = [
+    "BudgetConfig",
+    "ConfigurableMetric",
+    "MetricSpec",
+    "RunConfig",
+    "metric_specs",
+    "redact_url",
+]
 
 
 class BudgetConfig(BaseModel):
@@ -29,6 +37,39 @@ class BudgetConfig(BaseModel):
     max_reasoning_calls: int | None = Field(default=None, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_seconds: float | None = Field(default=None, gt=0)
+
+
+class MetricSpec(BaseModel):
+    """How to rebuild one metric that takes options: ``registry.metric(name, **options)``.
+
+    ``name`` is the metric's *registered* name (e.g. ``llm_judge``); ``options`` are JSON values.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class ConfigurableMetric(Protocol):
+    """A metric with options opts in to being rebuilt from config.json (``check``, ``export``).
+
+    ``to_config()`` returns ``{"name": <registered name>, "options": {...}}`` such that
+    ``get_registry().metric(name, **options)`` builds an equal metric. Options must be JSON
+    values and must never hold secrets (API keys, credentials in URLs: see reflex.redact).
+    """
+
+    def to_config(self) -> dict[str, Any]: ...
+
+
+def metric_specs(metrics: Iterable[object]) -> list[MetricSpec]:
+    """The specs of the metrics that opt in (:class:`ConfigurableMetric`), in order."""
+    return [
+        MetricSpec.model_validate(m.to_config())
+        for m in metrics
+        if isinstance(m, ConfigurableMetric)
+    ]
 
 
 class RunConfig(BaseModel):
@@ -49,6 +90,9 @@ class RunConfig(BaseModel):
     reasoning_templates: dict[str, str] = Field(default_factory=dict)
     metrics: list[str] = Field(default_factory=list)
     metric_weights: dict[str, float] = Field(default_factory=dict)
+    # How to rebuild the metrics that take options (e.g. llm_judge's model and rubric), so
+    # ``check`` and ``export`` score exactly as the run did; option-less metrics rebuild by name.
+    metric_specs: list[MetricSpec] = Field(default_factory=list)
     guards: dict[str, float] = Field(default_factory=dict)
     slice_by: list[str] = Field(default_factory=list)
     strategy: str = "iterative"
@@ -74,6 +118,11 @@ class RunConfig(BaseModel):
     pipeline_timeout: float = Field(default=60.0, gt=0)
     trace_metrics: list[str] = Field(default_factory=list)
     allow_degenerate_seed: bool = False
+    # Leakage checks on every candidate (reflex.leakage); strict rejects flagged candidates.
+    strict_leakage: bool = False
+    leakage_min_words: int = Field(default=8, ge=2)
+    leakage_gain_margin: float = Field(default=0.15, gt=0.0, le=1.0)
+    leakage_gain_ratio: float = Field(default=3.0, ge=1.0)
     dataset_name: str = ""
     dataset_size: int = 0
     run_id: str = ""

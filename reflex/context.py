@@ -13,6 +13,7 @@ from reflex.budget import Budget
 from reflex.dataset import Dataset
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.judge import judge_channel
+from reflex.leakage import LeakageFlag, LeakageGuard
 from reflex.pairwise import PairOutcome, compare_all
 from reflex.prompts import PromptSpec
 from reflex.result import EvalSnapshot, IterationRecord
@@ -44,6 +45,7 @@ class StrategyContext:
         initial_val: EvalSnapshot | None,
         replay: Sequence[Mapping[str, Any]] = (),
         prompt_spec: PromptSpec | None = None,
+        test: Dataset | None = None,
     ) -> None:
         self._session = session
         self.train = train
@@ -63,6 +65,13 @@ class StrategyContext:
         # The initial prompt as named components; strategies that edit one text ignore it.
         self.prompt_spec = prompt_spec or PromptSpec.single(initial_prompt)
         self.best_components: dict[str, str] | None = dict(self.prompt_spec.components)
+        # Held-out (val, test) text indexed once; every candidate is checked (reflex.leakage).
+        self._leakage = LeakageGuard.for_run(
+            self.config,
+            train=train,
+            held_out={"val": val, "test": test or ()},
+            seed_texts=[initial_prompt, *self.prompt_spec.components.values()],
+        )
         self.best_val: float | None = initial_val.mean_score if initial_val else None
         self._initial_val = initial_val
         self._since_best = 0
@@ -190,35 +199,51 @@ class StrategyContext:
         before val (e.g. screened out on train; the reason is recorded). ``accepted=None`` means
         "accepted if it became the new best on val". ``components``: the candidate as named
         components (``prompt`` must be their rendering); kept as ``best_components`` if it wins.
+        Leakage flags (see :mod:`reflex.leakage`) are recorded; ``strict_leakage`` rejects them.
         """
+        leaks = self._leakage.screen(prompt) if failed is None and rejected is None else []
+        rejected = rejected or self._leakage.reject(leaks)  # before val is paid for
         val = None
         if failed is None and rejected is None and len(self.val):
             val = self._session.evaluate(prompt, list(self.val), f"val:it{self.iteration + 1}")
         selection = val.mean_score if val is not None else None
         if not len(self.val) and failed is None and rejected is None and train is not None:
             selection = train.mean_score
-        guard = self._guard_violation(val)
-        rejected = rejected or guard
+        if val is not None and train is not None:
+            leaks += self._leakage.gain(train.mean_score, val.mean_score, self.best_val, change)
+        rejected = rejected or self._leakage.reject(leaks) or self._guard_violation(val)
         is_best = (
             failed is None
-            and guard is None
+            and rejected is None
             and selection is not None
             and (self.best_val is None or selection > self.best_val)
         )
         if is_best:
             self.best_prompt, self.best_val, self._since_best = prompt, selection, 0
             self.best_components = self._components_of(prompt, components)
+            self._leakage.became_best(train.mean_score if train else None)
         else:
             self._since_best += 1
         ok = is_best if accepted is None else accepted
         record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
         record = _with(
-            record, rejected=rejected, components=dict(components) if components else None
+            record,
+            rejected=rejected,
+            components=dict(components) if components else None,
+            leakage=[flag.to_dict() for flag in leaks],
         )
+        self._log_leakage(record, leaks)
         self.iterations.append(record)
         self._update_stop()
         self._publish(record)
         return record
+
+    def _log_leakage(self, record: IterationRecord, leaks: Sequence[LeakageFlag]) -> None:
+        if leaks:  # session.event skips it while a resumed run replays what it logged
+            flags = [flag.to_dict() for flag in leaks]
+            self._session.event(
+                "leakage", iteration=record.iteration, rejected=record.rejected, flags=flags
+            )
 
     def _components_of(
         self, prompt: str, components: Mapping[str, str] | None

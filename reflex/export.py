@@ -9,6 +9,7 @@ data the run's scores were measured on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,10 @@ from reflex.config import RunConfig
 from reflex.dataset import Dataset
 from reflex.errors import ConfigurationError
 from reflex.evaluate import Evaluator, render_messages
-from reflex.gate import build_evaluator, paid_calls, run_evaluation
+from reflex.gate import build_evaluator, paid_calls, rebuild_metrics, run_evaluation
 from reflex.records import read_json
 from reflex.result import EvalSnapshot
-from reflex.types import Example
+from reflex.types import Example, Metric
 
 __all__ = ["ExportPlan", "held_out_warning", "plan_export", "training_examples"]
 
@@ -57,11 +58,18 @@ def _config(stored: dict[str, Any], api_base: str | None) -> RunConfig:
 
 
 def plan_export(
-    run: Path, dataset: Dataset, split: str, *, api_base: str | None = None
+    run: Path,
+    dataset: Dataset,
+    split: str,
+    *,
+    api_base: str | None = None,
+    supplied: Sequence[Metric] = (),
 ) -> ExportPlan:
-    """Check the run and dataset, build the evaluator and count the uncached calls."""
-    from reflex.plugins import get_registry
+    """Check the run and dataset, build the evaluator and count the uncached calls.
 
+    The run's metrics are rebuilt from its config.json (see :func:`reflex.gate.rebuild_metrics`);
+    ``supplied`` fills in those it could not record (e.g. an older run's judge).
+    """
     meta = read_json(run / "run.json")
     result = read_json(run / "result.json")
     if not result.get("completed"):
@@ -75,7 +83,7 @@ def plan_export(
     if not ids:
         raise ConfigurationError(f"run {run.name} has no {split} rows")
     config = _config(read_json(run / "config.json"), api_base)
-    metrics = [get_registry().metric(name) for name in config.metrics]
+    metrics = rebuild_metrics(config, supplied, f"run {run.name}")
     evaluator = build_evaluator(config, metrics, run.parent.parent / "cache.sqlite")
     examples = [dataset.by_id(str(i)) for i in ids]
     prompt = str(result["best_prompt"])

@@ -17,7 +17,7 @@ from typing import Any
 from reflex.cache import ResponseCache
 from reflex.config import RunConfig
 from reflex.dataset import Dataset
-from reflex.errors import ConfigurationError
+from reflex.errors import ConfigurationError, ReflexError
 from reflex.evaluate import Evaluator, render_messages
 from reflex.providers import ModelSpec, ProviderClient
 from reflex.records import read_json, resolve_run
@@ -34,8 +34,10 @@ __all__ = [
     "evaluate_prompt",
     "load_baseline",
     "paid_calls",
+    "rebuild_metrics",
     "rows_for",
     "run_evaluation",
+    "supplied_judge",
 ]
 
 
@@ -118,6 +120,70 @@ def rows_for(dataset: Dataset, baseline: Baseline) -> list[Example]:
             "drop --split to score the whole dataset"
         )
     return rows
+
+
+JUDGE_HINT = "pass --judge PROVIDER/MODEL (and --judge-criteria FILE) as the run used them"
+
+
+def rebuild_metrics(
+    config: RunConfig, supplied: Sequence[Metric] = (), source: str = "the run"
+) -> list[Metric]:
+    """The metrics of ``config.metrics``, rebuilt as the run built them.
+
+    A metric with a stored spec (``config.metric_specs``) is rebuilt from its options; one
+    without is taken from ``supplied`` (e.g. ``--judge``), else rebuilt by name. A metric that
+    cannot be rebuilt is a one-line ConfigurationError saying what to pass.
+    """
+    from reflex.plugins import get_registry
+
+    registry = get_registry()
+    stored: dict[str, Metric] = {}
+    for spec in config.metric_specs:
+        try:
+            metric = registry.metric(spec.name, **spec.options)
+        except ReflexError as exc:
+            raise ConfigurationError(
+                f"cannot rebuild metric {spec.name!r} of {source} from its config.json: {exc}"
+            ) from None
+        stored[metric.name] = metric
+    given = {m.name: m for m in supplied}
+    for name in given:
+        if name in stored:
+            raise ConfigurationError(
+                f"{source} records its own {name} (model, rubric): drop --judge"
+            )
+        if name not in config.metrics:
+            raise ConfigurationError(f"{source} does not score with {name}: drop --judge")
+    return [stored.get(n) or given.get(n) or _by_name(n, source) for n in config.metrics]
+
+
+def supplied_judge(model: str | None, criteria: str | Path | None) -> list[Metric]:
+    """The judge given as ``--judge``/``--judge-criteria`` (for records that lack one)."""
+    if model is None:
+        if criteria is not None:
+            raise ConfigurationError("--judge-criteria needs --judge PROVIDER/MODEL")
+        return []
+    from reflex.judge import LLMJudge
+
+    return [LLMJudge(model, criteria=criteria)]
+
+
+def _by_name(name: str, source: str) -> Metric:
+    from reflex.plugins import get_registry
+
+    try:
+        return get_registry().metric(name)
+    except ConfigurationError:
+        hint = (
+            JUDGE_HINT
+            if name == "llm_judge"
+            else "the metric needs options it does not record (see ConfigurableMetric in "
+            "reflex.config)"
+        )
+        raise ConfigurationError(
+            f"{source} records metric {name!r} without its options (its config.json has no "
+            f"metric_specs entry for it), so it cannot be rebuilt: {hint}"
+        ) from None
 
 
 def build_evaluator(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -192,6 +192,8 @@ class LLMJudge:
     grades (0 when a gated criterion is below its gate); each criterion is an objective.
     ``use_reference``: ``auto`` shows the reference to the judge when the row has one, ``never``
     hides it, ``always`` makes the judge a reference metric (rows without one are skipped).
+    ``instructions`` replaces the rubric's extra instructions. :meth:`to_config` records it all
+    in config.json, so ``check`` and ``export`` rebuild the same judge.
     """
 
     model_graded = True
@@ -209,6 +211,7 @@ class LLMJudge:
         api_base: str | None = None,
         temperature: float = 0.0,
         max_tokens: int | None = None,
+        instructions: str | None = None,
     ) -> None:
         if criteria is not None and criteria_list is not None:
             raise ConfigurationError("give the judge criteria= or criteria_list=, not both")
@@ -217,6 +220,8 @@ class LLMJudge:
         if parse_retries < 0:
             raise ConfigurationError(f"parse_retries must be >= 0, got {parse_retries}")
         self.rubric = _make_rubric(criteria, criteria_list, scale)
+        if instructions is not None:
+            self.rubric = replace(self.rubric, instructions=instructions)
         self.name = name
         self.use_reference = use_reference
         self.requires_reference = use_reference == "always"
@@ -232,6 +237,30 @@ class LLMJudge:
     def __repr__(self) -> str:
         names = ", ".join(c.name for c in self.rubric.criteria)
         return f"LLMJudge({self.judge.model!r}, criteria=[{names}])"
+
+    def to_config(self) -> dict[str, Any]:
+        """The options that rebuild this judge (``registry.metric("llm_judge", **options)``).
+
+        The rubric is stored by content (criteria, scale, instructions), not by file path, and
+        the judge's ``api_base`` only in redacted form: config.json never holds credentials.
+        """
+        from reflex.redact import redact_url
+
+        rubric = self.rubric
+        options: dict[str, Any] = {
+            "model": self.judge.model,
+            "criteria_list": [asdict(c) for c in rubric.criteria],
+            "scale": [rubric.low, rubric.high],
+            "instructions": rubric.instructions,
+            "use_reference": self.use_reference,
+            "parse_retries": self.parse_retries,
+            "name": self.name,
+            "temperature": self.judge.temperature,
+            "max_tokens": self.judge.max_tokens,
+        }
+        if self.judge.api_base is not None:
+            options["api_base"] = redact_url(self.judge.api_base)
+        return {"name": "llm_judge", "options": options}
 
     async def ascore(self, output: str, example: Example, call: JudgeCall) -> Score:
         """Ask the judge (through ``call``), retrying unusable replies with a repair turn."""

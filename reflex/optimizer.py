@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from reflex.callbacks import Callback
-from reflex.config import BudgetConfig, RunConfig
+from reflex.config import BudgetConfig, RunConfig, metric_specs
 from reflex.dataset import Dataset, load_dataset
 from reflex.errors import ConfigurationError
 from reflex.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
@@ -172,7 +172,11 @@ class PromptOptimizer:
             raise ConfigurationError(f"metric {metric.name!r} was added twice")
         self._metrics.append(metric)
         weights = {**self._settings.get("metric_weights", {}), metric.name: weight}
-        return self._set(metrics=[m.name for m in self._metrics], metric_weights=weights)
+        return self._set(
+            metrics=[m.name for m in self._metrics],
+            metric_weights=weights,
+            metric_specs=metric_specs(self._metrics),
+        )
 
     def set_judge(
         self,
@@ -202,6 +206,14 @@ class PromptOptimizer:
             raise ConfigurationError(f"guard tolerance must be >= 0, got {tolerance}")
         guards = {**self._settings.get("guards", {}), metric: tolerance}
         return self._set(guards=guards)
+
+    def set_strict_leakage(self, strict: bool = True) -> PromptOptimizer:
+        """Reject candidates flagged for leakage instead of only recording the flags.
+
+        Thresholds (see :mod:`reflex.leakage`): ``configure(leakage_min_words=8,
+        leakage_gain_margin=0.15, leakage_gain_ratio=3.0)``.
+        """
+        return self._set(strict_leakage=strict)
 
     def set_slices(self, *keys: str) -> PromptOptimizer:
         """Report test scores per group of these metadata keys, baseline vs final."""

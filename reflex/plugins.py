@@ -158,7 +158,7 @@ class Registry:
             )
         return self.strategies[name][1]
 
-    def metric(self, name: str, **options: Any) -> Metric:
+    def metric(self, name: str, /, **options: Any) -> Metric:
         self.load()
         if name not in self.metrics:
             raise PluginError(

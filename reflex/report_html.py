@@ -13,6 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from reflex.leakage import describe as describe_leak
+from reflex.versions import record_versions
+
 __all__ = ["prompt_diff", "render_report", "trajectory_svg"]
 
 Record = Mapping[str, Any]
@@ -142,6 +145,26 @@ def trajectory_svg(result: Record, width: int = 640, height: int = 260) -> str:
     return "".join(parts)
 
 
+def _vid(full: Any) -> str:
+    """A version id in short form, the full id in its title."""
+    text = str(full or "-")
+    return f'<code title="{escape(text, quote=True)}">{escape(text[:8])}</code>'
+
+
+def _best_version(result: Record) -> str:
+    best = result.get("best_prompt")
+    found = [v for v in record_versions(result) if best is not None and v.get("text") == best]
+    return f" &middot; best prompt version {_vid(found[-1].get('id'))}" if found else ""
+
+
+def _card_version(record: Record, versions: Mapping[Any, Record], parent: str) -> str:
+    """The card's version line: its own id and parent when accepted, else its parent only."""
+    version = versions.get(record.get("iteration")) if record.get("is_best") else None
+    if version is None:
+        return f"<p>candidate, not a version &middot; parent {_vid(parent)}</p>"
+    return f"<p>version {_vid(version.get('id'))} &middot; parent {_vid(version.get('parent'))}</p>"
+
+
 def _headline(result: Record) -> str:
     base = (result.get("baseline") or {}).get("mean_score")
     final = (result.get("final") or {}).get("mean_score")
@@ -158,6 +181,7 @@ def _headline(result: Record) -> str:
             f"p={_num(sig.get('p_value'), '.4f')} ({escape(str(sig.get('method', '')))}, "
             f'n={_num(sig.get("n"), "d")}): <span class="{cls}">{verdict}</span>'
         )
+    line += _best_version(result)
     return f'<p class="headline">{line}</p><p>{detail}</p>'
 
 
@@ -217,6 +241,8 @@ def _verdict(record: Record) -> str:
 
 def _cards(result: Record) -> str:
     parent = str(result.get("initial_prompt") or "")
+    versions = record_versions(result)
+    by_iteration, parent_id = {v.get("iteration"): v for v in versions[1:]}, versions[0]["id"]
     cards = []
     for record in result.get("iterations") or []:
         verdict = _verdict(record)
@@ -227,9 +253,12 @@ def _cards(result: Record) -> str:
             f" &middot; {verdict}</h3>",
             f"<p>train {_num(record.get('score'))} &middot; val {_num(record.get('val_score'))}"
             f" &middot; phase {escape(str(record.get('phase') or '-'))}</p>",
+            _card_version(record, by_iteration, parent_id),
         ]
         if why:
             body.append(f'<p class="warn">{escape(str(why))}</p>')
+        for flag in record.get("leakage") or []:  # see reflex.leakage
+            body.append(f'<p class="warn">leakage: {escape(describe_leak(flag))}</p>')
         if record.get("reasoning"):
             body.append(f"<h4>reasoning</h4><pre>{escape(str(record['reasoning']))}</pre>")
         body.append("<h4>diff against the best prompt before this iteration</h4>")
@@ -237,6 +266,7 @@ def _cards(result: Record) -> str:
         cards.append("".join(body) + "</div>")
         if record.get("is_best"):
             parent = prompt
+            parent_id = by_iteration.get(record.get("iteration"), {}).get("id", parent_id)
     return "".join(cards) or "<p>no iterations</p>"
 
 

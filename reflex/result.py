@@ -91,7 +91,8 @@ class IterationRecord:
     prompt it was derived from. ``failed`` is an error; ``rejected`` a reason the candidate was
     not eligible (screened out before val, or a guard metric regressed). ``calls``/``tokens``/
     ``cost`` are run totals so far. ``components``: the candidate's named prompt components
-    when the strategy edits components (see :mod:`reflex.prompts`), else None.
+    when the strategy edits components (see :mod:`reflex.prompts`), else None. ``leakage``:
+    the candidate's leakage flags (see :mod:`reflex.leakage`), each a ``LeakageFlag.to_dict()``.
     """
 
     iteration: int
@@ -112,6 +113,7 @@ class IterationRecord:
     cost: float = 0.0
     elapsed_s: float = 0.0
     components: dict[str, str] | None = None
+    leakage: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

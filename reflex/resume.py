@@ -139,12 +139,22 @@ def find_resumable(run_dir: str | Path, dataset: Dataset, prompt: str) -> str:
 
 
 def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    # A setting the saved config lacks was added after the run started (an older version wrote
+    # it, e.g. metric_specs): there is nothing to compare it with, so it cannot block a resume.
     keys = sorted((set(saved) | set(current)) - MUTABLE_ON_RESUME)
     return [
-        f"{k}: {saved.get(k)!r} -> {current.get(k)!r}"
+        _difference(k, saved.get(k), current.get(k))
         for k in keys
-        if saved.get(k) != current.get(k)
+        if saved.get(k) != current.get(k) and (k in saved or k not in RunConfig.model_fields)
     ]
+
+
+def _difference(key: str, old: Any, new: Any) -> str:
+    if key == "metric_specs":  # name the metrics whose options changed, not a rubric dump
+        old, new = list(old or []), list(new or [])
+        changed = sorted({str(s.get("name")) for s in old + new if (s in old) != (s in new)})
+        return f"metric_specs: the options of {', '.join(changed) or 'the metrics'} changed"
+    return f"{key}: {old!r} -> {new!r}"
 
 
 def load_resume(config: RunConfig, dataset: Dataset, prompt: str, run_id: str) -> ResumePoint:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 from reflex.result import IterationRecord, OptimizationResult
 
-__all__ = ["prompt_versions", "version_id"]
+__all__ = ["prompt_versions", "record_versions", "version_id"]
 
 
 def version_id(parent: str | None, text: str) -> str:
@@ -74,4 +75,22 @@ def prompt_versions(result: OptimizationResult) -> list[dict[str, Any]]:
             }
         )
         siblings = []
+    return versions
+
+
+def record_versions(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The versions of a ``result.json`` dict (initial first): its ``prompt_versions``, or, for
+    a record written before that field, the same ids derived from its iterations."""
+    stored = [v for v in result.get("prompt_versions") or [] if isinstance(v, Mapping)]
+    if stored:
+        return stored
+    text = str(result.get("initial_prompt") or "")
+    versions: list[Mapping[str, Any]] = [
+        {"id": version_id(None, text), "iteration": 0, "text": text}
+    ]
+    for record in result.get("iterations") or []:
+        if record.get("is_best"):
+            text, parent = str(record.get("system_prompt") or ""), versions[-1]["id"]
+            vid, iteration = version_id(parent, text), record.get("iteration")
+            versions.append({"id": vid, "parent": parent, "iteration": iteration, "text": text})
     return versions

@@ -146,3 +146,58 @@ def test_report_renders_in_headless_chromium(fake_model: FakeModel, tmp_path: Pa
         check=True,
     )
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_report_shows_prompt_version_ids(fake_model: FakeModel, tmp_path: Path) -> None:
+    import json
+
+    run = _run(tmp_path)
+    versions = json.loads((run / "result.json").read_text(encoding="utf-8"))["prompt_versions"]
+    assert len(versions) >= 2  # the initial prompt and at least one accepted one
+    page = _Page()
+    page.feed(_report(tmp_path, run).read_text(encoding="utf-8"))
+    titles = [v for k, v in page.attrs if k == "title"]
+    text = "".join(page.text)
+    for version in versions[1:]:
+        assert version["id"] in titles and version["parent"] in titles  # full ids
+        assert f"version {version['id'][:8]} · parent {version['parent'][:8]}" in text
+    assert f"best prompt version {versions[-1]['id'][:8]}" in text
+
+
+def test_report_version_ids_are_escaped_and_derived_for_old_records() -> None:
+    evil = '"><i>x</i>'
+    result: dict[str, Any] = {
+        "initial_prompt": "p",
+        "best_prompt": "q",
+        "iterations": [{"iteration": 1, "system_prompt": "q", "is_best": True}],
+        "prompt_versions": [
+            {"id": "root" + evil, "iteration": 0, "text": "p"},
+            {"id": "v1" + evil, "parent": "root" + evil, "iteration": 1, "text": "q"},
+        ],
+    }
+    page = _Page()
+    page.feed(render_report(result))
+    assert "i" not in page.tags
+    assert {"v1" + evil, "root" + evil} <= {v for k, v in page.attrs if k == "title"}
+    # A record written before prompt_versions: the same ids, derived as reflex.versions does.
+    from reflex.versions import version_id
+
+    del result["prompt_versions"]
+    page = _Page()
+    page.feed(render_report(result))
+    root = version_id(None, "p")
+    assert {root, version_id(root, "q")} <= {v for k, v in page.attrs if k == "title"}
+
+
+def test_show_prints_version_ids(fake_model: FakeModel, tmp_path: Path) -> None:
+    import json
+
+    run = _run(tmp_path)
+    versions = json.loads((run / "result.json").read_text(encoding="utf-8"))["prompt_versions"]
+    res = CliRunner().invoke(build_cli(), ["show", run.name, "--run-dir", str(tmp_path / "rd")])
+    assert res.exit_code == 0, res.output
+    assert f"version     {versions[-1]['id']} (best prompt)" in res.output
+    for version in versions[1:]:
+        rows = [line for line in res.output.splitlines() if line.startswith("   ")]
+        row = next(line for line in rows if version["id"] in line)
+        assert row.split()[0] == str(version["iteration"]) and version["parent"] in row
