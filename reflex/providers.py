@@ -15,6 +15,9 @@ from typing import Any
 
 from reflex.cache import CachedResponse, ResponseCache, cache_key
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
+from reflex.inflight import Ticket, ticket_var
+from reflex.inflight import install as install_wire_gate
+from reflex.litellm_call import Completion, call_once
 from reflex.retry import RetryPolicy, first_line, is_rate_limit, is_transient, permanent_message
 from reflex.usage import Ledger, Role
 
@@ -70,6 +73,7 @@ def load_litellm() -> Any:
         import litellm
 
         litellm.suppress_debug_info = True
+        install_wire_gate(litellm)
         _LOADED["litellm"] = litellm
     _install_custom_providers(_LOADED["litellm"])
     return _LOADED["litellm"]
@@ -129,18 +133,6 @@ class ModelSpec:
         return kwargs
 
 
-@dataclass(frozen=True)
-class Completion:
-    """One answered call. Usage numbers are the original call's, also on a cache hit."""
-
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float | None
-    cached: bool
-    attempts: int
-
-
 RetryListener = Callable[[str, int, BaseException, float], None]
 
 
@@ -169,7 +161,11 @@ class ProviderClient:
         self._rng = random.Random(seed)
         self._on_retry = on_retry
         self._semaphore: asyncio.Semaphore | None = None
+        self._admission: asyncio.Semaphore | None = None
         self._semaphore_loop: asyncio.AbstractEventLoop | None = None
+        # model -> whether its requests pass the wire gate (reflex/inflight.py): then the slot
+        # is held only while the request is out, and CPU work overlaps other calls' waits.
+        self._wired: dict[str, bool] = {}
         # ``owner`` (the run id) marks what this run paid for, so a resumed run that replays
         # its history from the cache counts those calls exactly once, as the original did.
         self.owner = owner
@@ -185,8 +181,22 @@ class ProviderClient:
         loop = asyncio.get_running_loop()
         if self._semaphore is None or self._semaphore_loop is not loop:
             self._semaphore = asyncio.Semaphore(self.max_workers)
+            # Calls allowed inside LiteLLM at once when the wire gate counts requests: twice the
+            # limit, so the next requests are built while the current ones are out.
+            self._admission = asyncio.Semaphore(2 * self.max_workers)
             self._semaphore_loop = loop
         return self._semaphore
+
+    async def _call_in_slot(
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role
+    ) -> Completion:
+        limit = self._limit()
+        if self._wired.get(spec.model):
+            assert self._admission is not None
+            async with self._admission:
+                return await self._call_with_retries(spec, messages, role, Ticket(limit, False))
+        async with limit:
+            return await self._call_with_retries(spec, messages, role, Ticket(limit, True))
 
     def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> str:
         return cache_key(self.namespace, spec.model, spec.cache_params(), messages)
@@ -232,8 +242,7 @@ class ProviderClient:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            async with self._limit():
-                completion = await self._call_with_retries(spec, messages, role)
+            completion = await self._call_in_slot(spec, messages, role)
             self.ledger.add_call(
                 role, completion.prompt_tokens, completion.completion_tokens, completion.cost
             )
@@ -264,14 +273,14 @@ class ProviderClient:
         return completion
 
     async def _call_with_retries(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role, ticket: Ticket
     ) -> Completion:
         attempt = 0
         while True:
             attempt += 1
             await self._respect_backoff()
             try:
-                return await _call_once(spec, messages, attempt)
+                return await self._attempt(spec, messages, attempt, ticket)
             except Exception as exc:  # classified right below: permanent or transient
                 if not is_transient(exc):
                     raise ProviderError(
@@ -300,6 +309,16 @@ class ProviderClient:
                 else:
                     await asyncio.sleep(delay)
 
+    async def _attempt(
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int, ticket: Ticket
+    ) -> Completion:
+        token = ticket_var.set(ticket)
+        try:
+            return await call_once(load_litellm(), spec, messages, attempt)
+        finally:
+            ticket_var.reset(token)
+            self._wired[spec.model] = ticket.seen  # learnt from the call the transport carried
+
     async def _respect_backoff(self) -> None:
         loop = asyncio.get_running_loop()
         waited = False
@@ -307,35 +326,6 @@ class ProviderClient:
             waited = True
             await asyncio.sleep(wait)
         self.backoff_waits += waited
-
-
-async def _call_once(
-    spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int
-) -> Completion:
-    litellm = load_litellm()
-    quiet = _skip_litellm_logging(litellm)
-    try:
-        response = await litellm.acompletion(
-            model=spec.model, messages=list(messages), **spec.call_kwargs()
-        )
-    finally:
-        if quiet is not None:
-            quiet.var.reset(quiet)
-    choice = response.choices[0]
-    text = choice.message.content
-    if text is None:
-        text = ""
-    usage = getattr(response, "usage", None)
-    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-    return Completion(
-        str(text),
-        prompt_tokens,
-        completion_tokens,
-        _cost(litellm, response),
-        cached=False,
-        attempts=attempt,
-    )
 
 
 def _as_cached(completion: Completion) -> Completion:
@@ -347,50 +337,3 @@ def _as_cached(completion: Completion) -> Completion:
         cached=True,
         attempts=0,
     )
-
-
-_LITELLM_CALLBACK_LISTS = (
-    "callbacks",
-    "success_callback",
-    "_async_success_callback",
-    "failure_callback",
-    "_async_failure_callback",
-    "input_callback",
-    "_async_input_callback",
-)
-
-
-def _skip_litellm_logging(litellm: Any) -> Any:
-    """Turn off LiteLLM's per-call logging for this call when nobody listens to it.
-
-    With no LiteLLM callback registered, its success/failure handlers only build a logging
-    payload nobody reads (~1 ms of CPU per call; we keep our own ledger and events). LiteLLM marks
-    such calls with its ``is_internal_call`` context variable, which skips exactly that dispatch;
-    the response, its usage and its ``response_cost`` are computed as before. A user who adds a
-    LiteLLM callback (e.g. ``mlflow.litellm.autolog()``) gets full logging again. Returns the
-    token to reset, or None when logging stays on (or this LiteLLM has no such switch).
-    """
-    if any(getattr(litellm, name, None) for name in _LITELLM_CALLBACK_LISTS):
-        return None
-    internal = getattr(litellm, "_internal_context", None)
-    flag = getattr(internal, "is_internal_call", None)
-    return None if flag is None else flag.set(True)
-
-
-# Models LiteLLM could not price once: asking again costs ~0.3 ms per call and cannot succeed.
-_UNPRICED: set[str] = set()
-
-
-def _cost(litellm: Any, response: Any) -> float | None:
-    hidden = getattr(response, "_hidden_params", None) or {}
-    cost = hidden.get("response_cost")
-    if cost is not None:
-        return float(cost)
-    model = str(getattr(response, "model", "") or "") + "|" + str(hidden.get("litellm_model_name"))
-    if model in _UNPRICED:
-        return None
-    try:
-        return float(litellm.completion_cost(completion_response=response))
-    except Exception:  # noqa: BLE001 - unknown models have no price; cost stays unknown
-        _UNPRICED.add(model)
-        return None

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from reflex import providers
+from reflex import litellm_call
 from reflex.cache import CachedResponse, ResponseCache
 from reflex.errors import StorageError
 from reflex.providers import ModelSpec, ProviderClient, load_litellm
@@ -120,13 +120,13 @@ def test_litellm_logging_is_skipped_only_when_nobody_listens(
 ) -> None:
     litellm = load_litellm()
     flag = litellm._internal_context.is_internal_call
-    token = providers._skip_litellm_logging(litellm)
+    token = litellm_call._skip_litellm_logging(litellm)
     assert token is not None and flag.get() is True
     flag.reset(token)
     assert flag.get() is False
     monkeypatch.setattr(litellm, "success_callback", [lambda *a: None])
-    assert providers._skip_litellm_logging(litellm) is None
-    assert providers._skip_litellm_logging(SimpleNamespace()) is None  # no such switch
+    assert litellm_call._skip_litellm_logging(litellm) is None
+    assert litellm_call._skip_litellm_logging(SimpleNamespace()) is None  # no such switch
 
 
 def test_a_litellm_callback_still_sees_every_call(
@@ -158,9 +158,9 @@ def test_an_unpriced_model_is_looked_up_once(monkeypatch: pytest.MonkeyPatch) ->
 
     fake_litellm = SimpleNamespace(completion_cost=completion_cost)
     response = SimpleNamespace(model="nowhere-model-x", _hidden_params={"response_cost": None})
-    monkeypatch.setattr(providers, "_UNPRICED", set())
-    assert providers._cost(fake_litellm, response) is None
-    assert providers._cost(fake_litellm, response) is None
+    monkeypatch.setattr(litellm_call, "_UNPRICED", set())
+    assert litellm_call._cost(fake_litellm, response) is None
+    assert litellm_call._cost(fake_litellm, response) is None
     assert len(asked) == 1
     priced = SimpleNamespace(model="nowhere-model-x", _hidden_params={"response_cost": 0.5})
-    assert providers._cost(fake_litellm, priced) == 0.5  # LiteLLM's own price still wins
+    assert litellm_call._cost(fake_litellm, priced) == 0.5  # LiteLLM's own price still wins
