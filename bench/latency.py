@@ -16,7 +16,7 @@ import asyncio
 import time
 from typing import Any
 
-from _common import Row, emit, endpoint, examples, make_session, warm_up
+from _common import MODEL, Row, emit, endpoint, examples, make_session, warm_up
 
 from reflex.callbacks import Callback
 from reflex.runner import LoopRunner
@@ -58,7 +58,7 @@ def bare_litellm(url: str, n: int, workers: int, tag: str) -> tuple[float, float
         async def one(i: int) -> Any:
             async with limit:
                 return await litellm.acompletion(
-                    model="openai/bench",
+                    model=MODEL,
                     messages=[
                         {"role": "system", "content": "Answer briefly."},
                         {"role": "user", "content": f"{tag} question {i}"},

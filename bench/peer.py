@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import Row, emit, endpoint, examples, make_session, warm_up, write_jsonl
+from _common import MODEL, Row, emit, endpoint, examples, make_session, warm_up, write_jsonl
 
 LATENCY = 0.1
 
@@ -38,7 +38,7 @@ def run_peer(peer: str, url: str, n: int, workers: int, work: Path) -> tuple[flo
         str(data),
         str(work / "prompt.md"),
         "-m",
-        "openai/bench",
+        MODEL,
         "--input-field",
         "input",
         "--output-field",

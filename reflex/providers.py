@@ -15,8 +15,6 @@ from typing import Any
 
 from reflex.cache import CachedResponse, ResponseCache, cache_key
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
-from reflex.inflight import Ticket, ticket_var
-from reflex.inflight import install as install_wire_gate
 from reflex.litellm_call import Completion, call_once
 from reflex.retry import RetryPolicy, first_line, is_rate_limit, is_transient, permanent_message
 from reflex.usage import Ledger, Role
@@ -73,7 +71,6 @@ def load_litellm() -> Any:
         import litellm
 
         litellm.suppress_debug_info = True
-        install_wire_gate(litellm)
         _LOADED["litellm"] = litellm
     _install_custom_providers(_LOADED["litellm"])
     return _LOADED["litellm"]
@@ -161,11 +158,7 @@ class ProviderClient:
         self._rng = random.Random(seed)
         self._on_retry = on_retry
         self._semaphore: asyncio.Semaphore | None = None
-        self._admission: asyncio.Semaphore | None = None
         self._semaphore_loop: asyncio.AbstractEventLoop | None = None
-        # model -> whether its requests pass the wire gate (reflex/inflight.py): then the slot
-        # is held only while the request is out, and CPU work overlaps other calls' waits.
-        self._wired: dict[str, bool] = {}
         # ``owner`` (the run id) marks what this run paid for, so a resumed run that replays
         # its history from the cache counts those calls exactly once, as the original did.
         self.owner = owner
@@ -181,22 +174,8 @@ class ProviderClient:
         loop = asyncio.get_running_loop()
         if self._semaphore is None or self._semaphore_loop is not loop:
             self._semaphore = asyncio.Semaphore(self.max_workers)
-            # Calls allowed inside LiteLLM at once when the wire gate counts requests: twice the
-            # limit, so the next requests are built while the current ones are out.
-            self._admission = asyncio.Semaphore(2 * self.max_workers)
             self._semaphore_loop = loop
         return self._semaphore
-
-    async def _call_in_slot(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role
-    ) -> Completion:
-        limit = self._limit()
-        if self._wired.get(spec.model):
-            assert self._admission is not None
-            async with self._admission:
-                return await self._call_with_retries(spec, messages, role, Ticket(limit, False))
-        async with limit:
-            return await self._call_with_retries(spec, messages, role, Ticket(limit, True))
 
     def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> str:
         return cache_key(self.namespace, spec.model, spec.cache_params(), messages)
@@ -242,7 +221,8 @@ class ProviderClient:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            completion = await self._call_in_slot(spec, messages, role)
+            async with self._limit():
+                completion = await self._call_with_retries(spec, messages, role)
             self.ledger.add_call(
                 role, completion.prompt_tokens, completion.completion_tokens, completion.cost
             )
@@ -273,14 +253,14 @@ class ProviderClient:
         return completion
 
     async def _call_with_retries(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role, ticket: Ticket
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role
     ) -> Completion:
         attempt = 0
         while True:
             attempt += 1
             await self._respect_backoff()
             try:
-                return await self._attempt(spec, messages, attempt, ticket)
+                return await call_once(load_litellm(), spec, messages, attempt)
             except Exception as exc:  # classified right below: permanent or transient
                 if not is_transient(exc):
                     raise ProviderError(
@@ -308,16 +288,6 @@ class ProviderClient:
                     self._resume_at = max(self._resume_at, resume)
                 else:
                     await asyncio.sleep(delay)
-
-    async def _attempt(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int, ticket: Ticket
-    ) -> Completion:
-        token = ticket_var.set(ticket)
-        try:
-            return await call_once(load_litellm(), spec, messages, attempt)
-        finally:
-            ticket_var.reset(token)
-            self._wired[spec.model] = ticket.seen  # learnt from the call the transport carried
 
     async def _respect_backoff(self) -> None:
         loop = asyncio.get_running_loop()
