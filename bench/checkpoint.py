@@ -15,6 +15,7 @@ reflex.resume), so its cost is the replay of every cached call plus the unfinish
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import signal
@@ -40,10 +41,18 @@ def rows(n: int) -> list[dict[str, str]]:
     ]
 
 
+PROPOSALS = itertools.count(1)
+
+
 def answer(request: Any) -> str:
-    """Task: right on every third row; reasoner: a new prompt per iteration (never cached)."""
+    """Task: right on every third row; reasoner: a prompt no earlier proposal made.
+
+    Every candidate is new, so every iteration pays for its evaluations (a repeated proposal
+    would be served from the cache). The process id keeps the resumed tail's proposals apart
+    from the killed child's, whose counter the parent never sees.
+    """
     if request.model == "fake/reasoner":
-        n = request.user.count("iteration ")
+        n = f"{os.getpid()}.{next(PROPOSALS)}"
         return f"<edit>variant {n}</edit><prompt>{START} Variant {n}: answer in one word.</prompt>"
     index = int(request.user.split()[1].rstrip(":"))
     return "positive" if index % 3 == 0 else "I think it is positive."

@@ -20,7 +20,8 @@ class Budget:
     for a pipeline that calls a model several times (cache hits are free). The engine reserves
     room for the final test evaluation so a budget never leaves a run without its honest final
     measurement: the task requests the baseline made on the test rows, paid or served from the
-    cache.
+    cache, and what those requests (and their judge calls) cost, a cache hit at its original
+    call's cost (a new prompt pays for each).
     """
 
     limits: BudgetConfig

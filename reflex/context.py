@@ -72,6 +72,8 @@ class StrategyContext:
             held_out={"val": val, "test": test or ()},
             seed_texts=[initial_prompt, *self.prompt_spec.components.values()],
         )
+        # (prompt, span flags) from the latest ``leakage_screen``, for that prompt's record.
+        self._screened: tuple[str, list[LeakageFlag]] | None = None
         self.best_val: float | None = initial_val.mean_score if initial_val else None
         self._initial_val = initial_val
         self._since_best = 0
@@ -94,6 +96,17 @@ class StrategyContext:
     def budget(self) -> Budget:
         """The run's budget (limits, spend so far, and the token/cost ledger); read-only use."""
         return self._session.budget
+
+    @property
+    def calls_per_row(self) -> float:
+        """Task-model calls one (example, model) evaluation makes, for budget plans.
+
+        1.0 for a plain run; a pipeline's average so far (1.0 before its first run).
+        """
+        pipeline = self._session.evaluator.pipeline
+        if pipeline is None or pipeline.runs == 0:
+            return 1.0
+        return pipeline.calls / pipeline.runs
 
     @property
     def iteration(self) -> int:
@@ -181,6 +194,18 @@ class StrategyContext:
         templates = self.config.reasoning_templates
         return self._session.runner.run(compare_all(call, metric, rows, templates))
 
+    def leakage_screen(self, prompt: str) -> str | None:
+        """Check a candidate for copied held-out text before a strategy scores it on val itself.
+
+        Returns the rejection reason under ``strict_leakage`` when it copies some (pass it as
+        ``record_iteration(..., rejected=reason)`` and skip the val evaluation), else None.
+        The flags land on the next ``record_iteration`` of this prompt (and its ``leakage``
+        event), exactly as when ``record_iteration`` screens the candidate itself.
+        """
+        flags = self._leakage.screen(prompt)
+        self._screened = (prompt, flags)
+        return self._leakage.reject(flags)
+
     def record_iteration(
         self,
         prompt: str,
@@ -201,7 +226,7 @@ class StrategyContext:
         components (``prompt`` must be their rendering); kept as ``best_components`` if it wins.
         Leakage flags (see :mod:`reflex.leakage`) are recorded; ``strict_leakage`` rejects them.
         """
-        leaks = self._leakage.screen(prompt) if failed is None and rejected is None else []
+        leaks = self._span_flags(prompt, failed, rejected)
         rejected = rejected or self._leakage.reject(leaks)  # before val is paid for
         val = None
         if failed is None and rejected is None and len(self.val):
@@ -237,6 +262,21 @@ class StrategyContext:
         self._update_stop()
         self._publish(record)
         return record
+
+    def _span_flags(
+        self, prompt: str, failed: str | None, rejected: str | None
+    ) -> list[LeakageFlag]:
+        """Span flags for the candidate's record.
+
+        From ``leakage_screen`` when it screened this prompt last, else screened now unless the
+        candidate failed or was rejected before val.
+        """
+        screened, self._screened = self._screened, None
+        if failed is not None:
+            return []
+        if screened is not None and screened[0] == prompt:
+            return list(screened[1])
+        return self._leakage.screen(prompt) if rejected is None else []
 
     def _log_leakage(self, record: IterationRecord, leaks: Sequence[LeakageFlag]) -> None:
         if leaks:  # session.event skips it while a resumed run replays what it logged

@@ -153,10 +153,12 @@ class Engine:
     def _lifecycle(self, session: Session, prompt: str, result: OptimizationResult) -> None:
         session.dispatcher.emit("on_run_start", session.config, prompt)
         self._preflight(session, prompt)
-        requests = _task_requests(session)
+        requests, cost = _task_requests(session), _evaluation_cost(session)
         result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
         session.emit("on_baseline", result.baseline)
-        self._reserve_final(session, _task_requests(session) - requests)
+        self._reserve_final(
+            session, _task_requests(session) - requests, _evaluation_cost(session) - cost
+        )
         ctx = self._optimize(session, prompt, result)
         result.best_prompt, result.best_score = ctx.best_prompt, ctx.best_val
         result.best_components = ctx.best_components
@@ -241,13 +243,18 @@ class Engine:
             "the model, or pass --allow-degenerate-seed"
         )
 
-    def _reserve_final(self, session: Session, baseline_requests: int) -> None:
+    def _reserve_final(
+        self, session: Session, baseline_requests: int, baseline_cost: float
+    ) -> None:
         # Keep room for the final test evaluation: the same rows, so the task requests the
         # baseline made, paid or served from the cache (a new prompt pays for each); at least
         # one per row and model. A pipeline makes several per row (a plain run exactly one).
+        # Likewise their cost, judge calls included: a cache hit counts what its original call
+        # cost, so a baseline served from a cache shared with earlier runs still reserves the
+        # final's money. An unpriced model reserves no cost (unknown, as --max-cost sees it).
         rows = len(self.split.test) * len(self.config.models)
         session.budget.reserved_calls = max(rows, baseline_requests)
-        session.budget.reserved_cost = session.client.ledger.by_role["task"].cost
+        session.budget.reserved_cost = baseline_cost
 
     def _open_session(self, prompt: str) -> Session:
         resume = self.resume
@@ -375,6 +382,12 @@ def _task_requests(session: Session) -> int:
     """Task-model requests so far: paid calls (replays of this run's own included) and hits."""
     usage = session.client.ledger.by_role["task"]
     return usage.calls + usage.cache_hits
+
+
+def _evaluation_cost(session: Session) -> float:
+    """Known cost of the task and judge requests so far: paid, plus what cache hits had cost."""
+    by_role = session.client.ledger.by_role
+    return sum(by_role[role].cost + by_role[role].cached_cost for role in ("task", "judge"))
 
 
 def _version() -> str:

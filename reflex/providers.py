@@ -196,14 +196,14 @@ class ProviderClient:
         key = self.key(spec, messages)
         if key in self._inflight:  # the same request is already being paid for: share it
             shared = await asyncio.shield(self._inflight[key])
-            self.ledger.add_cache_hit(role)
+            self.ledger.add_cache_hit(role, shared.cost)
             return _as_cached(shared)
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             if self._replays(key, hit):
                 self.ledger.add_call(role, hit.prompt_tokens, hit.completion_tokens, hit.cost)
             else:
-                self.ledger.add_cache_hit(role)
+                self.ledger.add_cache_hit(role, hit.cost)
             self._seen.add(key)
             return Completion(
                 hit.text,

@@ -17,6 +17,8 @@ class Usage:
     """Totals for one role.
 
     ``cost`` sums the calls whose cost is known; ``cost_unknown`` counts the rest.
+    ``cached_cost`` is what the cache hits' original calls cost: saved, not spent (the engine
+    reserves the final test evaluation's cost from it when the baseline came from the cache).
     """
 
     calls: int = 0
@@ -26,6 +28,7 @@ class Usage:
     completion_tokens: int = 0
     cost: float = 0.0
     cost_unknown: int = 0
+    cached_cost: float = 0.0
 
     @property
     def tokens(self) -> int:
@@ -55,9 +58,13 @@ class Ledger:
             else:
                 usage.cost += cost
 
-    def add_cache_hit(self, role: Role) -> None:
+    def add_cache_hit(self, role: Role, cost: float | None = None) -> None:
+        """A free answer; ``cost`` is what the original call cost (None when unknown)."""
         with self._lock:
-            self.by_role[role].cache_hits += 1
+            usage = self.by_role[role]
+            usage.cache_hits += 1
+            if cost is not None:
+                usage.cached_cost += cost
 
     def add_retry(self, role: Role) -> None:
         with self._lock:
@@ -77,6 +84,7 @@ class Ledger:
                 ):
                     setattr(total, name, getattr(total, name) + getattr(usage, name))
                 total.cost += usage.cost
+                total.cached_cost += usage.cached_cost
             return total
 
     def to_dict(self) -> dict[str, Any]:

@@ -4,10 +4,14 @@ Evidence: whether train references form a label set (so ``instructions`` has can
 how many rows have references, how the best prompt so far fails on a probe batch (format
 failures: the output contains the reference but is not it; content failures: anything else),
 the iterations and metric calls left, and what each earlier phase gained on val.
+
+``calls_per_iteration`` is in model calls, like the budget: (batch + val rows) x task models x
+the calls each row makes (``StrategyContext.calls_per_row``: several for a pipeline).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -82,8 +86,13 @@ def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
         content_failures=round(content, 4),
         remaining_iterations=max(0, ctx.max_iterations - ctx.iteration),
         remaining_calls=_remaining_calls(ctx),
-        calls_per_iteration=ctx.batch_size + len(ctx.val),
+        calls_per_iteration=_calls_per_iteration(ctx),
     )
+
+
+def _calls_per_iteration(ctx: StrategyContext) -> int:
+    rows = (ctx.batch_size + len(ctx.val)) * len(ctx.config.models)
+    return math.ceil(rows * ctx.calls_per_row)
 
 
 def _format_failure(output: str, ideal: str | None) -> bool:

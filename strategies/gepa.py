@@ -11,7 +11,9 @@ see :mod:`reflex.prompts`). Each iteration:
    rewrites of that component that did not help, and let it rewrite one component
    (round-robin) or all of them;
 4. run the child on the same minibatch; accept it only if it scores strictly higher, and only
-   then score it on the whole validation set (it joins the front).
+   then score it on the whole validation set (it joins the front). Under ``strict_leakage`` a
+   child (or merge) that copies held-out text is rejected before that val evaluation
+   (``ctx.leakage_screen``).
 
 After an accepted child, a multi-component run tries one *merge*: two candidates that improved
 different components since a common ancestor are combined, and the merge is kept if it does at
@@ -19,10 +21,10 @@ least as well as the better of them on a minibatch. Without a val split the fron
 the train split instead.
 
 Calls per proposal: ``2 * minibatch_size`` (parent, child) per task model, plus ``len(val)``
-when accepted. The plan is logged (``budget_plan`` event) before the search starts, with a
-warning when the metric-call budget buys fewer than ``min_proposals`` proposals. The lineage
-(parents, changed component, scores) is ``ctx.state["lineage"]``, reported as
-``result.lineage``.
+when accepted, times the model calls a pipeline makes per row (its average so far). The plan
+is logged (``budget_plan`` event) before the search starts, with a warning when the metric-call
+budget buys fewer than ``min_proposals`` proposals. The lineage (parents, changed component,
+scores) is ``ctx.state["lineage"]``, reported as ``result.lineage``.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ class GepaStrategy:
             available=plan.available,
             per_rejected=plan.per_rejected,
             per_accepted=plan.per_accepted,
+            calls_per_row=round(plan.calls_per_row, 3),
             proposals_if_all_accepted=plan.proposals(accepted=True),
             proposals_if_all_rejected=plan.proposals(accepted=False),
         )
@@ -207,6 +210,8 @@ class GepaStrategy:
                 components=child,
             )
             return
+        if self._leaks(ctx, text, after, notes, change, child):
+            return
         full = ctx.evaluate(text, pool, label="val")
         ctx.record_iteration(
             text,
@@ -227,6 +232,34 @@ class GepaStrategy:
         )
         self._add(ctx, cand, full)
         self._merge_due = True
+
+    def _leaks(
+        self,
+        ctx: StrategyContext,
+        text: str,
+        after: EvalSnapshot,
+        notes: str,
+        change: float,
+        components: dict[str, str],
+    ) -> bool:
+        """True, and recorded as rejected, when strict leakage screening refuses ``text``.
+
+        Checked before the Pareto-set (val) evaluation: a candidate copying held-out text is
+        never scored on val, so it costs no val calls and its val scores never reach the front.
+        """
+        reason = ctx.leakage_screen(text)
+        if reason is None:
+            return False
+        ctx.record_iteration(
+            text,
+            after,
+            reasoning=notes,
+            accepted=False,
+            change=change,
+            rejected=reason,
+            components=components,
+        )
+        return True
 
     def _propose(
         self, ctx: StrategyContext, parent: Candidate, before: EvalSnapshot
@@ -310,6 +343,8 @@ class GepaStrategy:
                 components=merged,
                 rejected=f"merge scored {after.mean_score:.3f} < {best:.3f}",
             )
+            return
+        if self._leaks(ctx, text, after, notes, after.mean_score - best, merged):
             return
         full = ctx.evaluate(text, pool, label="val")
         ctx.record_iteration(

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from conftest import KEYWORD, make_rows, responder
 from pydantic import BaseModel, ConfigDict
+from test_gepa import three_calls
 
 from reflex import OptimizationResult, PromptOptimizer
 from reflex.context import StrategyContext
@@ -154,6 +155,19 @@ def test_registered_auto_eligible_strategy_gets_its_options(tmp_path: Path) -> N
     )
     assert [p["phase"] for p in result.phase_history] == ["echo_suffix"]
     assert result.iterations[0].system_prompt == START + " X."
+
+
+def test_evidence_counts_a_pipelines_model_calls_per_iteration(tmp_path: Path) -> None:
+    FakeModel(responder).install()
+
+    def per_iteration(run: PromptOptimizer) -> int:
+        result = run.configure(max_iterations=1, batch_size=4).run(START)
+        return int(result.phase_history[0]["evidence"]["calls_per_iteration"])
+
+    plain = per_iteration(builder(tmp_path / "plain", axes=["iterative"]))
+    piped = builder(tmp_path / "piped", axes=["iterative"]).set_pipeline(three_calls)
+    assert plain == 4 + 8  # batch_size + 8 val rows, one call each
+    assert per_iteration(piped) == 3 * plain
 
 
 def test_unknown_axis_is_refused(tmp_path: Path) -> None:

@@ -138,6 +138,9 @@ def test_cache_hit_keeps_the_original_cost(
     assert first.cost == pytest.approx(4 * 0.01 + 4 * 0.02)
     assert second.cached and second.cost == first.cost
     assert client.ledger.by_role["task"].cost == pytest.approx(first.cost)
+    # Saved, not spent: the hit is recorded at the original call's cost apart from ``cost``.
+    assert client.ledger.by_role["task"].cached_cost == pytest.approx(first.cost)
+    assert client.ledger.total().cached_cost == pytest.approx(first.cost)
 
 
 @pytest.mark.parametrize(

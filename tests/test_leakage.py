@@ -303,6 +303,63 @@ def test_implausible_gain_is_flagged_and_strict_rejects_it(
     assert not record.is_best and strict.best_prompt == START
 
 
+class ScriptedGepa:
+    """Task: right on every row with KEYWORD, else only on rows 0, 3, 6, ...; the reasoning
+    model proposes LEAKY (copies test row r004) first and CLEAN afterwards."""
+
+    def __init__(self) -> None:
+        self.proposals = 0
+
+    def __call__(self, request: FakeRequest) -> str:
+        if request.model == "fake/reasoner":
+            self.proposals += 1
+            return f"<prompt>{LEAKY if self.proposals == 1 else CLEAN}</prompt>"
+        index = int(request.user.split()[1].rstrip(":"))
+        return "positive" if KEYWORD in request.system or index % 3 == 0 else "negative"
+
+
+def gepa_builder(run_dir: Path) -> PromptOptimizer:
+    return (
+        PromptOptimizer()
+        .set_dataset(rows())
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_strategy("gepa")
+        .set_reasoning_model("fake/reasoner")
+        .set_run_dir(run_dir)
+        .configure(max_workers=2, max_iterations=4, early_stopping_patience=None)
+    )
+
+
+def test_strict_gepa_rejects_a_leaky_child_before_its_pareto_val_evaluation(
+    tmp_path: Path,
+) -> None:
+    fake = FakeModel(ScriptedGepa()).install()
+    result = gepa_builder(tmp_path).set_strict_leakage().run(START)
+    assert val_calls(fake, LEAKY) == 0  # neither gepa nor record_iteration paid for val
+    [leaky] = [r for r in result.iterations if r.system_prompt == LEAKY]
+    assert leaky.rejected is not None and leaky.rejected.startswith("leakage: copies 14 words")
+    assert "r004" in leaky.rejected and leaky.val_score is None and not leaky.accepted
+    assert [(f["split"], f["example_id"]) for f in leaky.leakage] == [("test", "r004")]
+    assert result.best_prompt == CLEAN and val_calls(fake, CLEAN) == 6
+    assert [c["kind"] for c in result.lineage] == ["seed", "reflection"]  # not on the front
+    [event] = [e for e in events(result.run_dir) if e["type"] == "leakage"]
+    assert event["rejected"] == leaky.rejected and event["iteration"] == leaky.iteration
+
+
+def test_lax_gepa_scores_a_leaky_child_on_val_and_records_the_flag(tmp_path: Path) -> None:
+    fake = FakeModel(ScriptedGepa()).install()
+    result = gepa_builder(tmp_path).run(START)
+    leaky, *later = [r for r in result.iterations if r.system_prompt == LEAKY]
+    assert later and all("is perfect" in str(r.rejected) and not r.leakage for r in later)
+    assert val_calls(fake, LEAKY) == 6 and leaky.rejected is None
+    assert leaky.accepted and leaky.is_best and result.best_prompt == LEAKY
+    assert [(f["split"], f["example_id"]) for f in leaky.leakage] == [("test", "r004")]
+    assert [c["kind"] for c in result.lineage] == ["seed", "reflection"]
+    [warning] = [w for w in result.warnings if w["kind"] == "leakage"]
+    assert "not rejected" in warning["message"]
+
+
 def test_leakage_thresholds_are_run_settings() -> None:
     opt = PromptOptimizer().configure(leakage_min_words=20, leakage_gain_ratio=5.0)
     assert opt.set_strict_leakage().clone()._settings["strict_leakage"] is True
