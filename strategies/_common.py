@@ -14,10 +14,13 @@ a rejected candidate then saves more val calls than the minibatch cost.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from reflex.context import StrategyContext
 from reflex.result import EvalSnapshot, IterationRecord
 from reflex.types import Example
+
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
 
 __all__ = ["join_sections", "references", "screening_batch", "try_candidate"]
 

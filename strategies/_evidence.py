@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
-
-from reflex.context import StrategyContext
+from typing import TYPE_CHECKING, Any
 
 from .instructions import InstructionsOptions, instruction_candidates
+
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
 
 __all__ = ["DATA_AXES", "PRIORITY", "Evidence", "PhaseOutcome", "choose_axis", "gather_evidence"]
 

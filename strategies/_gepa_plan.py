@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from reflex.context import StrategyContext
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
+
 
 __all__ = ["BudgetPlan", "plan_budget"]
 

@@ -24,11 +24,10 @@ Early stopping ends a phase, not the run; the budget, the score threshold or
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.context import StrategyContext
 from reflex.errors import ConfigurationError
 from reflex.hookspecs import hookimpl
 from reflex.types import Strategy
@@ -39,6 +38,9 @@ from .instructions import InstructionsOptions, InstructionsStrategy
 from .iterative import IterativeOptions, IterativeStrategy
 from .pdo import PDOOptions, PDOStrategy
 from .structural import StructuralOptions, StructuralStrategy
+
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
 
 __all__ = ["AutoOptions", "AutoStrategy", "plan_iterations", "register_strategies"]
 

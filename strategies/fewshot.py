@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.types import Example
 
 from ._common import join_sections, screening_batch, try_candidate
+
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
 
 __all__ = ["Demo", "FewshotOptions", "FewshotStrategy", "register_strategies", "render_demos"]
 

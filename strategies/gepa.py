@@ -32,11 +32,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.reasoning import ask, parse_proposal, render, system_prompt
 from reflex.result import EvalSnapshot, Sample
@@ -46,6 +45,9 @@ from ._gepa_plan import BudgetPlan, plan_budget
 from ._merge import Candidate, find_merge
 from ._pareto import sample_parent
 from ._rows import sample_row
+
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
 
 __all__ = ["BudgetPlan", "GepaOptions", "GepaStrategy", "plan_budget", "register_strategies"]
 

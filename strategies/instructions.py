@@ -22,15 +22,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.types import Example
 
 from ._common import join_sections, references, screening_batch, try_candidate
+
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
 
 __all__ = [
     "InstructionsOptions",

@@ -11,16 +11,18 @@ recorded as rejected without a reasoning call. Its prompts are the ``iterative.*
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.reasoning import Proposal, ask, parse_proposal, render, system_prompt
 from reflex.result import EvalSnapshot, Sample
 
 from ._rows import sample_row
+
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
 
 __all__ = ["IterativeOptions", "IterativeStrategy", "register_strategies"]
 

@@ -17,15 +17,17 @@ rounds (the first time per incumbent). Edits the assembled prompt text.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.reasoning import ask, parse_prompts, render, system_prompt
 from reflex.result import EvalSnapshot
 from reflex.types import Example
+
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
 
 __all__ = ["OproOptions", "OproStrategy", "meta_history", "register_strategies"]
 

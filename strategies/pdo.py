@@ -28,11 +28,10 @@ calls per duel (more on retries). Deterministic given the seed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.reasoning import Proposal, ask, parse_prompts, parse_proposal, render, system_prompt
 from reflex.result import Sample
@@ -41,6 +40,9 @@ from reflex.types import Example
 from . import _ranking as rk
 from ._layout import TRANSFORMS, apply_transform
 from ._rows import pipeline_notes
+
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
 
 __all__ = ["PDOOptions", "PDOStrategy", "Pool", "register_strategies"]
 

@@ -11,15 +11,17 @@ Calls per iteration: ``len(val)`` per task model.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.context import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.reasoning import ask, parse_prompts, render, system_prompt
 
 from ._common import try_candidate
+
+if TYPE_CHECKING:
+    from reflex.context import StrategyContext
 
 __all__ = ["RandomOptions", "RandomStrategy", "register_strategies"]
 
