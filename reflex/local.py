@@ -347,4 +347,4 @@ def _factory(litellm: Any) -> Any:
 
 def register_local_provider() -> None:
     """Make ``local/<model>`` strings resolve to the in-process llama.cpp handler."""
-    register_provider(PROVIDER, _factory)
+    register_provider(PROVIDER, _factory, serial=True)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import random
@@ -35,12 +36,25 @@ _CUSTOM_PROVIDERS: dict[str, Callable[[Any], Any]] = {}
 _INSTALLED: dict[str, Any] = {}
 
 
-def register_provider(name: str, factory: Callable[[Any], Any]) -> None:
+# Providers whose calls run one at a time, in the order the run asked for them (see below).
+_SERIAL: set[str] = set()
+
+
+def register_provider(name: str, factory: Callable[[Any], Any], *, serial: bool = False) -> None:
     """Make ``name/<model>`` strings resolve to an in-process LiteLLM ``CustomLLM``.
 
     ``factory(litellm)`` runs once, after litellm is imported, so registering costs nothing.
+    ``serial``: the model computes one answer at a time anyway (an in-process llama.cpp), so
+    calls enter LiteLLM one by one in the order they were made. Its answers can depend on the
+    previous call (llama.cpp reuses the evaluated prompt prefix, and float rounding differs with
+    the split), and LiteLLM's thread-pool hop would otherwise let thread scheduling pick that
+    order: serial calls keep a run's outputs the same from one run to the next.
     """
     _CUSTOM_PROVIDERS[name] = factory
+    if serial:
+        _SERIAL.add(name)
+    else:
+        _SERIAL.discard(name)
     _INSTALLED.pop(name, None)
     if "litellm" in _LOADED:
         _install_custom_providers(_LOADED["litellm"])
@@ -159,6 +173,7 @@ class ProviderClient:
         self._on_retry = on_retry
         self._semaphore: asyncio.Semaphore | None = None
         self._semaphore_loop: asyncio.AbstractEventLoop | None = None
+        self._serial: dict[str, asyncio.Lock] = {}  # per serial provider, for this loop
         # ``owner`` (the run id) marks what this run paid for, so a resumed run that replays
         # its history from the cache counts those calls exactly once, as the original did.
         self.owner = owner
@@ -174,8 +189,17 @@ class ProviderClient:
         loop = asyncio.get_running_loop()
         if self._semaphore is None or self._semaphore_loop is not loop:
             self._semaphore = asyncio.Semaphore(self.max_workers)
+            self._serial = {}
             self._semaphore_loop = loop
         return self._semaphore
+
+    def _in_order(self, spec: ModelSpec) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A FIFO lock for a serial provider's calls (taken before a worker slot), else nothing."""
+        provider = spec.model.partition("/")[0]
+        if provider not in _SERIAL:
+            return contextlib.nullcontext()
+        self._limit()  # resets the locks when the loop changed
+        return self._serial.setdefault(provider, asyncio.Lock())
 
     def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> str:
         return cache_key(self.namespace, spec.model, spec.cache_params(), messages)
@@ -221,7 +245,7 @@ class ProviderClient:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            async with self._limit():
+            async with self._in_order(spec), self._limit():
                 completion = await self._call_with_retries(spec, messages, role)
             self.ledger.add_call(
                 role, completion.prompt_tokens, completion.completion_tokens, completion.cost

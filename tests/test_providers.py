@@ -378,3 +378,50 @@ def test_fake_request_is_recorded_for_each_attempt(runner: LoopRunner, litellm: 
     call(runner, ProviderClient(retry=FAST))
     assert [r.user for r in fake.requests] == ["say hi now", "say hi now"]
     assert all(isinstance(r, FakeRequest) for r in fake.requests)
+
+
+def _ordered_provider(name: str, serial: bool) -> list[str]:
+    """An in-process provider that answers in its own thread; early calls compute longest."""
+    arrived: list[str] = []
+    lock = threading.Lock()
+
+    def factory(litellm: Any) -> Any:
+        class Slow(litellm.CustomLLM):  # type: ignore[misc]
+            def completion(self, model: str, messages: list[dict[str, str]], **_: Any) -> Any:
+                index = int(messages[-1]["content"])
+                threading.Event().wait(0.012 * (6 - index))  # call 0 slowest, call 5 fastest
+                with lock:
+                    arrived.append(messages[-1]["content"])
+                return litellm.ModelResponse(
+                    choices=[{"index": 0, "message": {"role": "assistant", "content": "ok"}}]
+                )
+
+            async def acompletion(self, model: str, messages: Any, *a: Any, **kw: Any) -> Any:
+                return await asyncio.to_thread(self.completion, model, messages)
+
+        return Slow()
+
+    register_provider(name, factory, serial=serial)
+    return arrived
+
+
+@pytest.mark.parametrize("serial", [True, False])
+def test_a_serial_provider_answers_in_the_order_the_calls_were_made(
+    runner: LoopRunner, litellm: Any, serial: bool
+) -> None:
+    name = f"ordered{int(serial)}"
+    arrived = _ordered_provider(name, serial)
+    client = ProviderClient(max_workers=6, cache=None)
+
+    async def go() -> None:
+        asks = [
+            client.complete(ModelSpec(f"{name}/m"), [{"role": "user", "content": str(i)}])
+            for i in range(6)
+        ]
+        await asyncio.gather(*asks)
+
+    runner.run(go())
+    if serial:  # one call at a time, first come first served: the same order every run
+        assert arrived == ["0", "1", "2", "3", "4", "5"]
+    else:  # the control: concurrent calls finish in whatever order their threads do
+        assert arrived != ["0", "1", "2", "3", "4", "5"]
