@@ -153,12 +153,11 @@ class Engine:
     def _lifecycle(self, session: Session, prompt: str, result: OptimizationResult) -> None:
         session.dispatcher.emit("on_run_start", session.config, prompt)
         self._preflight(session, prompt)
-        requests, cost = _task_requests(session), _evaluation_cost(session)
+        requests, cost = _requests_and_cost(session)
         result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
         session.emit("on_baseline", result.baseline)
-        self._reserve_final(
-            session, _task_requests(session) - requests, _evaluation_cost(session) - cost
-        )
+        after_requests, after_cost = _requests_and_cost(session)
+        self._reserve_final(session, after_requests - requests, after_cost - cost)
         ctx = self._optimize(session, prompt, result)
         result.best_prompt, result.best_score = ctx.best_prompt, ctx.best_val
         result.best_components = ctx.best_components
@@ -378,16 +377,13 @@ class Engine:
         session.store.write_json("result.json", result.to_dict())
 
 
-def _task_requests(session: Session) -> int:
-    """Task-model requests so far: paid calls (replays of this run's own included) and hits."""
-    usage = session.client.ledger.by_role["task"]
-    return usage.calls + usage.cache_hits
-
-
-def _evaluation_cost(session: Session) -> float:
-    """Known cost of the task and judge requests so far: paid, plus what cache hits had cost."""
+def _requests_and_cost(session: Session) -> tuple[int, float]:
+    """Task-model requests so far (paid, replays of this run's own included, and cache hits),
+    and the known cost of task and judge requests (paid, plus what cache hits had cost)."""
     by_role = session.client.ledger.by_role
-    return sum(by_role[role].cost + by_role[role].cached_cost for role in ("task", "judge"))
+    task = by_role["task"]
+    cost = sum(by_role[role].cost + by_role[role].cached_cost for role in ("task", "judge"))
+    return task.calls + task.cache_hits, cost
 
 
 def _version() -> str:

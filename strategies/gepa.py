@@ -202,15 +202,7 @@ class GepaStrategy:
                 f"minibatch gate: {after.mean_score:.3f} <= parent {parent.id} "
                 f"{before.mean_score:.3f}"
             )
-            ctx.record_iteration(
-                text,
-                after,
-                reasoning=notes,
-                accepted=False,
-                change=change,
-                rejected=reason,
-                components=child,
-            )
+            _reject(ctx, text, after, notes, change, child, reason)
             return
         if self._leaks(ctx, text, after, notes, change, child):
             return
@@ -252,15 +244,7 @@ class GepaStrategy:
         reason = ctx.leakage_screen(text)
         if reason is None:
             return False
-        ctx.record_iteration(
-            text,
-            after,
-            reasoning=notes,
-            accepted=False,
-            change=change,
-            rejected=reason,
-            components=components,
-        )
+        _reject(ctx, text, after, notes, change, components, reason)
         return True
 
     def _propose(
@@ -336,15 +320,8 @@ class GepaStrategy:
         notes = f"merge of candidates {a.id} and {b.id} (components: {', '.join(changed)})"
         best = max(score_a, score_b)
         if after.mean_score < best:
-            ctx.record_iteration(
-                text,
-                after,
-                reasoning=notes,
-                accepted=False,
-                change=after.mean_score - best,
-                components=merged,
-                rejected=f"merge scored {after.mean_score:.3f} < {best:.3f}",
-            )
+            reason = f"merge scored {after.mean_score:.3f} < {best:.3f}"
+            _reject(ctx, text, after, notes, after.mean_score - best, merged, reason)
             return
         if self._leaks(ctx, text, after, notes, after.mean_score - best, merged):
             return
@@ -372,3 +349,24 @@ class GepaStrategy:
 @hookimpl
 def register_strategies(register) -> None:  # type: ignore[no-untyped-def]
     register(GepaStrategy)
+
+
+def _reject(
+    ctx: StrategyContext,
+    text: str,
+    after: EvalSnapshot,
+    notes: str,
+    change: float,
+    components: dict[str, str],
+    reason: str,
+) -> None:
+    """Record a candidate refused before its val evaluation (gate, merge or leakage)."""
+    ctx.record_iteration(
+        text,
+        after,
+        reasoning=notes,
+        accepted=False,
+        change=change,
+        rejected=reason,
+        components=components,
+    )
