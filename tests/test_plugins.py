@@ -254,13 +254,16 @@ def _invoke(args: list[str]) -> Any:
     return CliRunner().invoke(build_cli(), args, catch_exceptions=False)
 
 
+def _optimize(dataset_file: Path, prompt_file: Path, *options: str) -> Any:
+    """``optimize DATASET PROMPT -m fake/task OPTIONS...`` through the CLI."""
+    return _invoke(["optimize", str(dataset_file), str(prompt_file), "-m", "fake/task", *options])
+
+
 def test_unknown_strategy_on_cli_lists_available(
     fake_model: FakeModel, dataset_file: Path, prompt_file: Path
 ) -> None:
     register_plugin(SuffixPlugin(), name="suffix-plugin")
-    result = _invoke(
-        ["optimize", str(dataset_file), str(prompt_file), "-m", "fake/task", "-s", "nope"]
-    )
+    result = _optimize(dataset_file, prompt_file, "-s", "nope")
     assert result.exit_code == 2
     line = result.stderr.strip()
     assert line.startswith("error: unknown strategy 'nope'; available: ") and "\n" not in line
@@ -277,20 +280,15 @@ def test_unknown_strategy_option_is_one_line(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     register_plugin(SuffixPlugin(), name="suffix-plugin")
-    result = _invoke(
-        [
-            "optimize",
-            str(dataset_file),
-            str(prompt_file),
-            "-m",
-            "fake/task",
-            "--metric",
-            "length_ok",
-            "-s",
-            "suffix",
-            "--strategy-option",
-            "nope=1",
-        ]
+    result = _optimize(
+        dataset_file,
+        prompt_file,
+        "--metric",
+        "length_ok",
+        "-s",
+        "suffix",
+        "--strategy-option",
+        "nope=1",
     )
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
@@ -311,22 +309,17 @@ def test_strategy_option_reaches_strategy(
     monkeypatch.chdir(tmp_path)
     register_plugin(SuffixPlugin(), name="suffix-plugin")
     out = tmp_path / "results.json"
-    result = _invoke(
-        [
-            "optimize",
-            str(dataset_file),
-            str(prompt_file),
-            "-m",
-            "fake/task",
-            "--metric",
-            "length_ok",
-            "-s",
-            "suffix",
-            "--strategy-option",
-            "suffix= Be brief.",
-            "--results-json",
-            str(out),
-        ]
+    result = _optimize(
+        dataset_file,
+        prompt_file,
+        "--metric",
+        "length_ok",
+        "-s",
+        "suffix",
+        "--strategy-option",
+        "suffix= Be brief.",
+        "--results-json",
+        str(out),
     )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text(encoding="utf-8"))
