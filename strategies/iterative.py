@@ -3,10 +3,12 @@
 Each iteration samples a train minibatch, scores the current prompt on it, shows the reasoning
 model the worst rows plus the rewrite log (each past edit paired with the score change *that
 edit* caused on its own minibatch), and scores the revision on the same rows. The revision is
-adopted only if it scores strictly higher. An unusable answer is retried once; a second failure
-records the iteration as failed. A minibatch the current prompt already gets fully right is
-recorded as rejected without a reasoning call. Its prompts are the ``iterative.*`` templates in
-``reflex.reasoning`` (overridable by name).
+adopted only if it scores strictly higher, and only an adopted revision is measured on val
+(``val_gate``; off: every revision is): a revision no better than the current prompt on rows
+both were just scored on is not worth a val evaluation. An unusable answer is retried once; a
+second failure records the iteration as failed. A minibatch the current prompt already gets
+fully right is recorded as rejected without a reasoning call. Its prompts are the
+``iterative.*`` templates in ``reflex.reasoning`` (overridable by name).
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ class IterativeOptions(BaseModel):
     worst_k: int = Field(default=4, gt=0, description="failing examples shown per iteration")
     show_reference: bool = Field(default=True, description="show expected outputs to the reasoner")
     max_chars: int = Field(default=600, gt=20, description="truncate inputs/outputs shown")
+    val_gate: bool = Field(
+        default=True,
+        description="measure a revision on val only if it beat the current prompt on its minibatch",
+    )
 
 
 class IterativeStrategy:
@@ -78,8 +84,14 @@ class IterativeStrategy:
                     "prompt": proposal.prompt,
                 }
             )
+            gated = self.options.val_gate and not accepted
             ctx.record_iteration(
-                proposal.prompt, after, reasoning=reasoning, accepted=accepted, change=change
+                proposal.prompt,
+                after,
+                reasoning=reasoning,
+                accepted=accepted,
+                change=change,
+                rejected="no better than the current prompt on its minibatch" if gated else None,
             )
             if accepted:
                 current = proposal.prompt

@@ -261,6 +261,33 @@ def test_rewrite_log_pairs_edits_with_their_change(tmp_path: Path) -> None:
     assert log[0]["change"] == 0.0 and log[1]["change"] > 0
 
 
+@pytest.mark.parametrize("gate", [True, False])
+def test_only_adopted_revisions_are_measured_on_val(tmp_path: Path, gate: bool) -> None:
+    """A revision no better on its minibatch pays no val evaluation unless ``val_gate`` is off."""
+    count = iter(range(1, 100))
+
+    def answer(request: FakeRequest) -> str:
+        if request.model == "fake/reasoner":
+            n = next(count)
+            return f"<edit>edit {n}</edit><prompt>{START} v{n} {KEYWORD if n == 2 else ''}</prompt>"
+        return responder(request)
+
+    FakeModel(answer).install()
+    result = (
+        builder(tmp_path)
+        .set_strategy("iterative", val_gate=gate)
+        .configure(max_iterations=2, early_stopping_patience=None)
+        .run(START)
+    )
+    first, second = result.iterations
+    assert first.accepted is False and second.accepted is True and second.val_score is not None
+    if gate:
+        assert first.val_score is None and first.rejected is not None
+        assert "no better" in first.rejected
+    else:
+        assert first.val_score is not None and first.rejected is None
+
+
 def test_threshold_stops_early(fake_model: FakeModel, tmp_path: Path) -> None:
     result = builder(tmp_path).configure(score_threshold=0.9, max_iterations=5).run(START)
     assert len(result.iterations) == 1 and "threshold" in result.stop_reason
