@@ -89,24 +89,38 @@ def write_jsonl(records: Sequence[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def make_session(url: str, workers: int, run_dir: str | None = None, callbacks: Any = ()) -> Any:
-    """A full run Session (sqlite cache, ledger, budget, events, callbacks) against ``url``."""
+def make_session(
+    url: str, workers: int, run_dir: str | None = None, callbacks: Any = (), processes: int = 0
+) -> Any:
+    """A full run Session (sqlite cache, ledger, budget, events, callbacks) against ``url``.
+
+    ``processes``: client processes for LiteLLM's per-call CPU (``--client-processes``).
+    """
     from reflex.budget import Budget
     from reflex.cache import ResponseCache
     from reflex.callbacks import CallbackDispatcher
     from reflex.config import RunConfig
     from reflex.evaluate import Evaluator
     from reflex.plugins import get_registry
-    from reflex.providers import ModelSpec, ProviderClient
+    from reflex.providers import ModelSpec, ProviderClient, client_pool
     from reflex.runner import LoopRunner
     from reflex.session import Session
     from reflex.store import RunStore
 
     run_dir = run_dir or tempfile.mkdtemp(prefix="reflex-bench-")
-    config = RunConfig(models=[MODEL], api_base=url, max_workers=workers, run_dir=run_dir)
+    config = RunConfig(
+        models=[MODEL],
+        api_base=url,
+        max_workers=workers,
+        run_dir=run_dir,
+        client_processes=processes,
+    )
     store = RunStore(run_dir)
     client = ProviderClient(
-        max_workers=workers, cache=ResponseCache(store.cache_path), owner=store.run_id
+        max_workers=workers,
+        cache=ResponseCache(store.cache_path),
+        owner=store.run_id,
+        offload=client_pool(processes),
     )
     spec = ModelSpec(MODEL, api_base=url, extra={"api_key": "sk-none"})
     metric = get_registry().metric("exact_match")
@@ -128,8 +142,18 @@ def examples(n: int, prefix: str = "q") -> list[Any]:
     return list(load_dataset(rows_for(n, prefix)))
 
 
-def warm_up(url: str) -> None:
-    """Import litellm and open its HTTP client once, outside any timed region."""
-    session = make_session(url, 4)
-    session.evaluate("warm", examples(8, "warm"), "warm")
+def warm_up(url: str, processes: int = 0) -> None:
+    """Import litellm and open its HTTP clients once, outside any timed region.
+
+    With ``processes``, also wait until every client process has LiteLLM loaded.
+    """
+    import time
+
+    from reflex.providers import client_pool
+
+    pool = client_pool(processes)
+    while pool is not None and not all(worker.ready for worker in pool.workers):
+        time.sleep(0.05)
+    session = make_session(url, 4 * max(1, processes), processes=processes)
+    session.evaluate("warm", examples(8 * max(1, processes), "warm"), "warm")
     session.close()

@@ -74,9 +74,9 @@ def endpoint_requests(url: str) -> int:
         return int(json.load(response)["requests"])
 
 
-def ours(url: str, calls: int, workers: int) -> float:
-    session = make_session(url, workers)
-    rows = examples(calls, f"ours{workers}")
+def ours(url: str, calls: int, workers: int, processes: int = 0) -> float:
+    session = make_session(url, workers, processes=processes)
+    rows = examples(calls, f"ours{workers}p{processes}")
     started = time.perf_counter()
     session.evaluate("Answer briefly.", rows, "test:peer")
     session.close()
@@ -88,6 +88,9 @@ def main() -> None:
     parser.add_argument("--peer", default="/tmp/peer-venv/bin/aevyra-reflex")
     parser.add_argument("--n", type=int, default=1200)
     parser.add_argument("--workers", type=int, nargs="+", default=[4, 16, 64])
+    parser.add_argument(
+        "--client-processes", type=int, default=2, help="ours again with this many (0: skip)"
+    )
     parser.add_argument("--rows", default=None)
     args = parser.parse_args()
     if not Path(args.peer).exists():
@@ -97,23 +100,27 @@ def main() -> None:
     rows: list[Row] = []
     with endpoint(LATENCY) as url, tempfile.TemporaryDirectory() as tmp:
         warm_up(url)
+        processes = args.client_processes
+        if processes:
+            warm_up(url, processes)
         for workers in args.workers:
             peer_wall, calls = run_peer(args.peer, url, args.n, workers, Path(tmp))
             our_wall = ours(url, calls, workers)
+            split = ours(url, calls, workers, processes) if processes else float("nan")
             ideal = calls * LATENCY / workers
             print(
                 f"C={workers:<3} {calls} calls: aevyra-reflex 0.2.0 {peer_wall:6.2f}s "
                 f"({peer_wall / ideal:.1f}x ideal), ours {our_wall:6.2f}s "
-                f"({our_wall / ideal:.1f}x ideal)",
+                f"({our_wall / ideal:.1f}x ideal), ours with {processes} client processes "
+                f"{split:6.2f}s ({split / ideal:.1f}x ideal)",
                 flush=True,
             )
             rows.append(
                 Row(
                     "3",
-                    f"{calls} calls C={workers}: 0.2.0 vs ours (NL/C={ideal:.1f}s)",
-                    f"{peer_wall:.1f}s vs {our_wall:.1f}s",
-                    f"{peer_wall / our_wall:.1f}x faster",
-                    our_wall < peer_wall,
+                    f"{calls} calls C={workers}: 0.2.0 / ours / ours -p{processes}",
+                    f"{peer_wall:.1f} / {our_wall:.1f} / {split:.1f}s",
+                    f"NL/C={ideal:.1f}s",
                 )
             )
     emit(rows, args.rows)

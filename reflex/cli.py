@@ -218,6 +218,7 @@ def _build_optimizer(p: dict[str, Any]) -> Any:
         batch_size=p["batch_size"],
         early_stopping_patience=p["early_stopping_patience"],
         max_workers=p["max_workers"],
+        client_processes=p["client_processes"],
         temperature=p["temperature"],
         max_tokens=p["max_tokens"],
         run_dir=p["run_dir"],

@@ -174,6 +174,14 @@ def _run() -> list[Decorator]:
             show_default=True,
             help="Model calls in flight at once, across the whole run.",
         ),
+        o(
+            "--client-processes",
+            type=click.IntRange(0, 64),
+            default=0,
+            show_default=True,
+            help="Processes that run LiteLLM's per-call CPU off the run's event loop; try the "
+            "number of cores when many calls are in flight to a fast provider (0: in-process).",
+        ),
         o("--max-calls", type=int, help="Budget: metric calls (uncached model calls)."),
         o("--max-reasoning-calls", type=int, help="Budget: reasoning-model calls."),
         o("--max-cost", type=float, help="Budget: dollars."),

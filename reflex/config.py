@@ -106,6 +106,8 @@ class RunConfig(BaseModel):
     batch_size: int = Field(default=8, gt=0)
     early_stopping_patience: int | None = Field(default=3, gt=0)
     max_workers: int = Field(default=8, gt=0)
+    # Processes that run LiteLLM's per-call CPU off the event loop (reflex.offload); 0: none.
+    client_processes: int = Field(default=0, ge=0, le=64)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     run_dir: str = ".reflex"
     cache_namespace: str = "default"

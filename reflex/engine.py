@@ -31,10 +31,11 @@ from reflex.evaluate import Evaluator, slice_scores
 from reflex.pipeline import Pipeline
 from reflex.pipeline_runner import PipelineRunner
 from reflex.prompts import PromptSpec
-from reflex.providers import ModelSpec, ProviderClient
+from reflex.providers import ModelSpec, ProviderClient, client_pool
 from reflex.redact import scrub
 from reflex.result import OptimizationResult
 from reflex.resume import ResumePoint, prompt_hash
+from reflex.retry import error_name
 from reflex.runner import LoopRunner
 from reflex.session import Session
 from reflex.splits import Split, split_dataset
@@ -267,6 +268,7 @@ class Engine:
         urls = (config.api_base, config.reasoning_base_url)  # their credentials stay unwritten
         client = ProviderClient(
             max_workers=config.max_workers,
+            offload=client_pool(config.client_processes),
             cache=cache,
             cache_namespace=config.cache_namespace,
             seed=config.seed,
@@ -276,7 +278,7 @@ class Engine:
                 model=model,
                 attempt=attempt,
                 delay=round(delay, 3),
-                error=scrub(f"{type(exc).__name__}: {exc}", *urls)[:200],
+                error=scrub(f"{error_name(exc)}: {exc}", *urls)[:200],
             ),
         )
         evaluator = Evaluator(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from reflex.providers import ModelSpec
 
-__all__ = ["Completion", "call_once"]
+__all__ = ["Completion", "call_once", "litellm_listens"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,11 @@ _LITELLM_CALLBACK_LISTS = (
 )
 
 
+def litellm_listens(litellm: Any) -> bool:
+    """Whether a LiteLLM callback is registered (someone reads LiteLLM's per-call logging)."""
+    return any(getattr(litellm, name, None) for name in _LITELLM_CALLBACK_LISTS)
+
+
 def _skip_litellm_logging(litellm: Any) -> Any:
     """Turn off LiteLLM's per-call logging for this call when nobody listens to it.
 
@@ -73,7 +78,7 @@ def _skip_litellm_logging(litellm: Any) -> Any:
     LiteLLM callback (e.g. ``mlflow.litellm.autolog()``) gets full logging again. Returns the
     token to reset, or None when logging stays on (or this LiteLLM has no such switch).
     """
-    if any(getattr(litellm, name, None) for name in _LITELLM_CALLBACK_LISTS):
+    if litellm_listens(litellm):
         return None
     internal = getattr(litellm, "_internal_context", None)
     flag = getattr(internal, "is_internal_call", None)

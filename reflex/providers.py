@@ -12,13 +12,16 @@ import os
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reflex.cache import CachedResponse, ResponseCache, cache_key
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
-from reflex.litellm_call import Completion, call_once
+from reflex.litellm_call import Completion, call_once, litellm_listens
 from reflex.retry import RetryPolicy, first_line, is_rate_limit, is_transient, permanent_message
 from reflex.usage import Ledger, Role
+
+if TYPE_CHECKING:
+    from reflex.offload import OffloadPool
 
 __all__ = [
     "Completion",
@@ -88,6 +91,15 @@ def load_litellm() -> Any:
         _LOADED["litellm"] = litellm
     _install_custom_providers(_LOADED["litellm"])
     return _LOADED["litellm"]
+
+
+def client_pool(processes: int) -> OffloadPool | None:
+    """The shared pool of ``processes`` client processes (:mod:`reflex.offload`); None for 0."""
+    if processes < 1:
+        return None
+    from reflex.offload import OffloadPool
+
+    return OffloadPool.shared(processes)
 
 
 def parse_model(value: str) -> str:
@@ -161,6 +173,7 @@ class ProviderClient:
         seed: int = 0,
         on_retry: RetryListener | None = None,
         owner: str | None = None,
+        offload: OffloadPool | None = None,
     ) -> None:
         if max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
@@ -182,6 +195,7 @@ class ProviderClient:
         # Run-wide back-off: a 429 pauses every call of the run (loop time), not just its own.
         self._resume_at = 0.0
         self.backoff_waits = 0  # calls that waited for the shared back-off
+        self.offload = offload  # client processes for LiteLLM's per-call CPU (reflex.offload)
 
     def _limit(self) -> asyncio.Semaphore:
         # Created lazily, and again for a new loop: a semaphore that ever had to wait is bound to
@@ -284,6 +298,9 @@ class ProviderClient:
             attempt += 1
             await self._respect_backoff()
             try:
+                if self._offloaded(spec):
+                    assert self.offload is not None
+                    return await self.offload.call(spec, messages, attempt)
                 return await call_once(load_litellm(), spec, messages, attempt)
             except Exception as exc:  # classified right below: permanent or transient
                 if not is_transient(exc):
@@ -312,6 +329,16 @@ class ProviderClient:
                     self._resume_at = max(self._resume_at, resume)
                 else:
                     await asyncio.sleep(delay)
+
+    def _offloaded(self, spec: ModelSpec) -> bool:
+        """Whether this call runs in a client process (see :mod:`reflex.offload`)."""
+        if self.offload is None or not self.offload.ready():
+            return False
+        if spec.model.partition("/")[0] in _CUSTOM_PROVIDERS:
+            return False  # in-process providers live in this process
+        if not self.offload.portable(spec):
+            return False  # a decoding option that cannot be handed to another process
+        return not litellm_listens(load_litellm())  # a LiteLLM callback logs in this process
 
     async def _respect_backoff(self) -> None:
         loop = asyncio.get_running_loop()

@@ -23,7 +23,14 @@ from reflex.errors import ConfigurationError
 __all__ = ["ResumePoint", "RunInfo", "find_resumable", "list_runs", "load_resume", "prompt_hash"]
 
 # Settings a resume may change: they bound the work, they do not change its results.
-MUTABLE_ON_RESUME = {"max_workers", "budget", "run_id", "resumed", "dataset_name"}
+MUTABLE_ON_RESUME = {
+    "max_workers",
+    "client_processes",
+    "budget",
+    "run_id",
+    "resumed",
+    "dataset_name",
+}
 
 
 def prompt_hash(prompt: str) -> str:

@@ -18,6 +18,7 @@ from reflex.redact import scrub
 
 __all__ = [
     "RetryPolicy",
+    "error_name",
     "first_line",
     "is_rate_limit",
     "is_transient",
@@ -79,16 +80,27 @@ def _status_code(exc: BaseException) -> int | None:
     return code if isinstance(code, int) else None
 
 
+def _class_names(exc: BaseException) -> list[str]:
+    """The error's class and bases by name (a client process's error carries the original's)."""
+    remote = getattr(exc, "remote_classes", None)
+    return list(remote) if remote else [cls.__name__ for cls in type(exc).__mro__]
+
+
+def error_name(exc: BaseException) -> str:
+    """The error's class name (for a client process's error, the original class's)."""
+    return _class_names(exc)[0]
+
+
 def is_rate_limit(exc: BaseException) -> bool:
     """A 429 / RateLimitError: the provider asks the whole run, not one call, to slow down."""
-    names = {cls.__name__ for cls in type(exc).__mro__}
+    names = set(_class_names(exc))
     return _status_code(exc) == 429 or "RateLimitError" in names
 
 
 def is_transient(exc: BaseException) -> bool:
     """True for rate limits, 5xx, timeouts and dropped connections; False for everything else."""
     message = str(exc).lower()
-    names = {cls.__name__ for cls in type(exc).__mro__}
+    names = set(_class_names(exc))
     if names & _ALWAYS_TRANSIENT_CLASSES:
         return not any(hint in message for hint in _QUOTA_HINTS)
     if any(hint in message for hint in _PERMANENT_HINTS):
@@ -163,7 +175,7 @@ def first_line(exc: BaseException, api_base: str | None = None) -> str:
     """``Class: first line`` of an error, with URL credentials scrubbed."""
     # Providers echo the request URL back; credentials inside --api-base must not follow it.
     text = scrub(str(exc), api_base).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
+    return f"{_class_names(exc)[0]}: {text[0] if text else ''}"
 
 
 def permanent_message(model: str, exc: BaseException, api_base: str | None = None) -> str:
