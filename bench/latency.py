@@ -129,7 +129,7 @@ def hiding(
                 ratio <= 1.10,
             )
         )
-        if processes and t0 > ideal:  # client CPU bound: what client processes buy
+        if processes:  # the same with LiteLLM's CPU in client processes, slots on the wire
             rows.append(split_client(fast, slow, calls, c, processes, t0))
     return rows
 
@@ -168,7 +168,7 @@ def main() -> None:
         "--client-processes",
         type=int,
         default=2,
-        help="client-CPU-bound rows again with this many client processes (0: skip)",
+        help="every row again with this many client processes (0: skip)",
     )
     parser.add_argument("--rows", default=None)
     args = parser.parse_args()

@@ -2,20 +2,22 @@
 
 LiteLLM spends 3-8 ms of CPU per call (request building, response objects, pricing), all on the
 run's one event loop. When that CPU is the bottleneck (many calls in flight to a fast provider)
-``client_processes = K`` (``--client-processes K``) starts K processes that only run
-:func:`reflex.litellm_call.call_once`. Everything else stays in the run's process: the cache,
-single-flight, the ledger, retries, the shared back-off and the ``max_workers`` semaphore (a slot
-is held until the worker's answer is back), so ``max_workers`` is still the number of requests in
-flight and every retry decision is made in one place.
+or delays the loop (responses wait to be read), ``client_processes = K``
+(``--client-processes K``) starts K processes that only run
+:func:`reflex.litellm_call.call_once` (:mod:`reflex.offload_worker`). The cache, single-flight,
+the ledger, retries and the shared back-off stay in the run's process.
 
-Until a worker has imported LiteLLM (seconds), calls run in-process. In-process providers
-(``local``, ``fake``, anything from :func:`reflex.providers.register_provider`) always run in the
-run's process, and so does every call while a LiteLLM callback is registered there (its logging
-lives in that process). Settings made on the ``litellm`` module in the run's process are not
-seen by the workers; environment variables are.
+``max_workers`` stays the number of requests in flight. A run whose calls all go to client
+processes splits its ``max_workers`` slots between them, and a slot is held only while a request
+is on the wire (see :mod:`reflex.offload_worker`); the run admits up to twice ``max_workers``
+calls so the next requests are built while others wait. When the run makes its first call in
+its own process (an in-process provider such as ``local`` or ``fake``, or a LiteLLM callback
+registered in the run's process, whose logging lives there), it waits until the calls in client
+processes are done and from then on holds a slot for the whole call, wherever it runs.
 
-Wire format: 4-byte length + pickle, over a socketpair per worker. Each side reads with a
-dedicated thread, so a write never waits on a busy event loop.
+Settings made on the ``litellm`` module in the run's process are not seen by the workers;
+environment variables are (changes are sent before the next call). A worker that dies costs its
+calls a retry (on another worker); if none is left, calls fail as transient provider errors.
 """
 
 from __future__ import annotations
@@ -23,88 +25,32 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import dataclasses
 import os
-import pickle
-import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from reflex.litellm_call import Completion, call_once
+from reflex.litellm_call import Completion
+from reflex.offload_protocol import (
+    RemoteError,
+    plain_messages,
+    plain_spec,
+    portable,
+    receive,
+    send,
+)
 
 if TYPE_CHECKING:
     from reflex.providers import ModelSpec
 
 __all__ = ["OffloadPool", "RemoteError", "portable"]
 
-_HEADER = struct.Struct("!IQ")  # body length, call id
-
-
-class RemoteError(Exception):
-    """A provider error raised in a client process, with what the retry policy reads."""
-
-    def __init__(
-        self,
-        classes: Sequence[str],
-        message: str,
-        status_code: int | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.remote_classes = tuple(classes)  # the original class and its bases, by name
-        self.status_code = status_code
-        self.litellm_response_headers = (
-            None if retry_after is None else {"retry-after": str(retry_after)}
-        )
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        retry = self.litellm_response_headers
-        after = None if retry is None else float(retry["retry-after"])
-        return (RemoteError, (self.remote_classes, str(self), self.status_code, after))
-
-
-def _send(sock: socket.socket, lock: threading.Lock, rid: int, message: Any) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    with lock:
-        sock.sendall(_HEADER.pack(len(data), rid) + data)
-
-
-def _receive(sock: socket.socket) -> tuple[int, Any] | None:
-    """The next ``(call id, message)``, or None at end of stream.
-
-    A message that cannot be unpickled comes back as the exception, under its call id.
-    """
-    header = _read_exactly(sock, _HEADER.size)
-    if header is None:
-        return None
-    size, rid = _HEADER.unpack(header)
-    body = _read_exactly(sock, size)
-    if body is None:
-        return None
-    try:
-        return rid, pickle.loads(body)
-    except Exception as exc:  # noqa: BLE001 - answered as this call's error
-        return rid, exc
-
-
-def _read_exactly(sock: socket.socket, n: int) -> bytes | None:
-    chunks, left = [], n
-    while left:
-        try:
-            chunk = sock.recv(min(left, 1 << 20))
-        except OSError:
-            return None
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+READY_WAIT_S = 300.0  # a worker imports LiteLLM first: seconds, more on a busy machine
 
 
 class _Worker:
@@ -115,7 +61,8 @@ class _Worker:
         # A fresh interpreter that imports only this module: no fork of a threaded process, and
         # (unlike multiprocessing's spawn) the user's script is not run again in the child.
         home = str(Path(__file__).resolve().parents[1])
-        code = f"import sys; sys.path.insert(0, {home!r}); import reflex.offload as o; o._entry()"
+        code = f"import sys; sys.path.insert(0, {home!r}); from reflex.offload_worker import entry"
+        code += "; entry()"
         self.process = subprocess.Popen(
             [sys.executable, "-c", code, str(child.fileno())],
             pass_fds=[child.fileno()],
@@ -124,6 +71,7 @@ class _Worker:
         child.close()
         self.lock = threading.Lock()
         self.ready = False
+        self.gone = False  # its socket reached end of stream
         self.served = 0  # answers (results or provider errors) this process sent back
         self.environment = dict(os.environ)  # what the process has in os.environ
         self.pending: dict[int, asyncio.Future[Completion]] = {}
@@ -131,7 +79,7 @@ class _Worker:
         self.reader.start()
 
     def _read(self) -> None:
-        while (received := _receive(self.sock)) is not None:
+        while (received := receive(self.sock)) is not None:
             rid, message = received
             status, payload = message if isinstance(message, tuple) else ("error", message)
             if status == "ready":
@@ -141,7 +89,7 @@ class _Worker:
             future = self.pending.pop(rid, None)
             if future is not None:
                 future.get_loop().call_soon_threadsafe(_settle, future, status, payload)
-        self.ready = False  # the process is gone: what it was doing is retried in-process
+        self.ready, self.gone = False, True  # what it was doing is retried elsewhere
         for rid in list(self.pending):
             future = self.pending.pop(rid)
             lost = RemoteError(("APIConnectionError",), "client process exited during the call")
@@ -206,28 +154,57 @@ class OffloadPool:
         """Whether any worker has LiteLLM loaded and can take a call now."""
         return any(worker.ready for worker in self.workers)
 
+    def alive(self) -> bool:
+        """Whether any worker is running (ready, or still importing LiteLLM)."""
+        return any(w.process.poll() is None and not w.gone for w in self.workers)
+
+    async def _worker_for(self, slots: int | None) -> tuple[int, _Worker]:
+        """The least busy ready worker (with a share of ``slots``, if given); waits for one."""
+        deadline = time.monotonic() + READY_WAIT_S
+        while True:
+            ready = [
+                (i, w)
+                for i, w in enumerate(self.workers)
+                if w.ready and (slots is None or share(slots, len(self.workers), i))
+            ]
+            if ready:
+                return min(ready, key=lambda item: len(item[1].pending))
+            if not self.alive() or time.monotonic() > deadline:
+                raise RemoteError(("APIConnectionError",), "no client process is running")
+            await asyncio.sleep(0.02)
+
     async def call(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int
+        self,
+        spec: ModelSpec,
+        messages: Sequence[Mapping[str, str]],
+        attempt: int,
+        gate: tuple[int, int] | None = None,
     ) -> Completion:
-        """One attempt in a worker; a provider error comes back as :class:`RemoteError`."""
-        ready = [worker for worker in self.workers if worker.ready]
-        worker = min(ready, key=lambda w: len(w.pending))
+        """One attempt in a worker; a provider error comes back as :class:`RemoteError`.
+
+        ``gate=(key, max_workers)``: the worker holds one of its share of that run's slots
+        while the request is on the wire; None: the caller holds a slot for the whole call.
+        """
+        index, worker = await self._worker_for(None if gate is None else gate[1])
         self._ids += 1
         rid = self._ids
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         worker.pending[rid] = future
+        slots = None if gate is None else (gate[0], share(gate[1], len(self.workers), index))
         try:
             environment = dict(os.environ)  # keys set after the worker started must reach it
             if environment != worker.environment:
-                _send(worker.sock, worker.lock, 0, ("env", environment))
+                send(worker.sock, worker.lock, 0, ("env", environment))
                 worker.environment = environment
-            call = ("call", _plain(spec), _plain_messages(messages), attempt)
-            _send(worker.sock, worker.lock, rid, call)
+            message = ("call", plain_spec(spec), plain_messages(messages), attempt, slots)
+            send(worker.sock, worker.lock, rid, message)
+            if worker.gone:  # it died as the call was handed over: its reader may have missed it
+                raise OSError("client process exited")
             return await future
         except asyncio.CancelledError:
             worker.pending.pop(rid, None)
             with contextlib.suppress(OSError):
-                _send(worker.sock, worker.lock, rid, ("cancel",))  # cancel it there too
+                send(worker.sock, worker.lock, rid, ("cancel",))  # cancel it there too
             raise
         except OSError as exc:  # the worker went away before it got the call
             worker.pending.pop(rid, None)
@@ -241,86 +218,9 @@ class OffloadPool:
             OffloadPool._shared = None
 
 
-def _describe(exc: Exception) -> RemoteError:
-    from reflex.retry import retry_after_seconds
-
-    code = getattr(exc, "status_code", None)
-    return RemoteError(
-        [cls.__name__ for cls in type(exc).__mro__],
-        str(exc),
-        code if isinstance(code, int) else None,
-        retry_after_seconds(exc),
-    )
-
-
-def _entry() -> None:
-    """A client process's main: its socket is the file descriptor named on the command line."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
-    _worker_main(socket.socket(fileno=int(sys.argv[1])))
-
-
-def _worker_main(sock: socket.socket) -> None:
-    """A client process: answer call messages with ``call_once`` until the socket closes."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True
-    loop = asyncio.new_event_loop()
-    lock = threading.Lock()
-    tasks: dict[int, asyncio.Task[None]] = {}
-
-    async def answer(rid: int, spec: ModelSpec, messages: list[dict[str, str]], n: int) -> None:
-        try:
-            reply: tuple[str, Any] = ("ok", await call_once(litellm, spec, messages, n))
-        except Exception as exc:  # noqa: BLE001 - carried to the run, which classifies it
-            reply = ("error", _describe(exc))
-        finally:
-            tasks.pop(rid, None)
-        _send(sock, lock, rid, reply)
-
-    def start(rid: int, message: Any) -> None:
-        if isinstance(message, Exception):  # unreadable here: a permanent error for the call
-            _send(sock, lock, rid, ("error", _describe(message)))
-        elif message[0] == "call":
-            tasks[rid] = loop.create_task(answer(rid, *message[1:]))
-        elif message[0] == "env":  # the run's environment changed (e.g. an API key was set)
-            os.environ.clear()
-            os.environ.update(message[1])
-        elif (task := tasks.pop(rid, None)) is not None:  # "cancel": the run gave up on it
-            task.cancel()
-
-    def read() -> None:
-        while (received := _receive(sock)) is not None:
-            loop.call_soon_threadsafe(start, *received)
-        loop.call_soon_threadsafe(loop.stop)
-
-    _send(sock, lock, 0, ("ready", None))
-    threading.Thread(target=read, name="reflex-client-reader", daemon=True).start()
-    loop.run_forever()
-
-
-_PLAIN = (str, int, float, bool, type(None))
-
-
-def portable(value: Any) -> bool:
-    """Whether ``value`` is made of plain JSON-like values (safe to hand to a client process)."""
-    if type(value) in _PLAIN:
-        return True
-    if type(value) in (list, tuple):
-        return all(portable(item) for item in value)
-    if isinstance(value, Mapping):
-        return all(type(k) is str and portable(v) for k, v in value.items())
-    return False
-
-
-def _plain(spec: ModelSpec) -> ModelSpec:
-    """``spec`` with plain ``str`` fields (a ``str`` subclass would not unpickle there)."""
-    base = None if spec.api_base is None else str(spec.api_base)
-    return dataclasses.replace(spec, model=str(spec.model), api_base=base, extra=dict(spec.extra))
-
-
-def _plain_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
-    return [{str(k): str(v) for k, v in message.items()} for message in messages]
+def share(slots: int, workers: int, index: int) -> int:
+    """Worker ``index``'s share of ``slots`` (they sum to ``slots``; some may get 0)."""
+    return slots // workers + (1 if index < slots % workers else 0)
 
 
 os.register_at_fork(after_in_child=OffloadPool._forget_after_fork)

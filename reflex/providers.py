@@ -10,7 +10,8 @@ import contextlib
 import logging
 import os
 import random
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -196,15 +197,22 @@ class ProviderClient:
         self._resume_at = 0.0
         self.backoff_waits = 0  # calls that waited for the shared back-off
         self.offload = offload  # client processes for LiteLLM's per-call CPU (reflex.offload)
+        self._wire = offload is not None  # slots held in client processes, on the wire only
+        self._wire_calls = 0  # calls admitted under that rule and not yet done
+        self._admission: asyncio.Semaphore | None = None
 
-    def _limit(self) -> asyncio.Semaphore:
+    def _limit(self, admission: bool = False) -> asyncio.Semaphore:
         # Created lazily, and again for a new loop: a semaphore that ever had to wait is bound to
         # its loop, and reusing it from another loop (asyncio.run twice) raises RuntimeError.
         loop = asyncio.get_running_loop()
         if self._semaphore is None or self._semaphore_loop is not loop:
             self._semaphore = asyncio.Semaphore(self.max_workers)
+            self._admission = asyncio.Semaphore(2 * self.max_workers)
             self._serial = {}
             self._semaphore_loop = loop
+        if admission:
+            assert self._admission is not None
+            return self._admission
         return self._semaphore
 
     def _in_order(self, spec: ModelSpec) -> contextlib.AbstractAsyncContextManager[Any]:
@@ -259,8 +267,8 @@ class ProviderClient:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            async with self._in_order(spec), self._limit():
-                completion = await self._call_with_retries(spec, messages, role)
+            async with self._in_order(spec), self._slot(spec) as gate:
+                completion = await self._call_with_retries(spec, messages, role, gate)
             self.ledger.add_call(
                 role, completion.prompt_tokens, completion.completion_tokens, completion.cost
             )
@@ -291,17 +299,18 @@ class ProviderClient:
         return completion
 
     async def _call_with_retries(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role
+        self,
+        spec: ModelSpec,
+        messages: Sequence[Mapping[str, str]],
+        role: Role,
+        gate: tuple[int, int] | None = None,
     ) -> Completion:
         attempt = 0
         while True:
             attempt += 1
             await self._respect_backoff()
             try:
-                if self._offloaded(spec):
-                    assert self.offload is not None
-                    return await self.offload.call(spec, messages, attempt)
-                return await call_once(load_litellm(), spec, messages, attempt)
+                return await self._attempt(spec, messages, attempt, gate)
             except Exception as exc:  # classified right below: permanent or transient
                 if not is_transient(exc):
                     raise ProviderError(
@@ -330,15 +339,59 @@ class ProviderClient:
                 else:
                     await asyncio.sleep(delay)
 
-    def _offloaded(self, spec: ModelSpec) -> bool:
-        """Whether this call runs in a client process (see :mod:`reflex.offload`)."""
-        if self.offload is None or not self.offload.ready():
-            return False
-        if spec.model.partition("/")[0] in _CUSTOM_PROVIDERS:
+    async def _attempt(
+        self,
+        spec: ModelSpec,
+        messages: Sequence[Mapping[str, str]],
+        attempt: int,
+        gate: tuple[int, int] | None,
+    ) -> Completion:
+        offload = self.offload
+        if offload is not None and gate is not None:
+            if offload.alive():
+                return await offload.call(spec, messages, attempt, gate)
+            self._wire = False  # no client process left: this call holds a slot here
+            async with self._limit():
+                return await call_once(load_litellm(), spec, messages, attempt)
+        if offload is not None and self._offloaded(spec):
+            return await offload.call(spec, messages, attempt)
+        return await call_once(load_litellm(), spec, messages, attempt)
+
+    def _offloadable(self, spec: ModelSpec) -> bool:
+        """Whether this call may run in a client process (see :mod:`reflex.offload`)."""
+        if self.offload is None or spec.model.partition("/")[0] in _CUSTOM_PROVIDERS:
             return False  # in-process providers live in this process
         if not self.offload.portable(spec):
             return False  # a decoding option that cannot be handed to another process
-        return not litellm_listens(load_litellm())  # a LiteLLM callback logs in this process
+        litellm = sys.modules.get("litellm")  # not imported here: nobody registered a callback
+        return litellm is None or not litellm_listens(litellm)
+
+    def _offloaded(self, spec: ModelSpec) -> bool:
+        """Whether a call that holds a whole-call slot runs in a client process now."""
+        return self.offload is not None and self.offload.ready() and self._offloadable(spec)
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, spec: ModelSpec) -> AsyncIterator[tuple[int, int] | None]:
+        """The call's share of ``max_workers``: a gate for client processes, or a slot here.
+
+        While every call of this client goes to client processes, they hold the slots, only
+        on the wire, and up to twice ``max_workers`` calls are admitted. The first call made
+        here ends that for good, once the calls in client processes are done.
+        """
+        offload = self.offload
+        if self._wire and offload is not None and offload.alive() and self._offloadable(spec):
+            async with self._limit(admission=True):
+                self._wire_calls += 1
+                try:
+                    yield (id(self), self.max_workers)
+                finally:
+                    self._wire_calls -= 1
+            return
+        self._wire = False
+        while self._wire_calls:  # no slot here until the client processes hold none
+            await asyncio.sleep(0.01)
+        async with self._limit():
+            yield None
 
     async def _respect_backoff(self) -> None:
         loop = asyncio.get_running_loop()

@@ -19,7 +19,8 @@ from test_faults import START, TRANSIENT, answer, api_key, events, run_against, 
 
 from reflex import OptimizationResult, PromptOptimizer
 from reflex.endpoint import Endpoint, FaultPlan, serve
-from reflex.offload import OffloadPool, RemoteError, portable
+from reflex.offload import OffloadPool
+from reflex.offload_protocol import RemoteError, portable
 from reflex.providers import ModelSpec, ProviderClient
 from reflex.retry import error_name, first_line, is_rate_limit, is_transient, retry_after_seconds
 from reflex.runner import LoopRunner

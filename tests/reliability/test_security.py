@@ -42,12 +42,14 @@ def test_only_the_test_endpoint_listens_and_only_on_localhost() -> None:
 
 
 def test_only_the_pipeline_loader_runs_user_files() -> None:
-    # reflex/offload.py starts its own worker (sys.executable, a fixed command) and unpickles
-    # only what comes over an anonymous socketpair shared with that child: no file, no data.
-    assert matches(CODE_LOADING) == {"reflex/pipeline.py", "reflex/offload.py"}
+    # reflex/offload.py starts its own worker (sys.executable, a fixed command); the protocol
+    # unpickles only what comes over an anonymous socketpair shared with that child.
+    offloading = {"reflex/offload.py", "reflex/offload_protocol.py"}
+    assert matches(CODE_LOADING) == {"reflex/pipeline.py", *offloading}
     offload = sources()["reflex/offload.py"]
-    assert "socket.socketpair()" in offload and "connect(" not in offload
-    assert "[sys.executable, \"-c\", code, str(child.fileno())]" in offload
+    assert "socket.socketpair()" in offload
+    assert not any("connect(" in sources()[name] for name in offloading)
+    assert '[sys.executable, "-c", code, str(child.fileno())]' in offload
     callers = {n for n, t in sources().items() if "load_pipeline(" in t}
     # Only the builder (from --pipeline-file or .set_pipeline) asks for a pipeline file.
     assert callers <= {"reflex/pipeline.py", "reflex/optimizer.py"}
