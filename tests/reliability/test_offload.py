@@ -160,3 +160,33 @@ def test_a_worker_that_dies_mid_call_costs_a_retry(api_key: str) -> None:
         assert client.ledger.total().retries == 4 and not single.ready()
     finally:
         single.close()
+
+
+def test_an_in_process_call_ends_wire_slots_after_a_drain(api_key: str, pool: OffloadPool) -> None:
+    """Calls in client processes hold slots there; the first call made here waits for them."""
+    FakeModel(lambda request: "here").install()
+    client = ProviderClient(max_workers=4, offload=pool)
+    with serve(latency=0.3) as url:
+        remote = ModelSpec("openai/task", api_base=url)
+        local = ModelSpec("fake/task")
+        finished: list[str] = []
+
+        async def mixed() -> list[str]:
+            import asyncio
+
+            async def one(spec: ModelSpec, text: str) -> str:
+                answer = (await client.complete(spec, [{"role": "user", "content": text}])).text
+                finished.append(text)
+                return answer
+
+            first = [asyncio.ensure_future(one(remote, f"r{i}")) for i in range(8)]
+            await asyncio.sleep(0.1)  # the remote calls are in the client processes
+            here = await one(local, "local")
+            rest = await asyncio.gather(*first, one(remote, "after"))
+            return [here, *rest]
+
+        answers = LoopRunner.shared().run(mixed())
+        assert answers == ["here", *[f"r{i}" for i in range(8)], "after"]
+        assert url.stats().peak_in_flight == 4
+    # The local call waited until no remote call held a slot in a client process.
+    assert finished.index("local") == 8 and not client._wire
