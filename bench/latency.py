@@ -1,6 +1,6 @@
 """Targets 1 and 2: latency hiding at L = 100 ms, and client CPU per call against bare LiteLLM.
 
-    python bench/latency.py [--n 2000] [--n-serial 200] [--workers 1 8 64 256] [--rows FILE]
+    python bench/latency.py [--n 2000] [--n-serial 100] [--workers 1 8 64 256] [--rows FILE]
 
 Target 1: an evaluation of N calls finishes within 1.10 x max(N*L/C, T0), where T0 is the same
 evaluation against a zero-latency endpoint, measured in the same run (the client's CPU floor).
@@ -161,7 +161,7 @@ def overhead(fast: str, n: int, workers: int, repeats: int = 3) -> list[Row]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=2000)
-    parser.add_argument("--n-serial", type=int, default=200)
+    parser.add_argument("--n-serial", type=int, default=100)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 8, 64, 256])
     parser.add_argument("--overhead-n", type=int, default=1000)
     parser.add_argument(

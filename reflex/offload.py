@@ -9,11 +9,12 @@ the ledger, retries and the shared back-off stay in the run's process.
 
 ``max_workers`` stays the number of requests in flight. A run whose calls all go to client
 processes splits its ``max_workers`` slots between them, and a slot is held only while a request
-is on the wire (see :mod:`reflex.offload_worker`); the run admits up to twice ``max_workers``
-calls so the next requests are built while others wait. When the run makes its first call in
-its own process (an in-process provider such as ``local`` or ``fake``, or a LiteLLM callback
-registered in the run's process, whose logging lives there), it waits until the calls in client
-processes are done and from then on holds a slot for the whole call, wherever it runs.
+is on the wire (see :mod:`reflex.offload_worker`); the run admits up to 1.5 times
+``max_workers`` (at least 4 more) calls so the next requests are built while others wait. When
+the run makes its first call in its own process (an in-process provider such as ``local`` or
+``fake``, or a LiteLLM callback registered in the run's process, whose logging lives there), it
+waits until the calls in client processes are done and from then on holds a slot for the whole
+call, wherever it runs.
 
 Settings made on the ``litellm`` module in the run's process are not seen by the workers;
 environment variables are (changes are sent before the next call). A worker that dies costs its

@@ -12,12 +12,12 @@ import os
 import random
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reflex.cache import CachedResponse, ResponseCache, cache_key
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
 from reflex.litellm_call import Completion, call_once, litellm_listens
+from reflex.model_spec import ModelSpec, parse_model
 from reflex.retry import RetryPolicy, first_line, is_rate_limit, is_transient, permanent_message
 from reflex.usage import Ledger, Role
 
@@ -103,60 +103,6 @@ def client_pool(processes: int) -> OffloadPool | None:
     return OffloadPool.shared(processes)
 
 
-def parse_model(value: str) -> str:
-    """Validate a ``provider/model`` string; the error shows the bad value and the fix."""
-    provider, _, name = value.partition("/")
-    if not provider or not name:
-        raise ConfigurationError(
-            f"model {value!r} has no provider: write it as provider/model, e.g. openai/gpt-4o-mini"
-        )
-    return value
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A model plus its decoding parameters; everything here is part of the cache key."""
-
-    model: str
-    api_base: str | None = None
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    seed: int | None = 0
-    timeout: float = 120.0
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        parse_model(self.model)
-
-    def cache_params(self) -> dict[str, Any]:
-        params = {
-            "api_base": self.api_base,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-            **dict(self.extra),
-        }
-        if self.model.startswith("local/"):  # the same name can mean another file later
-            from reflex.local import model_identity
-
-            params["model_file"] = model_identity(self.model)
-        return params
-
-    def call_kwargs(self) -> dict[str, Any]:
-        # max_retries=0: the OpenAI SDK under LiteLLM would otherwise retry twice on its own,
-        # unseen by our ledger, our run-wide back-off and the budget.
-        kwargs: dict[str, Any] = {
-            "temperature": self.temperature,
-            "timeout": self.timeout,
-            "max_retries": 0,
-        }
-        for name in ("api_base", "max_tokens", "seed"):
-            if getattr(self, name) is not None:
-                kwargs[name] = getattr(self, name)
-        kwargs.update(self.extra)
-        return kwargs
-
-
 RetryListener = Callable[[str, int, BaseException, float], None]
 
 
@@ -200,6 +146,7 @@ class ProviderClient:
         self._wire = offload is not None  # slots held in client processes, on the wire only
         self._wire_calls = 0  # calls admitted under that rule and not yet done
         self._admission: asyncio.Semaphore | None = None
+        self._spare = max(4, -(-max_workers // 2))  # calls admitted beyond max_workers there
 
     def _limit(self, admission: bool = False) -> asyncio.Semaphore:
         # Created lazily, and again for a new loop: a semaphore that ever had to wait is bound to
@@ -207,7 +154,7 @@ class ProviderClient:
         loop = asyncio.get_running_loop()
         if self._semaphore is None or self._semaphore_loop is not loop:
             self._semaphore = asyncio.Semaphore(self.max_workers)
-            self._admission = asyncio.Semaphore(2 * self.max_workers)
+            self._admission = asyncio.Semaphore(self.max_workers + self._spare)
             self._serial = {}
             self._semaphore_loop = loop
         if admission:
@@ -375,8 +322,10 @@ class ProviderClient:
         """The call's share of ``max_workers``: a gate for client processes, or a slot here.
 
         While every call of this client goes to client processes, they hold the slots, only
-        on the wire, and up to twice ``max_workers`` calls are admitted. The first call made
-        here ends that for good, once the calls in client processes are done.
+        on the wire, and ``_spare`` more calls than ``max_workers`` are admitted (being built,
+        waiting for a slot or being parsed; measured best at 4-8 for 8 slots and about half
+        of 64, where more keep the processes' loops from reading responses in time). The first
+        call made here ends that for good, once the calls in client processes are done.
         """
         offload = self.offload
         if self._wire and offload is not None and offload.alive() and self._offloadable(spec):
