@@ -31,7 +31,7 @@ from reflex.evaluate import Evaluator, slice_scores
 from reflex.pipeline import Pipeline
 from reflex.pipeline_runner import PipelineRunner
 from reflex.prompts import PromptSpec
-from reflex.providers import ModelSpec, ProviderClient, client_pool
+from reflex.providers import ModelSpec, ProviderClient
 from reflex.redact import scrub
 from reflex.result import OptimizationResult
 from reflex.resume import ResumePoint, prompt_hash
@@ -268,7 +268,7 @@ class Engine:
         urls = (config.api_base, config.reasoning_base_url)  # their credentials stay unwritten
         client = ProviderClient(
             max_workers=config.max_workers,
-            offload=client_pool(config.client_processes),
+            processes=config.client_processes,
             cache=cache,
             cache_namespace=config.cache_namespace,
             seed=config.seed,

@@ -19,7 +19,7 @@ from reflex.config import RunConfig
 from reflex.dataset import Dataset
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.evaluate import Evaluator, render_messages
-from reflex.providers import ModelSpec, ProviderClient, client_pool
+from reflex.providers import ModelSpec, ProviderClient
 from reflex.records import read_json, resolve_run
 from reflex.result import EvalSnapshot
 from reflex.runner import LoopRunner
@@ -196,7 +196,7 @@ def build_evaluator(
     """
     client = ProviderClient(
         max_workers=config.max_workers,
-        offload=client_pool(config.client_processes),
+        processes=config.client_processes,
         cache=ResponseCache(cache) if cache is not None else None,
         cache_namespace=config.cache_namespace,
         seed=config.seed,

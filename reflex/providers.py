@@ -121,6 +121,7 @@ class ProviderClient:
         on_retry: RetryListener | None = None,
         owner: str | None = None,
         offload: OffloadPool | None = None,
+        processes: int = 0,
     ) -> None:
         if max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
@@ -142,8 +143,11 @@ class ProviderClient:
         # Run-wide back-off: a 429 pauses every call of the run (loop time), not just its own.
         self._resume_at = 0.0
         self.backoff_waits = 0  # calls that waited for the shared back-off
-        self.offload = offload  # client processes for LiteLLM's per-call CPU (reflex.offload)
-        self._wire = offload is not None  # slots held in client processes, on the wire only
+        # Client processes for LiteLLM's per-call CPU (reflex.offload): ``offload``, or a shared
+        # pool of ``processes`` started by the first call that can leave this process.
+        self.offload = offload
+        self._processes = processes if offload is None else 0
+        self._wire = offload is not None or processes > 0  # slots held there, on the wire only
         self._wire_calls = 0  # calls admitted under that rule and not yet done
         self._admission: asyncio.Semaphore | None = None
         self._spare = max(4, -(-max_workers // 2))  # calls admitted beyond max_workers there
@@ -306,16 +310,24 @@ class ProviderClient:
 
     def _offloadable(self, spec: ModelSpec) -> bool:
         """Whether this call may run in a client process (see :mod:`reflex.offload`)."""
-        if self.offload is None or spec.model.partition("/")[0] in _CUSTOM_PROVIDERS:
+        if self.offload is None and not self._processes:
+            return False
+        if spec.model.partition("/")[0] in _CUSTOM_PROVIDERS:
             return False  # in-process providers live in this process
-        if not self.offload.portable(spec):
+        from reflex.offload_protocol import portable
+
+        if not portable(dict(spec.extra)):
             return False  # a decoding option that cannot be handed to another process
         litellm = sys.modules.get("litellm")  # not imported here: nobody registered a callback
-        return litellm is None or not litellm_listens(litellm)
+        if litellm is not None and litellm_listens(litellm):
+            return False
+        if self.offload is None:  # the first call that can go: start the processes now
+            self.offload = client_pool(self._processes)
+        return True
 
     def _offloaded(self, spec: ModelSpec) -> bool:
         """Whether a call that holds a whole-call slot runs in a client process now."""
-        return self.offload is not None and self.offload.ready() and self._offloadable(spec)
+        return self._offloadable(spec) and self.offload is not None and self.offload.ready()
 
     @contextlib.asynccontextmanager
     async def _slot(self, spec: ModelSpec) -> AsyncIterator[tuple[int, int] | None]:
@@ -327,8 +339,7 @@ class ProviderClient:
         of 64, where more keep the processes' loops from reading responses in time). The first
         call made here ends that for good, once the calls in client processes are done.
         """
-        offload = self.offload
-        if self._wire and offload is not None and offload.alive() and self._offloadable(spec):
+        if self._wire and self._offloadable(spec) and self.offload and self.offload.alive():
             async with self._limit(admission=True):
                 self._wire_calls += 1
                 try:

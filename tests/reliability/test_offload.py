@@ -190,3 +190,12 @@ def test_an_in_process_call_ends_wire_slots_after_a_drain(api_key: str, pool: Of
         assert url.stats().peak_in_flight == 4
     # The local call waited until no remote call held a slot in a client process.
     assert finished.index("local") == 8 and not client._wire
+
+
+def test_no_process_starts_for_a_run_of_in_process_models() -> None:
+    FakeModel(lambda request: "here").install()
+    client = ProviderClient(max_workers=2, processes=3)  # 3: not the shared pool's size
+    answer = LoopRunner.shared().run(
+        client.complete(ModelSpec("fake/task"), [{"role": "user", "content": "q"}])
+    )
+    assert answer.text == "here" and client.offload is None and not client._wire
