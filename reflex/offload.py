@@ -4,8 +4,9 @@ LiteLLM spends 3-8 ms of CPU per call (request building, response objects, prici
 run's one event loop. When that CPU is the bottleneck (many calls in flight to a fast provider)
 or delays the loop (responses wait to be read), ``client_processes = K``
 (``--client-processes K``) starts K processes that only run
-:func:`reflex.litellm_call.call_once` (:mod:`reflex.offload_worker`). The cache, single-flight,
-the ledger, retries and the shared back-off stay in the run's process.
+:func:`reflex.litellm_call.call_once` (:mod:`reflex.offload_worker`), with the first call that
+can leave the run's process. The cache, single-flight, the ledger, retries and the shared
+back-off stay in the run's process (which never imports LiteLLM if all its calls go out).
 
 ``max_workers`` stays the number of requests in flight. A run whose calls all go to client
 processes splits its ``max_workers`` slots between them, and a slot is held only while a request
@@ -18,7 +19,8 @@ call, wherever it runs.
 
 Settings made on the ``litellm`` module in the run's process are not seen by the workers;
 environment variables are (changes are sent before the next call). A worker that dies costs its
-calls a retry (on another worker); if none is left, calls fail as transient provider errors.
+calls a retry (on another worker); if none is left, calls run in the run's process, each holding
+a slot for the whole call.
 """
 
 from __future__ import annotations
