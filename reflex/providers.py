@@ -314,9 +314,9 @@ class ProviderClient:
             return False
         if spec.model.partition("/")[0] in _CUSTOM_PROVIDERS:
             return False  # in-process providers live in this process
-        from reflex.offload_protocol import portable
+        from reflex.offload import OffloadPool
 
-        if not portable(dict(spec.extra)):
+        if not OffloadPool.portable(spec):
             return False  # a decoding option that cannot be handed to another process
         litellm = sys.modules.get("litellm")  # not imported here: nobody registered a callback
         if litellm is not None and litellm_listens(litellm):
