@@ -40,7 +40,7 @@ typecheck: setup
 
 # Regenerate docs/cli.md from the click CLI (tests/test_meta.py fails when it is stale).
 docs: setup
-	$(BIN)/python -m reflex._docgen --write docs/cli.md
+	$(BIN)/python -m reflex.cli.docgen --write docs/cli.md
 
 demo: setup
 	$(BIN)/aevyra-reflex optimize examples/home_assistant_intents/quickstart.jsonl \

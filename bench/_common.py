@@ -63,8 +63,16 @@ class EndpointProcess(str):
 
 @contextlib.contextmanager
 def endpoint(latency: float = 0.0, *extra: str) -> Iterator[EndpointProcess]:
-    """``python -m reflex.endpoint`` on a free port for the ``with`` block."""
-    command = [sys.executable, "-m", "reflex.endpoint", "--port", "0", "--latency", str(latency)]
+    """``python -m reflex.testing.endpoint`` on a free port for the ``with`` block."""
+    command = [
+        sys.executable,
+        "-m",
+        "reflex.testing.endpoint",
+        "--port",
+        "0",
+        "--latency",
+        str(latency),
+    ]
     process = subprocess.Popen([*command, *extra], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert process.stdout is not None
@@ -96,16 +104,16 @@ def make_session(
 
     ``processes``: client processes for LiteLLM's per-call CPU (``--client-processes``).
     """
-    from reflex.budget import Budget
-    from reflex.cache import ResponseCache
     from reflex.callbacks import CallbackDispatcher
     from reflex.config import RunConfig
-    from reflex.evaluate import Evaluator
+    from reflex.models.cache import ResponseCache
+    from reflex.models.client import ModelSpec, ProviderClient, client_pool
+    from reflex.models.runner import LoopRunner
     from reflex.plugins import get_registry
-    from reflex.providers import ModelSpec, ProviderClient, client_pool
-    from reflex.runner import LoopRunner
-    from reflex.session import Session
-    from reflex.store import RunStore
+    from reflex.run.budget import Budget
+    from reflex.run.evaluate import Evaluator
+    from reflex.run.session import Session
+    from reflex.run.store import RunStore
 
     run_dir = run_dir or tempfile.mkdtemp(prefix="reflex-bench-")
     config = RunConfig(
@@ -137,7 +145,7 @@ def make_session(
 
 
 def examples(n: int, prefix: str = "q") -> list[Any]:
-    from reflex.dataset import load_dataset
+    from reflex.data.dataset import load_dataset
 
     return list(load_dataset(rows_for(n, prefix)))
 
@@ -149,7 +157,7 @@ def warm_up(url: str, processes: int = 0) -> None:
     """
     import time
 
-    from reflex.providers import client_pool
+    from reflex.models.client import client_pool
 
     pool = client_pool(processes)
     while pool is not None and not all(worker.ready for worker in pool.workers):

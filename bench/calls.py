@@ -18,7 +18,7 @@ import tempfile
 from _common import Row, emit
 
 from reflex import PromptOptimizer
-from reflex.endpoint import ChatRequest, serve
+from reflex.testing.endpoint import ChatRequest, serve
 
 os.environ.setdefault("OPENAI_API_KEY", "sk-none")
 GOOD = "Answer with the label only."

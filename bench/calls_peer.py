@@ -27,7 +27,7 @@ from typing import Any
 from _common import Row, emit, write_jsonl
 
 from reflex import PromptOptimizer
-from reflex.endpoint import ChatRequest, serve
+from reflex.testing.endpoint import ChatRequest, serve
 
 os.environ.setdefault("OPENAI_API_KEY", "sk-none")
 GOOD = "Answer with the label only."

@@ -8,7 +8,7 @@ Write cost: a real run (``iterative``, the deterministic fake model behind the L
 engine; that payload's iteration records are then repeated to 10 / 100 / 1000 iterations and
 written with the engine's own writer (``RunStore.write_json``: atomic replace + fsync), mean and
 p95 over repeated writes. Resume: the run is re-executed against the response cache (see
-reflex.resume), so its cost is the replay of every cached call plus the unfinished tail.
+reflex.run.resume), so its cost is the replay of every cached call plus the unfinished tail.
 ``--quick``: 100 / 1k rows, a 30-iteration resume run.
 """
 
@@ -97,7 +97,7 @@ def grown(checkpoint: dict[str, Any], iterations: int) -> dict[str, Any]:
 
 def write_cost(payload: dict[str, Any], tmp: Path, repeats: int) -> tuple[float, float, int]:
     """Mean and p95 ms of ``repeats`` checkpoint writes, and the file's size in bytes."""
-    from reflex.store import RunStore
+    from reflex.run.store import RunStore
 
     store = RunStore(tmp / "writes")
     times = []
@@ -112,7 +112,7 @@ def write_cost(payload: dict[str, Any], tmp: Path, repeats: int) -> tuple[float,
 
 def killed_run(run_dir: Path, iterations: int, kill_at: int) -> None:
     """The run in a forked child that SIGKILLs itself at fake-model call ``kill_at``."""
-    from reflex.providers import load_litellm
+    from reflex.models.client import load_litellm
     from reflex.testing import FakeModel
 
     load_litellm()

@@ -26,7 +26,7 @@ EXAMPLE = ROOT / "examples" / "home_assistant_intents"
 
 def _install_fake() -> None:
     """Task: right on every row when the prompt names the output format, else on every third."""
-    from reflex.dataset import load_dataset
+    from reflex.data.dataset import load_dataset
     from reflex.testing import FakeModel, FakeRequest
 
     answers = {e.input: e.ideal or "" for e in load_dataset(EXAMPLE / "quickstart.jsonl")}

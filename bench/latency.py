@@ -21,7 +21,7 @@ from typing import Any
 from _common import MODEL, Row, emit, endpoint, examples, make_session, warm_up
 
 from reflex.callbacks import Callback
-from reflex.runner import LoopRunner
+from reflex.models.runner import LoopRunner
 
 LATENCY = 0.1
 
@@ -52,7 +52,7 @@ def timed_evaluation(
 
 def bare_litellm(url: str, n: int, workers: int, tag: str) -> tuple[float, float]:
     """The same calls through a bare ``litellm.acompletion`` loop with one semaphore."""
-    from reflex.providers import load_litellm
+    from reflex.models.client import load_litellm
 
     litellm = load_litellm()
 

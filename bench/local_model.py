@@ -15,10 +15,10 @@ import time
 os.environ.setdefault("REFLEX_LOCAL_THREADS", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from reflex import local
 from reflex.errors import ConfigurationError
-from reflex.providers import ModelSpec, ProviderClient, load_litellm
-from reflex.runner import LoopRunner
+from reflex.models import local
+from reflex.models.client import ModelSpec, ProviderClient, load_litellm
+from reflex.models.runner import LoopRunner
 
 INSTRUCTION = (
     "Classify the sentiment of the movie review. Answer with exactly one word: "

@@ -13,7 +13,7 @@ import random
 import time
 from collections.abc import Callable
 
-from reflex.judge_parse import parse_grades
+from reflex.judging.parse import parse_grades
 from reflex.plugins import get_registry
 from reflex.types import Example
 

@@ -23,9 +23,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from _common import Row, emit
 from local_model import REVIEWS
 
-from reflex import local
-from reflex.providers import ModelSpec, ProviderClient, load_litellm
-from reflex.runner import LoopRunner
+from reflex.models import local
+from reflex.models.client import ModelSpec, ProviderClient, load_litellm
+from reflex.models.runner import LoopRunner
 
 MODEL = "local/qwen2.5-coder-0.5b"
 # A realistic instruction (~170 tokens): the part every call of an evaluation shares.

@@ -24,8 +24,8 @@ from _common import Row, emit, endpoint, make_session, rows_for, warm_up, write_
 CHILD = """
 import json, resource, sys, time
 started = time.perf_counter()
-from reflex.dataset import load_dataset
-from reflex.splits import split_dataset
+from reflex.data.dataset import load_dataset
+from reflex.data.splits import split_dataset
 split = split_dataset(load_dataset(sys.argv[1]), train=0.6, val=0.2, seed=0)
 wall = time.perf_counter() - started
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -43,8 +43,8 @@ def load_and_split(path: Path) -> dict[str, float]:
 def iteration_cost(url: str, path: Path, repeats: int = 5) -> float:
     import random
 
-    from reflex.dataset import load_dataset
-    from reflex.splits import split_dataset
+    from reflex.data.dataset import load_dataset
+    from reflex.data.splits import split_dataset
 
     split = split_dataset(load_dataset(path), train=0.6, val=0.2, seed=0)
     session = make_session(url, 8)

@@ -1,4 +1,4 @@
-"""``llm_judge``: registers :class:`reflex.judge.LLMJudge` and the ``judge-check`` command.
+"""``llm_judge``: registers :class:`reflex.judging.judge.LLMJudge` and the ``judge-check`` command.
 
 ``--metric llm_judge`` needs a model, so the CLI uses ``--judge provider/model`` instead; by name
 from Python: ``add_metric("llm_judge", model="openai/gpt-4o-mini", criteria="rubric.json")``.
@@ -21,8 +21,8 @@ import click
 
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.hookspecs import hookimpl
-from reflex.judge import LLMJudge, judge_channel
-from reflex.providers import ProviderClient
+from reflex.judging.judge import LLMJudge, judge_channel
+from reflex.models.client import ProviderClient
 from reflex.types import Example, Score
 
 __all__ = [
@@ -164,9 +164,9 @@ def judge_rows(
 
 
 def _run_check(params: dict[str, Any]) -> JudgeAgreement:
-    from reflex.cache import ResponseCache
-    from reflex.dataset import load_dataset
-    from reflex.runner import LoopRunner
+    from reflex.data.dataset import load_dataset
+    from reflex.models.cache import ResponseCache
+    from reflex.models.runner import LoopRunner
 
     dataset = load_dataset(
         params["dataset"], input_field=params["input_field"], output_field=params["output_field"]

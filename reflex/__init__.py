@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from reflex.callbacks import Callback
     from reflex.config import BudgetConfig, RunConfig
-    from reflex.dataset import Dataset, load_dataset
+    from reflex.data.dataset import Dataset, load_dataset
     from reflex.errors import (
         BudgetExhausted,
         ConfigurationError,
@@ -35,7 +35,7 @@ _LAZY = {
     "BudgetExhausted": "reflex.errors",
     "Callback": "reflex.callbacks",
     "ConfigurationError": "reflex.errors",
-    "Dataset": "reflex.dataset",
+    "Dataset": "reflex.data.dataset",
     "DatasetError": "reflex.errors",
     "DegenerateSeedError": "reflex.errors",
     "EvalSnapshot": "reflex.result",
@@ -54,7 +54,7 @@ _LAZY = {
     "Strategy": "reflex.types",
     "TransientProviderError": "reflex.errors",
     "hookimpl": "reflex.hookspecs",
-    "load_dataset": "reflex.dataset",
+    "load_dataset": "reflex.data.dataset",
 }
 
 

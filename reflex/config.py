@@ -15,7 +15,7 @@ from pydantic import (
 )
 
 from reflex.errors import ConfigurationError
-from reflex.providers import parse_model
+from reflex.models.client import parse_model
 from reflex.redact import redact_url
 
 __all__ = [
@@ -86,7 +86,7 @@ class RunConfig(BaseModel):
     reasoning_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     # Model family the prompt was written for: reasoning prompts then add migration guidance.
     source_model: str | None = None
-    # Reasoning-prompt templates overridden for this run, by name (see reflex.reasoning).
+    # Reasoning-prompt templates overridden for this run, by name (see reflex.judging.reasoning).
     reasoning_templates: dict[str, str] = Field(default_factory=dict)
     metrics: list[str] = Field(default_factory=list)
     metric_weights: dict[str, float] = Field(default_factory=dict)
@@ -106,13 +106,13 @@ class RunConfig(BaseModel):
     batch_size: int = Field(default=8, gt=0)
     early_stopping_patience: int | None = Field(default=3, gt=0)
     max_workers: int = Field(default=8, gt=0)
-    # Processes that run LiteLLM's per-call CPU off the event loop (reflex.offload); 0: none.
+    # Processes that run LiteLLM's per-call CPU off the event loop (reflex.models.offload); 0: none.
     client_processes: int = Field(default=0, ge=0, le=64)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     run_dir: str = ".reflex"
     cache_namespace: str = "default"
     prompt_mode: Literal["replace", "prepend"] = "replace"
-    # Pipeline mode (reflex.pipeline): where the function came from and its source hash (a
+    # Pipeline mode (reflex.data.pipeline): where the function came from and its source hash (a
     # changed pipeline cannot resume a run), the per-example timeout, and the metrics that
     # score the whole trace instead of the final output.
     pipeline: str | None = None
@@ -120,7 +120,7 @@ class RunConfig(BaseModel):
     pipeline_timeout: float = Field(default=60.0, gt=0)
     trace_metrics: list[str] = Field(default_factory=list)
     allow_degenerate_seed: bool = False
-    # Leakage checks on every candidate (reflex.leakage); strict rejects flagged candidates.
+    # Leakage checks on every candidate (reflex.checks.leakage); strict rejects flagged candidates.
     strict_leakage: bool = False
     leakage_min_words: int = Field(default=8, ge=2)
     leakage_gain_margin: float = Field(default=0.15, gt=0.0, le=1.0)

@@ -17,6 +17,8 @@ Every message is one line that shows the bad value and what to do about it.
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "ReflexError",
     "StorageError",
     "TransientProviderError",
+    "storage_error",
 ]
 
 
@@ -87,3 +90,19 @@ class StorageError(ReflexError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+def storage_error(path: Path | str, exc: OSError | Exception) -> StorageError:
+    """The one-line error for a run-directory write that failed: which path, and what to do."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    full = (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "full" in reason.lower()
+    fix = (
+        "free disk space (or pass --run-dir on another disk)"
+        if full
+        else "make the directory writable or pass --run-dir to a writable directory"
+    )
+    return StorageError(
+        f"cannot write {path}: {reason}; {fix}, then run again (with --resume to continue a "
+        "started run)",
+        path=str(path),
+    )

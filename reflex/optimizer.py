@@ -13,17 +13,17 @@ from pydantic import ValidationError
 
 from reflex.callbacks import Callback
 from reflex.config import BudgetConfig, RunConfig, metric_specs
-from reflex.dataset import Dataset, load_dataset
+from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
+from reflex.data.prompts import PromptSpec, is_components_path, load_prompt_file, spec_from_mapping
 from reflex.errors import ConfigurationError
-from reflex.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
+from reflex.models.client import parse_model
 from reflex.plugins import get_registry
-from reflex.prompts import PromptSpec, is_components_path, load_prompt_file, spec_from_mapping
-from reflex.providers import parse_model
 from reflex.result import OptimizationResult
 from reflex.types import Metric
 
 if TYPE_CHECKING:
-    from reflex.compare import Comparison
+    from reflex.run.compare import Comparison
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
 
@@ -106,7 +106,7 @@ class PromptOptimizer:
     def set_inputs(self, data: str | Path | Sequence[Any]) -> PromptOptimizer:
         """Pipeline inputs: a JSON array / JSONL file, or a list, of strings or ``{input, ...}``.
 
-        References (``ideal``) are optional; see :func:`reflex.pipeline.load_inputs`.
+        References (``ideal``) are optional; see :func:`reflex.data.pipeline.load_inputs`.
         """
         self._dataset = load_inputs(data)
         return self
@@ -122,7 +122,7 @@ class PromptOptimizer:
 
         ``pipeline``: a function, or a ``.py`` file (``file.py:name``) defining ``run`` or
         ``pipeline``. ``timeout``: seconds per example (default 60). ``trace_metrics``: metrics
-        that score the whole trace instead of the final output. See :mod:`reflex.pipeline`.
+        that score the whole trace instead of the final output. See :mod:`reflex.data.pipeline`.
         """
         if isinstance(pipeline, (str, Path)):
             loaded = load_pipeline(pipeline)
@@ -187,12 +187,12 @@ class PromptOptimizer:
         weight: float = 1.0,
         **options: Any,
     ) -> PromptOptimizer:
-        """Score with an LLM judge (``reflex.judge.LLMJudge``), alone or beside other metrics.
+        """Score with an LLM judge (``LLMJudge``), alone or beside other metrics.
 
         ``criteria``: rubric text or a rubric file; ``criteria_list``: named criteria with
         weights and gates. Judge calls are cached and counted under the "judge" role.
         """
-        from reflex.judge import LLMJudge
+        from reflex.judging.judge import LLMJudge
 
         judge = LLMJudge(model, criteria=criteria, criteria_list=criteria_list, **options)
         return self.add_metric(judge, weight=weight)
@@ -210,7 +210,7 @@ class PromptOptimizer:
     def set_strict_leakage(self, strict: bool = True) -> PromptOptimizer:
         """Reject candidates flagged for leakage instead of only recording the flags.
 
-        Thresholds (see :mod:`reflex.leakage`): ``configure(leakage_min_words=8,
+        Thresholds (see :mod:`reflex.checks.leakage`): ``configure(leakage_min_words=8,
         leakage_gain_margin=0.15, leakage_gain_ratio=3.0)``.
         """
         return self._set(strict_leakage=strict)
@@ -238,8 +238,8 @@ class PromptOptimizer:
         return self._set(source_model=model.strip())
 
     def set_reasoning_template(self, name: str, text: str | Path) -> PromptOptimizer:
-        """Override reasoning template ``name`` (see ``reflex.reasoning.template_names()``)."""
-        from reflex.reasoning import template
+        """Override reasoning template ``name`` (see ``reasoning.template_names()``)."""
+        from reflex.judging.reasoning import template
 
         template(name)  # unknown names raise, listing the known ones
         body = read_prompt(text)
@@ -309,8 +309,8 @@ class PromptOptimizer:
         max_calls: int | None = None,
         **kwargs: Any,
     ) -> Comparison:
-        """Run each strategy for each seed at ``max_calls`` metric calls; see reflex.compare."""
-        from reflex.compare import compare
+        """Run each strategy for each seed at ``max_calls`` metric calls; see reflex.run.compare."""
+        from reflex.run.compare import compare
 
         return compare(self, prompt, strategies, seeds=seeds, max_calls=max_calls, **kwargs)
 
@@ -361,15 +361,15 @@ class PromptOptimizer:
         """Optimize ``prompt``; returns the result.
 
         ``prompt``: text, a Path to a prompt file (.md/.txt, or .json/.yaml/.toml components,
-        or a directory of .md components), a :class:`reflex.prompts.PromptSpec`, or a mapping
-        of component names to texts (see :mod:`reflex.prompts`). The engine optimizes the
+        or a directory of .md components), a :class:`reflex.data.prompts.PromptSpec`, or a mapping
+        of component names to texts (see :mod:`reflex.data.prompts`). The engine optimizes the
         assembled text; ``result.best_components`` holds the winner's components when known.
 
         ``resume=True`` continues the latest unfinished run for this dataset and prompt in the
         run directory; ``resume="<run id>"`` continues that run. Paid calls are not repeated.
         """
-        from reflex.engine import Engine
-        from reflex.resume import find_resumable, load_resume
+        from reflex.run.engine import Engine
+        from reflex.run.resume import find_resumable, load_resume
 
         config = self.build_config()
         assert self._dataset is not None

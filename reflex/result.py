@@ -91,8 +91,8 @@ class IterationRecord:
     prompt it was derived from. ``failed`` is an error; ``rejected`` a reason the candidate was
     not eligible (screened out before val, or a guard metric regressed). ``calls``/``tokens``/
     ``cost`` are run totals so far. ``components``: the candidate's named prompt components
-    when the strategy edits components (see :mod:`reflex.prompts`), else None. ``leakage``:
-    the candidate's leakage flags (see :mod:`reflex.leakage`), each a ``LeakageFlag.to_dict()``.
+    when the strategy edits components (see :mod:`reflex.data.prompts`), else None. ``leakage``:
+    the candidate's leakage flags (:mod:`reflex.checks.leakage`), each a ``LeakageFlag.to_dict()``.
     """
 
     iteration: int
@@ -130,17 +130,17 @@ class OptimizationResult:
     ``best_score`` is ``best_prompt``'s validation score (the selection criterion; its train score
     when the run has no val split). ``baseline`` and ``final`` are measured on the test split.
     ``slices``: per-group test scores by metadata key, baseline vs final (see
-    :func:`reflex.evaluate.slice_scores`); empty unless slices were asked for.
+    :func:`reflex.run.evaluate.slice_scores`); empty unless slices were asked for.
     ``best_components``: ``best_prompt`` as named components when known (None when a strategy
     edited the assembled text). ``lineage``: candidates of a search strategy (e.g. ``gepa``)
     with their parents, the component each changed and their scores; empty otherwise.
     ``failed_proposals``: reasoning answers that stayed unusable after their retry, each with
     ``iteration``, ``phase``, ``purpose``, ``error`` and ``attempts``.
     ``warnings``: ``{"kind", "message"}`` a reviewer should read (model-graded metric, overfit,
-    no validation split; see :func:`reflex.audit.run_warnings`). ``environment``: versions of
+    no validation split; see :func:`reflex.checks.audit.run_warnings`). ``environment``: versions of
     aevyra-reflex, Python and each plugin, and the dataset file's path and sha256.
     ``prompt_versions``: the initial and every accepted prompt, content-addressed, with
-    provenance and a diff against its parent (see :mod:`reflex.versions`).
+    provenance and a diff against its parent (see :mod:`reflex.checks.versions`).
     """
 
     best_prompt: str

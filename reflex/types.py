@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from reflex.context import StrategyContext
-    from reflex.providers import ModelSpec
+    from reflex.models.client import ModelSpec
+    from reflex.run.context import StrategyContext
 
 __all__ = ["Example", "JudgeCall", "Message", "Metric", "ModelGradedMetric", "Score", "Strategy"]
 
@@ -77,7 +77,7 @@ class Metric(Protocol):
       better. It must not mutate ``example``. A per-example failure is returned as a Score with
       ``error`` set, never raised; raise only for a bug in the metric itself.
     - ``scores_trace`` (optional class attribute, default False): in pipeline mode
-      (:mod:`reflex.pipeline`) a metric with ``scores_trace = True`` (or named with
+      (:mod:`reflex.data.pipeline`) a metric with ``scores_trace = True`` (or named with
       ``--score-trace``) receives as ``output`` the whole trace as JSON text,
       ``{"output": final output, "steps": [{"name", "input", "output"}, ...]}``, instead of
       the final output alone. Outside pipeline mode there is no trace: it gets the output.
@@ -92,7 +92,7 @@ class Metric(Protocol):
 
 @runtime_checkable
 class ModelGradedMetric(Protocol):
-    """A Metric whose verdict comes from a judge model (e.g. :class:`reflex.judge.LLMJudge`).
+    """A Metric whose verdict comes from a judge model (e.g. ``LLMJudge``).
 
     Everything in :class:`Metric` holds, plus:
 

@@ -45,7 +45,7 @@ from reflex_mlflow.tracking import (
 
 if TYPE_CHECKING:
     from reflex.config import RunConfig
-    from reflex.dataset import Dataset
+    from reflex.data.dataset import Dataset
     from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
 
 __all__ = ["MLflowCallback"]

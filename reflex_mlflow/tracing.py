@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import mlflow
 
-from reflex.runner import LoopRunner
+from reflex.models.runner import LoopRunner
 
 __all__ = ["LlmTracing"]
 

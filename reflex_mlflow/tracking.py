@@ -148,7 +148,7 @@ def run_tags(config: RunConfig, extra: Mapping[str, str] | None = None) -> dict[
     tags = {
         "reflex.version": __version__,
         "reflex.strategy": config.strategy,
-        "reflex.dataset": config.dataset_name,
+        "reflex.data.dataset": config.dataset_name,
         "reflex.target_model": config.models[0],
         **({"reflex.run_id": config.run_id} if config.run_id else {}),
         **dict(extra or {}),

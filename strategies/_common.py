@@ -20,7 +20,7 @@ from reflex.result import EvalSnapshot, IterationRecord
 from reflex.types import Example
 
 if TYPE_CHECKING:
-    from reflex.context import StrategyContext
+    from reflex.run.context import StrategyContext
 
 __all__ = ["join_sections", "references", "screening_batch", "try_candidate"]
 

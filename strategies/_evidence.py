@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .instructions import InstructionsOptions, instruction_candidates
 
 if TYPE_CHECKING:
-    from reflex.context import StrategyContext
+    from reflex.run.context import StrategyContext
 
 __all__ = ["DATA_AXES", "PRIORITY", "Evidence", "PhaseOutcome", "choose_axis", "gather_evidence"]
 

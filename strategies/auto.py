@@ -40,7 +40,7 @@ from .pdo import PDOOptions, PDOStrategy
 from .structural import StructuralOptions, StructuralStrategy
 
 if TYPE_CHECKING:
-    from reflex.context import StrategyContext
+    from reflex.run.context import StrategyContext
 
 __all__ = ["AutoOptions", "AutoStrategy", "plan_iterations", "register_strategies"]
 
@@ -183,7 +183,7 @@ class AutoStrategy:
             return StructuralStrategy(opts.structural)
         if axis == "pdo":
             return PDOStrategy(opts.pdo)
-        from reflex.engine import build_options
+        from reflex.run.engine import build_options
 
         cls = extras[axis]
         return cls(build_options(cls, dict(opts.extra_options.get(axis, {}))))

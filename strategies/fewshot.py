@@ -33,7 +33,7 @@ from reflex.types import Example
 from ._common import join_sections, screening_batch, try_candidate
 
 if TYPE_CHECKING:
-    from reflex.context import StrategyContext
+    from reflex.run.context import StrategyContext
 
 __all__ = ["Demo", "FewshotOptions", "FewshotStrategy", "register_strategies", "render_demos"]
 

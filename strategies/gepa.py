@@ -1,7 +1,7 @@
 """``gepa``: reflective prompt evolution over a per-instance Pareto front (after GEPA).
 
 Candidates are maps of named text components (a plain prompt is one component, ``system``;
-see :mod:`reflex.prompts`). Each iteration:
+see :mod:`reflex.data.prompts`). Each iteration:
 
 1. sample a parent from the Pareto front of the per-example validation scores (weight = the
    rows it wins; ``epsilon`` and ``top_k`` widen / narrow the front);
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.hookspecs import hookimpl
-from reflex.reasoning import ask, parse_proposal, render, system_prompt
+from reflex.judging.reasoning import ask, parse_proposal, render, system_prompt
 from reflex.result import EvalSnapshot, Sample
 from reflex.types import Example
 
@@ -47,7 +47,7 @@ from ._pareto import sample_parent
 from ._rows import sample_row
 
 if TYPE_CHECKING:
-    from reflex.context import StrategyContext
+    from reflex.run.context import StrategyContext
 
 __all__ = ["BudgetPlan", "GepaOptions", "GepaStrategy", "plan_budget", "register_strategies"]
 

@@ -32,7 +32,7 @@ from reflex.types import Example
 from ._common import join_sections, references, screening_batch, try_candidate
 
 if TYPE_CHECKING:
-    from reflex.context import StrategyContext
+    from reflex.run.context import StrategyContext
 
 __all__ = [
     "InstructionsOptions",

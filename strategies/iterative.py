@@ -8,7 +8,7 @@ adopted only if it scores strictly higher, and only an adopted revision is measu
 both were just scored on is not worth a val evaluation. An unusable answer is retried once; a
 second failure records the iteration as failed. A minibatch the current prompt already gets
 fully right is recorded as rejected without a reasoning call. Its prompts are the
-``iterative.*`` templates in ``reflex.reasoning`` (overridable by name).
+``iterative.*`` templates in ``reflex.judging.reasoning`` (overridable by name).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.hookspecs import hookimpl
-from reflex.reasoning import Proposal, ask, parse_proposal, render, system_prompt
+from reflex.judging.reasoning import Proposal, ask, parse_proposal, render, system_prompt
 from reflex.result import EvalSnapshot, Sample
 
 from ._rows import sample_row
 
 if TYPE_CHECKING:
-    from reflex.context import StrategyContext
+    from reflex.run.context import StrategyContext
 
 __all__ = ["IterativeOptions", "IterativeStrategy", "register_strategies"]
 

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.hookspecs import hookimpl
-from reflex.reasoning import ask, parse_prompts, render, system_prompt
+from reflex.judging.reasoning import ask, parse_prompts, render, system_prompt
 from reflex.result import EvalSnapshot
 from reflex.types import Example
 
 if TYPE_CHECKING:
-    from reflex.context import StrategyContext
+    from reflex.run.context import StrategyContext
 
 __all__ = ["OproOptions", "OproStrategy", "meta_history", "register_strategies"]
 

@@ -8,7 +8,7 @@
    same ``duel_rows`` seeded train rows with ``ctx.evaluate``, and each row goes to the prompt
    the **user's metrics** score higher (a tie is half a win each). Only when the run is
    label-free (no train row has a reference) and one metric is a judge (``ctx.judge``) does a
-   *pairwise* judge decide each row instead (``ctx.judge_pairs``, ``reflex.pairwise``): asked
+   *pairwise* judge decide each row instead (``ctx.judge_pairs``, ``judging.pairwise``): asked
    in both orders against position bias, a row it cannot judge after a retry is a logged tie.
 3. Rankings: Copeland, Borda, Elo and average win rate (``_ranking``), fused with weights
    learned by multiplicative updates: a method gains weight when it predicted a duel's winner.
@@ -33,7 +33,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from reflex.hookspecs import hookimpl
-from reflex.reasoning import Proposal, ask, parse_prompts, parse_proposal, render, system_prompt
+from reflex.judging.reasoning import (
+    Proposal,
+    ask,
+    parse_prompts,
+    parse_proposal,
+    render,
+    system_prompt,
+)
 from reflex.result import Sample
 from reflex.types import Example
 
@@ -42,7 +49,7 @@ from ._layout import TRANSFORMS, apply_transform
 from ._rows import pipeline_notes
 
 if TYPE_CHECKING:
-    from reflex.context import StrategyContext
+    from reflex.run.context import StrategyContext
 
 __all__ = ["PDOOptions", "PDOStrategy", "Pool", "register_strategies"]
 

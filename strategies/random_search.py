@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.hookspecs import hookimpl
-from reflex.reasoning import ask, parse_prompts, render, system_prompt
+from reflex.judging.reasoning import ask, parse_prompts, render, system_prompt
 
 from ._common import try_candidate
 
 if TYPE_CHECKING:
-    from reflex.context import StrategyContext
+    from reflex.run.context import StrategyContext
 
 __all__ = ["RandomOptions", "RandomStrategy", "register_strategies"]
 

@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from reflex.hookspecs import hookimpl
-from reflex.reasoning import Proposal, ask, parse_proposal, render, system_prompt
+from reflex.judging.reasoning import Proposal, ask, parse_proposal, render, system_prompt
 from reflex.result import EvalSnapshot
 from reflex.types import Example
 
 from ._layout import TRANSFORMS, apply_transform
 
 if TYPE_CHECKING:
-    from reflex.context import StrategyContext
+    from reflex.run.context import StrategyContext
 
 __all__ = ["StructuralOptions", "StructuralStrategy", "register_strategies"]
 

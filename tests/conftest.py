@@ -13,9 +13,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from typing import Any
 
+from reflex.models.client import load_litellm
+from reflex.models.runner import LoopRunner
 from reflex.plugins import reset_registry
-from reflex.providers import load_litellm
-from reflex.runner import LoopRunner
 from reflex.testing import FakeRequest
 
 # pytester runs examples/plugin_package's own tests in-process (tests/test_plugin_package.py).
@@ -72,7 +72,7 @@ def _isolated_registry() -> Iterator[None]:
 
 @pytest.fixture
 def fake_responder() -> Callable[[FakeRequest], str]:
-    """Scripts the ``fake_model`` fixture of ``reflex.pytest_plugin`` (the pytest11 plugin)."""
+    """Scripts the ``fake_model`` fixture of ``reflex.testing.pytest_plugin`` (pytest11)."""
     return responder
 
 

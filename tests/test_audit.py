@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 from conftest import make_rows
 
 from reflex import PromptOptimizer
-from reflex.audit import KEY_ENV, SEAL_FILE, run_warnings, seal_run, verify_run
+from reflex.checks.audit import KEY_ENV, SEAL_FILE, run_warnings, seal_run, verify_run
 from reflex.cli import build_cli
 from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
 from reflex.testing import FakeModel
@@ -140,7 +140,7 @@ def test_warnings_for_overfit_judges_and_missing_val() -> None:
 
 
 def test_prompt_versions_are_content_addressed_with_provenance(run: Path) -> None:
-    from reflex.versions import version_id
+    from reflex.checks.versions import version_id
 
     result = json.loads((run / "result.json").read_text())
     versions = result["prompt_versions"]

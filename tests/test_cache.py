@@ -1,4 +1,4 @@
-"""Tests for reflex.cache: key stability, sqlite persistence, and cache behaviour inside
+"""Tests for reflex.models.cache: key stability, sqlite persistence, and cache behaviour inside
 ProviderClient with real LiteLLM calls against the fake model.
 """
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from reflex.cache import CachedResponse, ResponseCache, cache_key
 from reflex.errors import ProviderError, TransientProviderError
-from reflex.providers import Completion, ModelSpec, ProviderClient
-from reflex.retry import RetryPolicy
-from reflex.runner import LoopRunner
+from reflex.models.cache import CachedResponse, ResponseCache, cache_key
+from reflex.models.client import Completion, ModelSpec, ProviderClient
+from reflex.models.retry import RetryPolicy
+from reflex.models.runner import LoopRunner
 from reflex.testing import FakeModel
 
 FAST = RetryPolicy(max_retries=2, base_delay=0.0)

@@ -9,7 +9,7 @@ import pytest
 from conftest import make_rows
 
 from reflex import PromptOptimizer
-from reflex.compare import RunSummary, summarize
+from reflex.run.compare import RunSummary, summarize
 from reflex.testing import FakeModel
 
 START = "Classify the sentiment."

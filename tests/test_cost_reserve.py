@@ -10,7 +10,7 @@ import pytest
 from conftest import ANSWERS, KEYWORD, make_rows
 
 from reflex import OptimizationResult, PromptOptimizer
-from reflex.providers import load_litellm
+from reflex.models.client import load_litellm
 from reflex.testing import FakeModel, FakeRequest
 
 START = "Classify the sentiment."

@@ -1,4 +1,4 @@
-"""Tests for reflex.dataset: every accepted format, the DataFrame boundary and every error."""
+"""Tests for reflex.data.dataset: every accepted format, the DataFrame boundary and every error."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reflex.dataset import Dataset, load_dataset
+from reflex.data.dataset import Dataset, load_dataset
 from reflex.errors import DatasetError
 from reflex.types import Example
 

@@ -1,4 +1,4 @@
-"""Tests for reflex.endpoint: the local OpenAI-compatible server, reached through LiteLLM
+"""Tests for reflex.testing.endpoint: the local OpenAI-compatible server, reached through LiteLLM
 (``openai/<name>`` with ``api_base``) and ``ProviderClient``, and over raw sockets.
 """
 
@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from reflex.endpoint import FAULT_KINDS, ChatRequest, FaultPlan, Stats, serve
 from reflex.errors import TransientProviderError
-from reflex.providers import Completion, ModelSpec, ProviderClient
-from reflex.retry import RetryPolicy
-from reflex.runner import LoopRunner
+from reflex.models.client import Completion, ModelSpec, ProviderClient
+from reflex.models.retry import RetryPolicy
+from reflex.models.runner import LoopRunner
+from reflex.testing.endpoint import FAULT_KINDS, ChatRequest, FaultPlan, Stats, serve
 
 FAST = RetryPolicy(max_retries=4, base_delay=0.001, max_delay=0.01)
 HI = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "say hi now"}]
@@ -181,7 +181,7 @@ def test_bad_bodies_and_unknown_routes() -> None:
 
 
 def test_runs_as_a_process_with_stats_over_http() -> None:
-    command = [sys.executable, "-m", "reflex.endpoint", "--port", "0", "--usage", "3", "4"]
+    command = [sys.executable, "-m", "reflex.testing.endpoint", "--port", "0", "--usage", "3", "4"]
     command += ["--fault-rate", "1.0", "--fault-kinds", "500", "--max-per-request", "1"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:

@@ -112,7 +112,7 @@ def test_selection_is_on_val_not_train(tmp_path: Path) -> None:
     train_rows: set[int] = set()
     FakeModel(answer).install()
     opt = builder(tmp_path).configure(max_iterations=1)
-    from reflex.splits import split_dataset
+    from reflex.data.splits import split_dataset
 
     split = split_dataset(opt._dataset, seed=0)  # type: ignore[arg-type]
     train_rows.update(int(e.id[1:]) for e in split.train)

@@ -13,8 +13,8 @@ import pytest
 from conftest import BETTER, make_rows, responder
 
 from reflex import PromptOptimizer
-from reflex.pipeline import Prompt
-from reflex.prompts import PromptSpec
+from reflex.data.pipeline import Prompt
+from reflex.data.prompts import PromptSpec
 from reflex.testing import FakeModel, FakeRequest
 from reflex_strategies._merge import Candidate, find_merge
 from reflex_strategies._pareto import dominates, instance_winners, pareto_front, sample_parent

@@ -1,6 +1,6 @@
 """One test per hook in reflex.hookspecs (tests/test_meta.py checks that each has one).
 
-They use the fixtures of ``reflex.pytest_plugin`` the way a plugin author would.
+They use the fixtures of ``reflex.testing.pytest_plugin`` the way a plugin author would.
 """
 
 from __future__ import annotations

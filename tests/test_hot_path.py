@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from reflex import litellm_call
-from reflex.cache import CachedResponse, ResponseCache
 from reflex.errors import StorageError
-from reflex.providers import ModelSpec, ProviderClient, load_litellm
-from reflex.retry import RetryPolicy
-from reflex.runner import LoopRunner
+from reflex.models import litellm_call
+from reflex.models.cache import CachedResponse, ResponseCache
+from reflex.models.client import ModelSpec, ProviderClient, load_litellm
+from reflex.models.retry import RetryPolicy
+from reflex.models.runner import LoopRunner
 from reflex.testing import FakeModel
 
 MESSAGES = [{"role": "user", "content": "hi there"}]

@@ -14,7 +14,7 @@ from conftest import BETTER, LABELS, make_rows, responder
 
 from reflex import PromptOptimizer
 from reflex.cli import build_cli
-from reflex.judge import LLMJudge
+from reflex.judging.judge import LLMJudge
 from reflex.testing import FakeModel, FakeRequest
 from reflex.types import Example, JudgeCall, Score
 

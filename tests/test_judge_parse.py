@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from reflex.errors import ConfigurationError
-from reflex.judge import Criterion, LLMJudge, load_rubric, parse_grades
-from reflex.judge_parse import JudgeParseError
+from reflex.judging.judge import Criterion, LLMJudge, load_rubric, parse_grades
+from reflex.judging.parse import JudgeParseError
 from reflex.types import Example, ModelGradedMetric
 
 TWO = ["accuracy", "tone"]

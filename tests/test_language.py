@@ -10,8 +10,8 @@ import pytest
 from conftest import make_rows, responder
 
 from reflex import ConfigurationError, PromptOptimizer
-from reflex import reasoning as rs
-from reflex.language import detect_language, detect_script
+from reflex.data.language import detect_language, detect_script
+from reflex.judging import reasoning as rs
 from reflex.testing import FakeModel, FakeRequest
 
 START = "Classify the sentiment."

@@ -14,10 +14,10 @@ from conftest import KEYWORD, responder
 from pydantic import BaseModel, ConfigDict
 
 from reflex import ConfigurationError, Example, PromptOptimizer, hookimpl
+from reflex.checks.leakage import SpanIndex, implausible_gain, leakage_warnings, words
 from reflex.cli import build_cli
-from reflex.leakage import SpanIndex, implausible_gain, leakage_warnings, words
-from reflex.providers import load_litellm
-from reflex.report_html import render_report
+from reflex.cli.report_html import render_report
+from reflex.models.client import load_litellm
 from reflex.result import IterationRecord
 from reflex.testing import FakeModel, FakeRequest
 

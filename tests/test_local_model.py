@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from reflex import local
 from reflex.errors import ConfigurationError, ProviderError
-from reflex.providers import Completion, ModelSpec, ProviderClient
-from reflex.retry import is_transient
-from reflex.runner import LoopRunner
+from reflex.models import local
+from reflex.models.client import Completion, ModelSpec, ProviderClient
+from reflex.models.retry import is_transient
+from reflex.models.runner import LoopRunner
 
 SMOL = "local/smollm2-135m"
 MESSAGES = [
@@ -63,7 +63,7 @@ def _hide(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
 
 def test_import_loads_neither_llama_cpp_nor_litellm() -> None:
     code = (
-        "import sys, reflex.local; "
+        "import sys, reflex.models.local; "
         "print(sorted(m for m in ('llama_cpp', 'litellm') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -206,7 +206,7 @@ def test_missing_model_fails_before_any_call(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_context_overflow_maps_to_context_window_error() -> None:
-    from reflex.providers import load_litellm
+    from reflex.models.client import load_litellm
 
     litellm = load_litellm()
     error = local._as_litellm_error(

@@ -15,8 +15,9 @@ import pytest
 
 import aevyra_reflex
 import reflex
-from reflex import _docgen, hookspecs
+from reflex import hookspecs
 from reflex.cli import build_cli
+from reflex.cli import docgen as _docgen
 from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, Sample
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,7 +190,7 @@ def test_aevyra_reflex_all_is_explicit_sorted_and_exact() -> None:
 
 
 def test_pytest_plugin_loads_through_its_entry_point(request: pytest.FixtureRequest) -> None:
-    from reflex import pytest_plugin
+    from reflex.testing import pytest_plugin
 
     assert request.config.pluginmanager.get_plugin("reflex") is pytest_plugin
 

@@ -14,8 +14,8 @@ from conftest import BETTER, LABELS, make_rows, responder
 from reflex import ConfigurationError, PromptOptimizer
 from reflex.cli import build_cli
 from reflex.config import RunConfig, metric_specs
-from reflex.gate import rebuild_metrics
-from reflex.judge import LLMJudge
+from reflex.judging.judge import LLMJudge
+from reflex.run.gate import rebuild_metrics
 from reflex.testing import FakeModel, FakeRequest
 
 START = "Classify the sentiment."

@@ -340,7 +340,7 @@ def test_resumed_reflex_run_continues_its_mlflow_run(tmp_path: Path, uri: str) -
     from test_resume import builder as resume_builder
     from test_resume import reasoner_variants
 
-    from reflex.providers import load_litellm
+    from reflex.models.client import load_litellm
     from reflex.testing import FakeRequest
 
     load_litellm()

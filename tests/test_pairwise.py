@@ -13,8 +13,8 @@ import pytest
 from conftest import KEYWORD, LABELS, make_rows, responder
 
 from reflex import OptimizationResult, PromptOptimizer
-from reflex.judge import LLMJudge
-from reflex.pairwise import PairwiseParseError, compare_all, parse_preference
+from reflex.judging.judge import LLMJudge
+from reflex.judging.pairwise import PairwiseParseError, compare_all, parse_preference
 from reflex.testing import FakeModel, FakeRequest
 from reflex.types import Example
 

@@ -19,19 +19,19 @@ from test_resume import cached_rows, comparable, reasoner_variants
 
 from reflex import ConfigurationError, DatasetError, PromptOptimizer, ProviderError
 from reflex.cli import build_cli
-from reflex.evaluate import Evaluator
-from reflex.pipeline import (
+from reflex.data.pipeline import (
     Prompt,
     Trace,
     load_inputs,
     load_pipeline,
     pipeline_from_function,
 )
-from reflex.pipeline_runner import PipelineRunner, components_of
-from reflex.prompts import PromptSpec
-from reflex.providers import ModelSpec, ProviderClient, load_litellm
+from reflex.data.prompts import PromptSpec
+from reflex.models.client import ModelSpec, ProviderClient, load_litellm
+from reflex.models.runner import LoopRunner
 from reflex.result import EvalSnapshot
-from reflex.runner import LoopRunner
+from reflex.run.evaluate import Evaluator
+from reflex.run.pipeline_runner import PipelineRunner, components_of
 from reflex.testing import FakeModel, FakeRequest
 from reflex.types import Example, Score
 

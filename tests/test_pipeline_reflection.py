@@ -13,7 +13,7 @@ import pytest
 from conftest import KEYWORD, make_rows, task_answer
 
 from reflex import OptimizationResult, PromptOptimizer
-from reflex.pipeline import Prompt, Trace
+from reflex.data.pipeline import Prompt, Trace
 from reflex.result import Sample
 from reflex.testing import FakeModel, FakeRequest
 from reflex.types import Example

@@ -82,7 +82,7 @@ def test_installed_plugin_loads_through_its_entry_point(
 def test_plugin_package_own_tests_pass(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pytester: pytest.Pytester
 ) -> None:
-    """Its tests use the pytest11 fixtures of reflex.pytest_plugin, with no conftest.py."""
+    """Its tests use the pytest11 fixtures of reflex.testing.pytest_plugin, with no conftest.py."""
     for path in _install(tmp_path / "site"):
         monkeypatch.syspath_prepend(str(path))
     reset_registry()

@@ -10,8 +10,8 @@ import yaml
 from conftest import BETTER, make_rows
 
 from reflex import ConfigurationError, PromptOptimizer
+from reflex.data.prompts import PromptSpec, load_prompt_file, write_prompt_file
 from reflex.optimizer import prompt_spec
-from reflex.prompts import PromptSpec, load_prompt_file, write_prompt_file
 from reflex.testing import FakeModel
 
 PARTS = {"role": "You classify reviews.", "format": "Answer positive or negative."}

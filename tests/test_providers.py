@@ -1,4 +1,5 @@
-"""Tests for reflex.providers: real ``litellm.acompletion`` calls against fakes behind the LiteLLM
+"""Tests for reflex.models.client: real ``litellm.acompletion`` calls against fakes behind the
+LiteLLM
 custom-provider boundary (no mocks): model specs, usage, cost, retries, errors and concurrency.
 """
 
@@ -13,15 +14,15 @@ import httpx
 import pytest
 
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
-from reflex.providers import (
+from reflex.models.client import (
     Completion,
     ModelSpec,
     ProviderClient,
     parse_model,
     register_provider,
 )
-from reflex.retry import RetryPolicy
-from reflex.runner import LoopRunner
+from reflex.models.retry import RetryPolicy
+from reflex.models.runner import LoopRunner
 from reflex.testing import FakeModel, FakeRequest
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.0)

@@ -14,7 +14,7 @@ from conftest import make_rows
 
 from reflex import PromptOptimizer
 from reflex.cli import build_cli
-from reflex.report_html import render_report
+from reflex.cli.report_html import render_report
 from reflex.testing import FakeModel
 
 EVIL = 'Classify the sentiment. <script>alert("x")</script> & <b>bold</b>'
@@ -179,8 +179,8 @@ def test_report_version_ids_are_escaped_and_derived_for_old_records() -> None:
     page.feed(render_report(result))
     assert "i" not in page.tags
     assert {"v1" + evil, "root" + evil} <= {v for k, v in page.attrs if k == "title"}
-    # A record written before prompt_versions: the same ids, derived as reflex.versions does.
-    from reflex.versions import version_id
+    # A record written before prompt_versions: the same ids, derived as reflex.checks.versions does.
+    from reflex.checks.versions import version_id
 
     del result["prompt_versions"]
     page = _Page()

@@ -13,8 +13,8 @@ import pytest
 from conftest import make_rows, responder
 
 from reflex import ConfigurationError, PromptOptimizer
-from reflex.providers import load_litellm
-from reflex.resume import list_runs
+from reflex.models.client import load_litellm
+from reflex.run.resume import list_runs
 from reflex.testing import FakeModel, FakeRequest
 
 START = "Classify the sentiment."

@@ -1,4 +1,4 @@
-"""Tests for reflex.retry: which real LiteLLM failures are retried, Retry-After, backoff bounds."""
+"""Tests for reflex.models.retry: which LiteLLM failures are retried, Retry-After, backoff."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from reflex.providers import load_litellm
-from reflex.retry import RetryPolicy, is_transient, retry_after_seconds
+from reflex.models.client import load_litellm
+from reflex.models.retry import RetryPolicy, is_transient, retry_after_seconds
 
 
 @pytest.fixture(scope="module")

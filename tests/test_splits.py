@@ -1,4 +1,4 @@
-"""Tests for reflex.splits: determinism, disjointness, groups, forced splits and errors."""
+"""Tests for reflex.data.splits: determinism, disjointness, groups, forced splits and errors."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from reflex.dataset import Dataset, load_dataset
+from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.splits import Split, split_dataset
 from reflex.errors import ConfigurationError, DatasetError
-from reflex.splits import Split, split_dataset
 
 VADER = Path("/work/shared/datasets/vader_tweets.jsonl")
 

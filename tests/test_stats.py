@@ -1,4 +1,4 @@
-"""Tests for reflex.stats (paired significance statistics)."""
+"""Tests for reflex.checks.stats (paired significance statistics)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from reflex.stats import (
+from reflex.checks.stats import (
     PairedTest,
     bootstrap_ci,
     cohens_dz,

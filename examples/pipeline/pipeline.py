@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from reflex.pipeline import Prompt, Trace
+from reflex.data.pipeline import Prompt, Trace
 
 
 def run(prompt: Prompt, input: str, call: Callable[..., str]) -> Trace:

@@ -21,7 +21,7 @@ import pytest
 from conftest import make_rows
 
 from reflex.cli import main
-from reflex.dataset import MAX_RECORD_BYTES, load_dataset
+from reflex.data.dataset import MAX_RECORD_BYTES, load_dataset
 from reflex.testing import FakeModel
 
 MODELS = ("-m", "fake/task", "--reasoning-model", "fake/reasoner")

@@ -1,6 +1,6 @@
 """Provider faults: transient ones are absorbed, permanent ones stop the run at once.
 
-Transient faults go through the local OpenAI-compatible endpoint (``reflex.endpoint``) over real
+Transient faults go through the local OpenAI-compatible endpoint (``testing.endpoint``) over real
 HTTP, so LiteLLM's own error mapping decides what our retry layer sees. Permanent faults (401,
 400, context window exceeded) come from ``FakeModel`` raising the LiteLLM exception classes
 LiteLLM maps those HTTP answers to: the endpoint injects only transient and malformed faults.
@@ -20,9 +20,9 @@ from conftest import BETTER, make_rows, reasoner_answer, responder, task_answer
 
 from reflex import OptimizationResult, PromptOptimizer
 from reflex.cli import main
-from reflex.endpoint import ChatRequest, Endpoint, FaultPlan, serve
-from reflex.resume import list_runs
+from reflex.run.resume import list_runs
 from reflex.testing import FakeModel, FakeRequest
+from reflex.testing.endpoint import ChatRequest, Endpoint, FaultPlan, serve
 
 START = "Classify the sentiment."
 TRANSIENT = ("429", "429-retry-after", "500", "503", "timeout", "drop")

@@ -20,11 +20,11 @@ from test_faults import answer
 from test_resume import START, cached_rows, comparable, reasoner_variants
 
 from reflex import OptimizationResult, PromptOptimizer
-from reflex.endpoint import ChatRequest, serve
-from reflex.providers import load_litellm
-from reflex.resume import list_runs
-from reflex.runner import LoopRunner
+from reflex.models.client import load_litellm
+from reflex.models.runner import LoopRunner
+from reflex.run.resume import list_runs
 from reflex.testing import FakeModel, FakeRequest, RecordingCallback
+from reflex.testing.endpoint import ChatRequest, serve
 
 ARGS = ["-m", "fake/task", "-s", "instructions", "--max-iterations", "4", "--max-workers", "4"]
 
@@ -49,7 +49,7 @@ def run_interrupted(args: list[str], at_call: int, *, slow_cleanup: bool = False
         code = 1
         try:
             if slow_cleanup:
-                from reflex.report import ConsoleReporter
+                from reflex.cli.console import ConsoleReporter
 
                 def hang(self: Any, error: BaseException, partial: Any) -> None:
                     os.kill(os.getpid(), signal.SIGINT)

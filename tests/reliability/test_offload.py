@@ -18,13 +18,19 @@ from conftest import make_rows
 from test_faults import START, TRANSIENT, answer, api_key, events, run_against, scores
 
 from reflex import OptimizationResult, PromptOptimizer
-from reflex.endpoint import Endpoint, FaultPlan, serve
-from reflex.offload import OffloadPool
-from reflex.offload_protocol import RemoteError, portable
-from reflex.providers import ModelSpec, ProviderClient
-from reflex.retry import error_name, first_line, is_rate_limit, is_transient, retry_after_seconds
-from reflex.runner import LoopRunner
+from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.offload import OffloadPool
+from reflex.models.offload_protocol import RemoteError, portable
+from reflex.models.retry import (
+    error_name,
+    first_line,
+    is_rate_limit,
+    is_transient,
+    retry_after_seconds,
+)
+from reflex.models.runner import LoopRunner
 from reflex.testing import FakeModel
+from reflex.testing.endpoint import Endpoint, FaultPlan, serve
 
 READY_S = 180.0  # a worker imports LiteLLM first: seconds on a busy 2-core machine
 

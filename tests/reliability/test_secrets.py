@@ -22,7 +22,7 @@ from test_mlflow_callback import template_db  # noqa: F401  (session fixture: a 
 
 from reflex.cli import main
 from reflex.config import RunConfig
-from reflex.endpoint import ChatRequest, serve
+from reflex.testing.endpoint import ChatRequest, serve
 
 KEY = "sk-test-SECRET-key-0123456789abcdef"
 

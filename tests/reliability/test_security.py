@@ -10,8 +10,8 @@ import pytest
 from conftest import make_rows, responder
 
 from reflex import PromptOptimizer
-from reflex.endpoint import _parser, serve
 from reflex.testing import FakeModel, FakeRequest
+from reflex.testing.endpoint import _parser, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("reflex", "reflex_mlflow", "reflex_wandb", "strategies", "metrics", "aevyra_reflex")
@@ -35,24 +35,24 @@ def matches(pattern: re.Pattern[str]) -> set[str]:
 
 
 def test_only_the_test_endpoint_listens_and_only_on_localhost() -> None:
-    assert matches(LISTENING) == {"reflex/endpoint.py"}
+    assert matches(LISTENING) == {"reflex/testing/endpoint.py"}
     assert _parser().parse_args([]).host == "127.0.0.1"
     with serve() as url:
         assert url.startswith("http://127.0.0.1:")
 
 
 def test_only_the_pipeline_loader_runs_user_files() -> None:
-    # reflex/offload.py starts its own worker (sys.executable, a fixed command); the protocol
+    # reflex/models/offload.py starts its own worker (sys.executable, a fixed command); the protocol
     # unpickles only what comes over an anonymous socketpair shared with that child.
-    offloading = {"reflex/offload.py", "reflex/offload_protocol.py"}
-    assert matches(CODE_LOADING) == {"reflex/pipeline.py", *offloading}
-    offload = sources()["reflex/offload.py"]
+    offloading = {"reflex/models/offload.py", "reflex/models/offload_protocol.py"}
+    assert matches(CODE_LOADING) == {"reflex/data/pipeline.py", *offloading}
+    offload = sources()["reflex/models/offload.py"]
     assert "socket.socketpair()" in offload
     assert not any("connect(" in sources()[name] for name in offloading)
     assert '[sys.executable, "-c", code, str(child.fileno())]' in offload
     callers = {n for n, t in sources().items() if "load_pipeline(" in t}
     # Only the builder (from --pipeline-file or .set_pipeline) asks for a pipeline file.
-    assert callers <= {"reflex/pipeline.py", "reflex/optimizer.py"}
+    assert callers <= {"reflex/data/pipeline.py", "reflex/optimizer.py"}
 
 
 EVIL = "import pathlib; pathlib.Path(__file__).with_name('PWNED').write_text('x')\n"

@@ -15,11 +15,11 @@ import pytest
 from conftest import make_rows
 from test_resume import START, reasoner_variants
 
-import reflex.store
-from reflex.cache import CachedResponse, ResponseCache
+import reflex.run.store
 from reflex.cli import main
 from reflex.errors import StorageError
-from reflex.resume import list_runs
+from reflex.models.cache import CachedResponse, ResponseCache
+from reflex.run.resume import list_runs
 from reflex.testing import FakeModel, RecordingCallback
 
 
@@ -97,7 +97,7 @@ def test_disk_full_mid_run_keeps_the_checkpoint_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     disk = DiskFull()
-    monkeypatch.setattr(reflex.store.os, "fsync", disk.fsync)
+    monkeypatch.setattr(reflex.run.store.os, "fsync", disk.fsync)
     run_dir = tmp_path / "runs"
     args = cli_args(tmp_path, run_dir)
     saved: dict[str, Any] = {}
@@ -109,7 +109,7 @@ def test_disk_full_mid_run_keeps_the_checkpoint_and_resumes(
             saved.update(json.loads((run.path / "checkpoint.json").read_text()))
             disk.full = True
 
-    monkeypatch.setattr("reflex.report.ConsoleReporter.on_iteration", FillDisk.on_iteration)
+    monkeypatch.setattr("reflex.cli.console.ConsoleReporter.on_iteration", FillDisk.on_iteration)
     FakeModel(reasoner_variants).install()
     code, err = run_cli(args, capsys)
     assert code == 2

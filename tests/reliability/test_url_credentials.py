@@ -19,10 +19,10 @@ from test_secrets import every_file_mentioning
 from reflex import ConfigurationError, PromptOptimizer, ProviderError
 from reflex.cli import main
 from reflex.config import RunConfig
-from reflex.endpoint import serve
+from reflex.models.retry import is_transient
 from reflex.redact import redact_url, scrub
-from reflex.retry import is_transient
 from reflex.testing import FakeModel, FakeRequest, RecordingCallback
+from reflex.testing.endpoint import serve
 from reflex_mlflow.tracking import run_params
 
 SECRETS = ("PWSECRET", "QKEYSECRET", "RSNSECRET")

@@ -1,7 +1,7 @@
 """Tests of the example plugin, written with the fixtures aevyra-reflex ships for plugin authors.
 
 ``fake_model``, ``fake_responder``, ``recording_callback`` and ``register_plugin`` come from
-``reflex.pytest_plugin`` (a pytest11 entry point): no conftest.py needed.
+``reflex.testing.pytest_plugin`` (a pytest11 entry point): no conftest.py needed.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex import Example, Score, hookimpl
-from reflex.context import StrategyContext
+from reflex.run.context import StrategyContext
 from reflex.types import Metric, Strategy
 
 __all__ = [

@@ -1,0 +1,145 @@
+"""What every command shares: one-line errors, exit codes, Ctrl-C handling, flag parsing.
+
+Library errors become one line on stderr and exit code 2 (tracebacks only with ``-v``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any
+
+import click
+
+from reflex.errors import ConfigurationError, ReflexError
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_USAGE",
+    "RESUME_HINT",
+    "Group",
+    "number",
+    "pairs",
+    "registry",
+    "with_errors",
+]
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+
+class _Interrupts:
+    """SIGINT handler: the first Ctrl-C raises KeyboardInterrupt, so the run cancels its calls,
+    saves its partial result and closes its trackers; a second one exits at once."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        if self.count > 1:
+            os.write(2, b"interrupted again: exiting now (the last checkpoint is kept)\n")
+            os._exit(EXIT_INTERRUPTED)
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def handle_interrupts() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be installed from the main thread
+        return
+    previous = signal.signal(signal.SIGINT, _Interrupts())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+RESUME_HINT = (
+    "interrupted: the checkpoint is saved; run the same command with --resume to continue "
+    "(paid calls are not repeated)"
+)
+
+
+def with_errors(
+    func: Callable[..., None], *, on_interrupt: str = "interrupted"
+) -> Callable[..., None]:
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        verbose = bool(kwargs.get("verbose"))
+        try:
+            with handle_interrupts():
+                func(*args, **kwargs)
+        except ReflexError as exc:
+            if verbose:
+                raise
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        except OSError as exc:  # e.g. -o / --results-json on a full or read-only disk
+            if verbose:
+                raise
+            from reflex.errors import storage_error
+
+            click.echo(f"error: {storage_error(exc.filename or '?', exc)}", err=True)
+            sys.exit(EXIT_USAGE)
+        except KeyboardInterrupt:
+            click.echo(on_interrupt, err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+    wrapper.__name__ = func.__name__
+    wrapper.__doc__ = func.__doc__
+    return wrapper
+
+
+class _UsageLine(click.ClickException):
+    """A click usage error shown as one ``error:`` line, like every other CLI error."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, exc: click.UsageError) -> None:
+        where = exc.ctx.command_path if exc.ctx is not None else "aevyra-reflex"
+        super().__init__(f"{exc.format_message()} (see '{where} --help')")
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+class Group(click.Group):
+    """Subcommand usage errors (bad flag, bad value, missing file) become one line, exit 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _UsageLine(exc) from None
+
+
+def number(text: str, flag: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigurationError(f"{flag} {text!r}: not a number (e.g. length:0.05)") from None
+
+
+def registry() -> Any:
+    from reflex.plugins import get_registry
+
+    return get_registry()
+
+
+def pairs(values: tuple[str, ...], flag: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not key=value", param_hint=flag)
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out

@@ -1,0 +1,122 @@
+"""Terminal output: a progress bar per evaluation, one line per iteration, a final summary."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from reflex.callbacks import Callback
+from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
+
+__all__ = ["ConsoleReporter", "print_summary"]
+
+
+def _fmt(value: float | None) -> str:
+    return "  n/a" if value is None else f"{value:.3f}"
+
+
+class ConsoleReporter(Callback):
+    """Progress on stderr; safe to call from the event-loop thread."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self._progress = Progress(
+            TextColumn("{task.description:<18}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+        )
+        self._task: Any = None
+        self._lock = threading.Lock()
+        self._started = False
+
+    def on_run_start(self, config: Any, initial_prompt: str) -> None:
+        self.console.print(
+            f"[bold]aevyra-reflex[/] strategy={config.strategy} "
+            f"models={','.join(config.models)} dataset={config.dataset_name} "
+            f"({config.dataset_size} rows)"
+        )
+
+    def on_evaluation_start(self, label: str, total: int) -> None:
+        with self._lock:
+            if not self._started:
+                self._progress.start()
+                self._started = True
+            self._task = self._progress.add_task(label, total=total)
+
+    def on_evaluation_advance(self, n: int) -> None:
+        with self._lock:
+            if self._task is not None:
+                self._progress.advance(self._task, n)
+
+    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+        with self._lock:
+            if self._task is not None:
+                self._progress.remove_task(self._task)
+                self._task = None
+
+    def on_baseline(self, snapshot: EvalSnapshot) -> None:
+        self.console.print(f"baseline  test {_fmt(snapshot.mean_score)}")
+
+    def on_iteration(self, record: IterationRecord) -> None:
+        if record.failed or record.rejected:
+            what = f"failed: {record.failed}" if record.failed else f"rejected: {record.rejected}"
+            self.console.print(f"iter {record.iteration:>3}  {what}", soft_wrap=True)
+            return
+        change = "" if record.change is None else f"({record.change:+.3f})"
+        mark = " *best" if record.is_best else ""
+        verdict = "kept" if record.accepted else "rejected"
+        self.console.print(
+            f"iter {record.iteration:>3}  train {_fmt(record.score)} {change:<9} "
+            f"val {_fmt(record.val_score)}{mark:<6} {verdict:<8} calls {record.calls} "
+            f"tokens {record.tokens:,} cost ${record.cost:.4f}",
+            soft_wrap=True,
+        )
+
+    def on_final(self, snapshot: EvalSnapshot) -> None:
+        self.console.print(f"final     test {_fmt(snapshot.mean_score)}")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._started:
+                self._progress.stop()
+                self._started = False
+
+    def on_run_end(self, result: OptimizationResult) -> None:
+        self.close()
+
+    def on_run_error(self, error: BaseException, partial: OptimizationResult | None) -> None:
+        self.close()
+
+
+def print_summary(result: OptimizationResult, console: Console | None = None) -> None:
+    """The end-of-run table: baseline vs final on test, the significance test, where things are."""
+    console = console or Console()
+    table = Table(title="aevyra-reflex result", show_header=False)
+    base = result.baseline.mean_score if result.baseline else None
+    final = result.final.mean_score if result.final else None
+    table.add_row("baseline (test)", _fmt(base))
+    table.add_row("final (test)", _fmt(final))
+    if result.improvement is not None:
+        pct = "" if result.improvement_pct is None else f" ({result.improvement_pct:+.1f}%)"
+        table.add_row("improvement", f"{result.improvement:+.3f}{pct}")
+    if result.significance:
+        from reflex.checks.stats import PairedTest
+
+        table.add_row("significance", PairedTest(**result.significance).summary())
+    table.add_row("best val score", _fmt(result.best_score))
+    table.add_row("iterations", str(len(result.iterations)))
+    table.add_row("stopped", result.stop_reason)
+    total = result.usage.get("total", {})
+    table.add_row(
+        "calls / tokens / cost",
+        f"{total.get('calls', 0)} / {total.get('tokens', 0):,} / ${total.get('cost', 0.0):.4f}",
+    )
+    table.add_row("run directory", str(result.run_dir))
+    console.print(table)
