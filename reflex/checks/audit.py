@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from reflex.checks.leakage import leakage_warnings
+from reflex.data.files import atomic_write_text
 from reflex.errors import ReflexError
 from reflex.result import OptimizationResult
-from reflex.run.store import atomic_write_text
 
 __all__ = [
     "KEY_ENV",

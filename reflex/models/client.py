@@ -8,15 +8,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import random
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
+from reflex.models import providers
 from reflex.models.cache import CachedResponse, ResponseCache, cache_key
 from reflex.models.litellm_call import Completion, call_once, litellm_listens
+from reflex.models.providers import register_provider
 from reflex.models.retry import (
     RetryPolicy,
     first_line,
@@ -41,63 +42,15 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# provider name -> factory(litellm module) returning a litellm.CustomLLM instance.
-_CUSTOM_PROVIDERS: dict[str, Callable[[Any], Any]] = {}
-_INSTALLED: dict[str, Any] = {}
-
-
-# Providers whose calls run one at a time, in the order the run asked for them (see below).
-_SERIAL: set[str] = set()
-
-
-def register_provider(name: str, factory: Callable[[Any], Any], *, serial: bool = False) -> None:
-    """Make ``name/<model>`` strings resolve to an in-process LiteLLM ``CustomLLM``.
-
-    ``factory(litellm)`` runs once, after litellm is imported, so registering costs nothing.
-    ``serial``: the model computes one answer at a time anyway (an in-process llama.cpp), so
-    calls enter LiteLLM one by one in the order they were made. Its answers can depend on the
-    previous call (llama.cpp reuses the evaluated prompt prefix, and float rounding differs with
-    the split), and LiteLLM's thread-pool hop would otherwise let thread scheduling pick that
-    order: serial calls keep a run's outputs the same from one run to the next.
-    """
-    _CUSTOM_PROVIDERS[name] = factory
-    if serial:
-        _SERIAL.add(name)
-    else:
-        _SERIAL.discard(name)
-    _INSTALLED.pop(name, None)
-    if "litellm" in _LOADED:
-        _install_custom_providers(_LOADED["litellm"])
-
-
-_LOADED: dict[str, Any] = {}
-
-
-def _install_custom_providers(litellm: Any) -> None:
-    for name, factory in _CUSTOM_PROVIDERS.items():
-        if name not in _INSTALLED:
-            _INSTALLED[name] = factory(litellm)
-    others = [item for item in litellm.custom_provider_map if item["provider"] not in _INSTALLED]
-    litellm.custom_provider_map = others + [
-        {"provider": name, "custom_handler": handler} for name, handler in _INSTALLED.items()
-    ]
-    litellm.utils.custom_llm_setup()
-
 
 def load_litellm() -> Any:
     """Import litellm once, offline-friendly and quiet, with our custom providers installed."""
-    if "litellm" not in _LOADED:
+    if not providers.litellm_loaded():
         from reflex.models.local import register_local_provider
 
-        if "local" not in _CUSTOM_PROVIDERS:
+        if not providers.is_custom("local"):
             register_local_provider()
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
-        litellm.suppress_debug_info = True
-        _LOADED["litellm"] = litellm
-    _install_custom_providers(_LOADED["litellm"])
-    return _LOADED["litellm"]
+    return providers.load_litellm()
 
 
 def client_pool(processes: int) -> OffloadPool | None:
@@ -175,7 +128,7 @@ class ProviderClient:
     def _in_order(self, spec: ModelSpec) -> contextlib.AbstractAsyncContextManager[Any]:
         """A FIFO lock for a serial provider's calls (taken before a worker slot), else nothing."""
         provider = spec.model.partition("/")[0]
-        if provider not in _SERIAL:
+        if not providers.is_serial(provider):
             return contextlib.nullcontext()
         self._limit()  # resets the locks when the loop changed
         return self._serial.setdefault(provider, asyncio.Lock())
@@ -318,7 +271,7 @@ class ProviderClient:
         """Whether this call may run in a client process (see :mod:`reflex.models.offload`)."""
         if self.offload is None and not self._processes:
             return False
-        if spec.model.partition("/")[0] in _CUSTOM_PROVIDERS:
+        if providers.is_custom(spec.model.partition("/")[0]):
             return False  # in-process providers live in this process
         from reflex.models.offload import OffloadPool
 

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from reflex.errors import ConfigurationError
-from reflex.models.client import register_provider
+from reflex.models.providers import register_provider
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -13,38 +13,17 @@ Layout::
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import secrets
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from reflex.data.files import atomic_write_text
 from reflex.errors import storage_error
 
-__all__ = ["RunStore", "atomic_write_text"]
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see either the old or the new file, never half.
-
-    An OSError (disk full, read-only directory) becomes a one-line :class:`StorageError`; the
-    old file stays as it was, so a failed checkpoint write never corrupts the last checkpoint.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise storage_error(path, exc) from exc
+__all__ = ["RunStore"]
 
 
 class RunStore:

@@ -15,7 +15,7 @@ import pytest
 from conftest import make_rows
 from test_resume import START, reasoner_variants
 
-import reflex.run.store
+import reflex.data.files
 from reflex.cli import main
 from reflex.errors import StorageError
 from reflex.models.cache import CachedResponse, ResponseCache
@@ -97,7 +97,7 @@ def test_disk_full_mid_run_keeps_the_checkpoint_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     disk = DiskFull()
-    monkeypatch.setattr(reflex.run.store.os, "fsync", disk.fsync)
+    monkeypatch.setattr(reflex.data.files.os, "fsync", disk.fsync)
     run_dir = tmp_path / "runs"
     args = cli_args(tmp_path, run_dir)
     saved: dict[str, Any] = {}
