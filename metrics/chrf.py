@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reflex.hookspecs import hookimpl
-from reflex.types import Example, Score
+from reflex.api import Example, Score, hookimpl
 
 from .bleu import load_sacrebleu
 

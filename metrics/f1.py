@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from reflex.hookspecs import hookimpl
-from reflex.types import Example, Score
+from reflex.api import Example, Score, hookimpl
 
 from ._text import squad_tokens
 

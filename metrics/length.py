@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reflex.errors import ConfigurationError
-from reflex.hookspecs import hookimpl
-from reflex.types import Example, Score
+from reflex.api import ConfigurationError, Example, Score, hookimpl
 
 __all__ = ["LengthLimit", "register_metrics"]
 

@@ -6,8 +6,7 @@ import math
 import re
 from typing import Any
 
-from reflex.hookspecs import hookimpl
-from reflex.types import Example, Score
+from reflex.api import Example, Score, hookimpl
 
 from ._text import clip
 

@@ -6,9 +6,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from reflex.errors import ConfigurationError
-from reflex.hookspecs import hookimpl
-from reflex.types import Example, Score
+from reflex.api import ConfigurationError, Example, Score, hookimpl
 
 from ._text import clip
 

@@ -12,9 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from reflex.errors import ConfigurationError
-from reflex.hookspecs import hookimpl
-from reflex.types import Example, Score
+from reflex.api import ConfigurationError, Example, Score, hookimpl
 
 from ._text import unicode_tokens
 

@@ -1,36 +1,112 @@
 """The plugin API: the one module strategy, metric and tracker plugins import from ``reflex``.
 
-Everything a plugin needs is here, typed: the contracts (:class:`Metric`, :class:`Strategy`,
-:class:`StrategyContext`), the records a strategy reads and callbacks receive, the errors a
-plugin may raise, the documented reasoning helpers and the tracker-neutral tracking helpers.
+Everything a plugin needs is here, typed:
+
+- **contracts**: :class:`Metric` / :class:`ModelGradedMetric` (score one output),
+  :class:`Strategy` with :class:`BaseStrategy` (improve a prompt), :class:`StrategyContext`
+  (what a strategy may see and do: data, :class:`RunSettings`, :class:`BudgetView`, evaluate,
+  reason, record iterations), :class:`Callback` (lifecycle hooks for trackers);
+- **hooks**: ``hookimpl`` and the registrar types each hook receives
+  (:data:`StrategyRegistrar`, :data:`MetricRegistrar`, :data:`OptionRegistrar`);
+- **records**: :class:`Example`, :class:`Score`, :class:`EvalSnapshot`, :class:`Sample`,
+  :class:`IterationRecord`, :class:`OptimizationResult`, :class:`RunConfig`, :class:`Dataset`,
+  :class:`PromptSpec`, :class:`PairOutcome`;
+- **errors**: :class:`ReflexError`, :class:`ConfigurationError`, :class:`BudgetExhausted`;
+- **reasoning helpers** for reflective strategies: :func:`render` a named reasoning template,
+  :func:`system_prompt` (template + the run's language/migration guidance), :func:`ask` (ask the
+  reasoning model, parse, retry once on :class:`ProposalError`, record an unusable answer),
+  :func:`parse_proposal` / :func:`parse_prompts` / :func:`tagged` to read answers;
+- **judging**: :class:`LLMJudge` (the built-in model-graded metric).
+
 Built-in plugins (``reflex_strategies``, ``reflex_metrics``, ``reflex_mlflow``,
-``reflex_wandb``) use this module and nothing else from ``reflex`` (a meta-test checks it), so a
-third-party plugin can do whatever they do.
+``reflex_wandb``) import this module and nothing else from ``reflex`` (tests/test_architecture.py
+checks it), so a third-party plugin can do whatever they do. Names not listed here are internal
+and may change without notice.
 """
 
 from __future__ import annotations
 
 from reflex.callbacks import Callback
+from reflex.config import RunConfig
+from reflex.data.dataset import Dataset
+from reflex.data.prompts import PromptSpec
 from reflex.errors import BudgetExhausted, ConfigurationError, ReflexError
-from reflex.hookspecs import hookimpl
+from reflex.hookspecs import (
+    CallbackFactory,
+    MetricFactory,
+    MetricRegistrar,
+    OptionRegistrar,
+    StrategyRegistrar,
+    hookimpl,
+)
+from reflex.judging.judge import LLMJudge
+from reflex.judging.pairwise import PairOutcome
+from reflex.judging.reasoning import (
+    Proposal,
+    ProposalError,
+    ask,
+    parse_prompts,
+    parse_proposal,
+    render,
+    system_prompt,
+    tagged,
+    template_names,
+)
 from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, Sample
-from reflex.types import Example, JudgeCall, Message, Metric, ModelGradedMetric, Score, Strategy
+from reflex.types import (
+    BaseStrategy,
+    BudgetView,
+    Example,
+    JudgeCall,
+    Message,
+    Metric,
+    ModelGradedMetric,
+    OptionsT,
+    RunSettings,
+    Score,
+    Strategy,
+    StrategyContext,
+)
 
 __all__ = [
+    "BaseStrategy",
     "BudgetExhausted",
+    "BudgetView",
     "Callback",
+    "CallbackFactory",
     "ConfigurationError",
+    "Dataset",
     "EvalSnapshot",
     "Example",
     "IterationRecord",
     "JudgeCall",
+    "LLMJudge",
     "Message",
     "Metric",
+    "MetricFactory",
+    "MetricRegistrar",
     "ModelGradedMetric",
     "OptimizationResult",
+    "OptionRegistrar",
+    "OptionsT",
+    "PairOutcome",
+    "PromptSpec",
+    "Proposal",
+    "ProposalError",
     "ReflexError",
+    "RunConfig",
+    "RunSettings",
     "Sample",
     "Score",
     "Strategy",
+    "StrategyContext",
+    "StrategyRegistrar",
+    "ask",
     "hookimpl",
+    "parse_prompts",
+    "parse_proposal",
+    "render",
+    "system_prompt",
+    "tagged",
+    "template_names",
 ]

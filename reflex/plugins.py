@@ -9,28 +9,37 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
+from pydantic import BaseModel, ValidationError
 
 from reflex import hookspecs
 from reflex.errors import ConfigurationError, PluginError
+from reflex.hookspecs import (
+    CallbackFactory,
+    MetricFactory,
+    MetricRegistrar,
+    OptionRegistrar,
+    StrategyRegistrar,
+)
 from reflex.types import Metric, Strategy
+
+if TYPE_CHECKING:
+    import click
 
 __all__ = [
     "PluginInfo",
     "Registry",
+    "build_options",
     "get_registry",
     "register_plugin",
     "reset_registry",
     "unregister_plugin",
 ]
-
-MetricFactory = Callable[..., Metric]
-CallbackFactory = Callable[[dict[str, Any]], Sequence[Any]]
 
 
 @dataclass
@@ -62,7 +71,7 @@ class OptionGroup:
     """CLI options one plugin adds to ``optimize`` and how they become callbacks."""
 
     plugin: str
-    options: list[Any]
+    options: list[click.Parameter]
     to_callbacks: CallbackFactory
 
 
@@ -74,7 +83,7 @@ class Registry:
         self.pm.add_hookspecs(hookspecs)
         self._loaded = False
         self._collected = False
-        self.strategies: dict[str, tuple[str, type[Strategy]]] = {}
+        self.strategies: dict[str, tuple[str, type[Strategy[Any]]]] = {}
         self.metrics: dict[str, tuple[str, MetricFactory]] = {}
         self.option_groups: list[OptionGroup] = []
         self.info: dict[str, PluginInfo] = {}
@@ -117,8 +126,9 @@ class Registry:
             self.info[impl.plugin_name].commands = True
         self._collected = True
 
-    def _strategy_registrar(self, plugin: str) -> Callable[[type[Strategy]], None]:
-        def register(strategy_cls: type[Strategy]) -> None:
+    def _strategy_registrar(self, plugin: str) -> StrategyRegistrar:
+        def register(strategy_cls: type[Strategy[Any]]) -> None:
+            _check_strategy(strategy_cls, plugin)
             name = strategy_cls.name
             if name in self.strategies:
                 raise PluginError(
@@ -130,7 +140,7 @@ class Registry:
 
         return register
 
-    def _metric_registrar(self, plugin: str) -> Callable[[str, MetricFactory], None]:
+    def _metric_registrar(self, plugin: str) -> MetricRegistrar:
         def register(name: str, factory: MetricFactory) -> None:
             if name in self.metrics:
                 raise PluginError(
@@ -142,14 +152,14 @@ class Registry:
 
         return register
 
-    def _option_registrar(self, plugin: str) -> Callable[[Sequence[Any], CallbackFactory], None]:
-        def register(options: Sequence[Any], to_callbacks: CallbackFactory) -> None:
+    def _option_registrar(self, plugin: str) -> OptionRegistrar:
+        def register(options: Sequence[click.Parameter], to_callbacks: CallbackFactory) -> None:
             self.option_groups.append(OptionGroup(plugin, list(options), to_callbacks))
             self.info[plugin].options.extend(str(getattr(o, "opts", [o])[0]) for o in options)
 
         return register
 
-    def strategy(self, name: str) -> type[Strategy]:
+    def strategy(self, name: str) -> type[Strategy[Any]]:
         self.load()
         if name not in self.strategies:
             raise PluginError(
@@ -179,6 +189,34 @@ class Registry:
     def plugins(self) -> list[PluginInfo]:
         self.load()
         return sorted(self.info.values(), key=lambda info: info.name)
+
+
+# Members a strategy class may leave out, and the default the registry gives it then.
+_OPTIONAL_FLAGS = ("requires_reasoning_model", "derives_from_data", "auto_eligible")
+
+
+def _check_strategy(cls: type[Strategy[Any]], plugin: str) -> None:
+    """Refuse a strategy class that lacks a required member; default the optional flags.
+
+    Checked once at registration, so the engine and ``auto`` read every member directly.
+    """
+    options = getattr(cls, "Options", None)
+    problems = [
+        "a str 'name'" if not isinstance(getattr(cls, "name", None), str) else "",
+        "an 'Options' pydantic model"
+        if not (isinstance(options, type) and issubclass(options, BaseModel))
+        else "",
+        "an 'optimize(ctx)' method" if not callable(getattr(cls, "optimize", None)) else "",
+    ]
+    missing = [p for p in problems if p]
+    if missing:
+        raise PluginError(
+            f"plugin {plugin!r}: strategy class {cls.__name__} needs {', '.join(missing)} "
+            "(see docs/plugins.md)"
+        )
+    for flag in _OPTIONAL_FLAGS:
+        if not isinstance(getattr(cls, flag, None), bool):
+            setattr(cls, flag, False)
 
 
 _REGISTRY: list[Registry] = []
@@ -218,3 +256,17 @@ def distribution_version(name: str) -> str | None:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def build_options(strategy_cls: type[Strategy[Any]], values: Mapping[str, object]) -> BaseModel:
+    """Validate strategy options; an unknown or bad key is a one-line ConfigurationError."""
+    try:
+        return strategy_cls.Options(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "?"
+        known = ", ".join(sorted(strategy_cls.Options.model_fields)) or "none"
+        raise ConfigurationError(
+            f"strategy {strategy_cls.name!r} option {field!r}: {first['msg']} "
+            f"(its options: {known})"
+        ) from None

@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from reflex.result import EvalSnapshot, IterationRecord
-from reflex.types import Example
+from reflex.api import EvalSnapshot, Example, IterationRecord
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 __all__ = ["join_sections", "references", "screening_batch", "try_candidate"]
 
@@ -42,11 +41,11 @@ def references(examples: Iterable[Example]) -> list[str]:
 
 def screening_batch(ctx: StrategyContext, screen: bool | None) -> list[Example]:
     """A seeded train minibatch to screen candidates on, or ``[]`` when screening is off."""
-    enabled = screen if screen is not None else 0 < 2 * ctx.batch_size <= len(ctx.val)
+    enabled = screen if screen is not None else 0 < 2 * ctx.settings.batch_size <= len(ctx.val)
     train = list(ctx.train)
     if not enabled or not train:
         return []
-    return ctx.rng.sample(train, min(ctx.batch_size, len(train)))
+    return ctx.rng.sample(train, min(ctx.settings.batch_size, len(train)))
 
 
 def try_candidate(

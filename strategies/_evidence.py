@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .instructions import InstructionsOptions, instruction_candidates
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 __all__ = ["DATA_AXES", "PRIORITY", "Evidence", "PhaseOutcome", "choose_axis", "gather_evidence"]
 
@@ -58,14 +58,6 @@ class PhaseOutcome:
     iterations: int
 
 
-def _remaining_calls(ctx: StrategyContext) -> int | None:
-    limit = ctx.config.budget.max_metric_calls
-    if limit is None:
-        return None
-    budget = ctx.budget
-    return max(0, limit - budget.metric_calls - budget.reserved_calls)
-
-
 def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
     """Evidence for the next choice; ``probe`` scores the best prompt on a few train rows."""
     train = list(ctx.train)
@@ -73,7 +65,7 @@ def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
     labels = bool(instruction_candidates(train, ctx.best_prompt, InstructionsOptions()))
     fmt = content = 0.0
     if probe and train:
-        rows = train[: min(ctx.batch_size, len(train))]  # fixed rows: usually cached
+        rows = train[: min(ctx.settings.batch_size, len(train))]  # fixed rows: usually cached
         snapshot = ctx.evaluate(ctx.best_prompt, rows)
         failing = [s for s in snapshot.samples if s.score is not None and s.score < 1.0]
         by_id = {e.id: e for e in rows}
@@ -85,15 +77,15 @@ def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
         references=len(with_refs) / len(train) if train else 0.0,
         format_failures=round(fmt, 4),
         content_failures=round(content, 4),
-        remaining_iterations=max(0, ctx.max_iterations - ctx.iteration),
-        remaining_calls=_remaining_calls(ctx),
+        remaining_iterations=max(0, ctx.settings.max_iterations - ctx.iteration),
+        remaining_calls=ctx.budget.remaining_calls,
         calls_per_iteration=_calls_per_iteration(ctx),
     )
 
 
 def _calls_per_iteration(ctx: StrategyContext) -> int:
-    rows = (ctx.batch_size + len(ctx.val)) * len(ctx.config.models)
-    return math.ceil(rows * ctx.calls_per_row)
+    rows = (ctx.settings.batch_size + len(ctx.val)) * len(ctx.settings.models)
+    return math.ceil(rows * ctx.budget.calls_per_row)
 
 
 def _format_failure(output: str, ideal: str | None) -> bool:

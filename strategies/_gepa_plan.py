@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 
 __all__ = ["BudgetPlan", "plan_budget"]
@@ -73,15 +73,13 @@ def plan_budget(
     ctx: StrategyContext, pool_rows: int, minibatch_rows: int, seed_cached: bool
 ) -> BudgetPlan:
     """The plan for this run: rows x task models x the calls each makes (pipelines: several)."""
-    models = len(ctx.config.models)
-    limit = ctx.config.budget.max_metric_calls
+    models = len(ctx.settings.models)
     budget = ctx.budget
-    available = None if limit is None else limit - budget.metric_calls - budget.reserved_calls
     return BudgetPlan(
-        available=available,
+        available=budget.remaining_calls,
         pool=pool_rows * models,
         minibatch=minibatch_rows * models,
         seed_cost=0 if seed_cached else pool_rows * models,
-        max_iterations=max(ctx.max_iterations - ctx.iteration, 0),
-        calls_per_row=ctx.calls_per_row,
+        max_iterations=max(ctx.settings.max_iterations - ctx.iteration, 0),
+        calls_per_row=budget.calls_per_row,
     )

@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reflex.result import Sample
-from reflex.types import Example
+from reflex.api import Example, Sample
 
 __all__ = ["TRACE_FACTOR", "clip", "pipeline_notes", "sample_row", "trace_text"]
 

@@ -1,7 +1,7 @@
 """``auto``: run one axis after another, each chosen from the evidence, each from the best prompt.
 
 Axes: ``instructions`` and ``fewshot`` (data-derived, no reasoning model), and with a reasoning
-model (``ctx.config.reasoning_model`` set and ``use_reasoning_model`` on) also ``iterative``,
+model (``ctx.settings.reasoning_model`` set and ``use_reasoning_model`` on) also ``iterative``,
 ``structural``, ``pdo`` and any registered strategy that declares ``auto_eligible = True``
 (options from ``extra_options[name]``). ``axes`` restricts the choice.
 
@@ -28,9 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.errors import ConfigurationError
-from reflex.hookspecs import hookimpl
-from reflex.types import Strategy
+from reflex.api import BaseStrategy, ConfigurationError, Strategy, StrategyRegistrar, hookimpl
 
 from ._evidence import Evidence, PhaseOutcome, choose_axis, gather_evidence
 from .fewshot import FewshotOptions, FewshotStrategy
@@ -40,7 +38,7 @@ from .pdo import PDOOptions, PDOStrategy
 from .structural import StructuralOptions, StructuralStrategy
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 __all__ = ["AutoOptions", "AutoStrategy", "plan_iterations", "register_strategies"]
 
@@ -77,33 +75,28 @@ def plan_iterations(total: int, reasoning: bool) -> dict[str, int]:
     return {"instructions": instructions, "iterative": reserve}
 
 
-def _extra_axes(reasoning: bool) -> dict[str, type[Strategy]]:
+def _extra_axes(ctx: StrategyContext, reasoning: bool) -> list[str]:
     """Registered strategies (not built in) that declare themselves auto-eligible."""
-    from reflex.plugins import get_registry
+    return [
+        name
+        for name, cls in sorted(ctx.strategies().items())
+        if name not in BUILTIN_AXES
+        and name != "auto"
+        and cls.auto_eligible
+        and (reasoning or not cls.requires_reasoning_model)
+    ]
 
-    found = {}
-    for name, (_, cls) in sorted(get_registry().strategies.items()):
-        eligible = getattr(cls, "auto_eligible", False) is True
-        usable = reasoning or not cls.requires_reasoning_model
-        if name not in BUILTIN_AXES and name != "auto" and eligible and usable:
-            found[name] = cls
-    return found
 
-
-class AutoStrategy:
+class AutoStrategy(BaseStrategy[AutoOptions]):
     name: ClassVar[str] = "auto"
     Options: ClassVar[type[BaseModel]] = AutoOptions
     requires_reasoning_model: ClassVar[bool] = False
     derives_from_data: ClassVar[bool] = True
 
-    def __init__(self, options: BaseModel) -> None:
-        assert isinstance(options, AutoOptions)
-        self.options = options
-
     def optimize(self, ctx: StrategyContext) -> None:
-        reasoning = bool(ctx.config.reasoning_model) and self.options.use_reasoning_model
-        plan = plan_iterations(ctx.max_iterations - ctx.iteration, reasoning)
-        extras = _extra_axes(reasoning)
+        reasoning = bool(ctx.settings.reasoning_model) and self.options.use_reasoning_model
+        plan = plan_iterations(ctx.settings.max_iterations - ctx.iteration, reasoning)
+        extras = _extra_axes(ctx, reasoning)
         axes = self._axes(reasoning, extras)
         ctx.log("auto_plan", reasoning=reasoning, axes=axes, **plan)
         history: list[PhaseOutcome] = []
@@ -119,7 +112,7 @@ class AutoStrategy:
                 continue
             history.append(self._run_phase(ctx, axis, cap, evidence, extras))
 
-    def _axes(self, reasoning: bool, extras: dict[str, type[Strategy]]) -> list[str]:
+    def _axes(self, reasoning: bool, extras: list[str]) -> list[str]:
         axes = [*BUILTIN_AXES, *extras] if reasoning else ["instructions", "fewshot"]
         if self.options.axes is not None:
             unknown = sorted(set(self.options.axes) - {*BUILTIN_AXES, *extras})
@@ -132,7 +125,7 @@ class AutoStrategy:
         return axes
 
     def _cap(self, ctx: StrategyContext, axis: str, plan: dict[str, int], reasoning: bool) -> int:
-        left = ctx.max_iterations - ctx.iteration
+        left = ctx.settings.max_iterations - ctx.iteration
         if axis == "instructions":
             return min(self.options.instructions.max_candidates, plan["instructions"], left)
         if axis == "fewshot":
@@ -145,17 +138,16 @@ class AutoStrategy:
         axis: str,
         cap: int,
         evidence: Evidence,
-        extras: dict[str, type[Strategy]],
+        extras: list[str],
     ) -> PhaseOutcome:
         start, first = ctx.best_val, ctx.iteration
         ctx.begin_phase(axis, max_iterations=cap)
-        entry = ctx.phase_history[-1]
-        entry.update(
+        ctx.end_phase(
             start_score=start, split="val" if len(ctx.val) else "train", evidence=evidence.to_dict()
         )
         self._strategy(ctx, axis, cap, extras).optimize(ctx)
         stop = ctx.stop_reason or ("phase cap" if ctx.iteration - first >= cap else "finished")
-        entry.update(
+        ctx.end_phase(
             end_score=ctx.best_val,
             end_iteration=ctx.iteration,
             iterations=ctx.iteration - first,
@@ -165,8 +157,8 @@ class AutoStrategy:
         return PhaseOutcome(axis, gain, ctx.iteration - first)
 
     def _strategy(
-        self, ctx: StrategyContext, axis: str, cap: int, extras: dict[str, type[Strategy]]
-    ) -> Strategy:
+        self, ctx: StrategyContext, axis: str, cap: int, extras: list[str]
+    ) -> Strategy[Any]:
         opts = self.options
         if axis == "instructions":
             return InstructionsStrategy(
@@ -183,19 +175,16 @@ class AutoStrategy:
             return StructuralStrategy(opts.structural)
         if axis == "pdo":
             return PDOStrategy(opts.pdo)
-        from reflex.run.engine import build_options
-
-        cls = extras[axis]
-        return cls(build_options(cls, dict(opts.extra_options.get(axis, {}))))
+        return ctx.build_strategy(axis, opts.extra_options.get(axis, {}))
 
 
 def _run_over(ctx: StrategyContext) -> bool:
     """True when the run (not just a phase) must end: a stop reason other than early stopping."""
-    if ctx.iteration >= ctx.max_iterations:
+    if ctx.iteration >= ctx.settings.max_iterations:
         return True
     return bool(ctx.stop_reason) and not ctx.stop_reason.endswith(EARLY_STOP)
 
 
 @hookimpl
-def register_strategies(register) -> None:  # type: ignore[no-untyped-def]
+def register_strategies(register: StrategyRegistrar) -> None:
     register(AutoStrategy)

@@ -27,13 +27,12 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.hookspecs import hookimpl
-from reflex.types import Example
+from reflex.api import BaseStrategy, Example, StrategyRegistrar, hookimpl
 
 from ._common import join_sections, screening_batch, try_candidate
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 __all__ = ["Demo", "FewshotOptions", "FewshotStrategy", "register_strategies", "render_demos"]
 
@@ -102,15 +101,11 @@ def pick_demos(pool: list[Demo], size: int, rng: random.Random) -> list[Demo]:
     return chosen
 
 
-class FewshotStrategy:
+class FewshotStrategy(BaseStrategy[FewshotOptions]):
     name: ClassVar[str] = "fewshot"
     Options: ClassVar[type[BaseModel]] = FewshotOptions
     requires_reasoning_model: ClassVar[bool] = False
     derives_from_data: ClassVar[bool] = True
-
-    def __init__(self, options: BaseModel) -> None:
-        assert isinstance(options, FewshotOptions)
-        self.options = options
 
     def optimize(self, ctx: StrategyContext) -> None:
         state = ctx.state.setdefault(self.name, {})
@@ -187,5 +182,5 @@ def _demo(example: Example, model_output: str, bootstrapped: bool) -> Demo:
 
 
 @hookimpl
-def register_strategies(register) -> None:  # type: ignore[no-untyped-def]
+def register_strategies(register: StrategyRegistrar) -> None:
     register(FewshotStrategy)

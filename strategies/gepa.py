@@ -36,10 +36,18 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.hookspecs import hookimpl
-from reflex.judging.reasoning import ask, parse_proposal, render, system_prompt
-from reflex.result import EvalSnapshot, Sample
-from reflex.types import Example
+from reflex.api import (
+    BaseStrategy,
+    EvalSnapshot,
+    Example,
+    Sample,
+    StrategyRegistrar,
+    ask,
+    hookimpl,
+    parse_proposal,
+    render,
+    system_prompt,
+)
 
 from ._gepa_plan import BudgetPlan, plan_budget
 from ._merge import Candidate, find_merge
@@ -47,7 +55,7 @@ from ._pareto import sample_parent
 from ._rows import sample_row
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 __all__ = ["BudgetPlan", "GepaOptions", "GepaStrategy", "plan_budget", "register_strategies"]
 
@@ -70,14 +78,13 @@ class GepaOptions(BaseModel):
     max_chars: int = Field(default=600, gt=20, description="truncate inputs/outputs shown")
 
 
-class GepaStrategy:
+class GepaStrategy(BaseStrategy[GepaOptions]):
     name: ClassVar[str] = "gepa"
     Options: ClassVar[type[BaseModel]] = GepaOptions
     requires_reasoning_model: ClassVar[bool] = True
 
-    def __init__(self, options: BaseModel) -> None:
-        assert isinstance(options, GepaOptions)
-        self.options = options
+    def __init__(self, options: GepaOptions) -> None:
+        super().__init__(options)
         self._cands: list[Candidate] = []
         self._scores: dict[str, dict[str, float]] = {}
         self._memory: list[dict[str, Any]] = []
@@ -289,7 +296,7 @@ class GepaStrategy:
         )
         return render(
             "gepa.reflect",
-            ctx.config.reasoning_templates,
+            ctx.settings.reasoning_templates,
             whole=ctx.prompt_spec.render(parent.components),
             component=name,
             current=parent.components[name],
@@ -347,7 +354,7 @@ class GepaStrategy:
 
 
 @hookimpl
-def register_strategies(register) -> None:  # type: ignore[no-untyped-def]
+def register_strategies(register: StrategyRegistrar) -> None:
     register(GepaStrategy)
 
 

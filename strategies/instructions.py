@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.hookspecs import hookimpl
-from reflex.types import Example
+from reflex.api import BaseStrategy, Example, StrategyRegistrar, hookimpl
 
 from ._common import join_sections, references, screening_batch, try_candidate
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 __all__ = [
     "InstructionsOptions",
@@ -121,15 +120,11 @@ def instruction_candidates(
     return out[: options.max_candidates]
 
 
-class InstructionsStrategy:
+class InstructionsStrategy(BaseStrategy[InstructionsOptions]):
     name: ClassVar[str] = "instructions"
     Options: ClassVar[type[BaseModel]] = InstructionsOptions
     requires_reasoning_model: ClassVar[bool] = False
     derives_from_data: ClassVar[bool] = True
-
-    def __init__(self, options: BaseModel) -> None:
-        assert isinstance(options, InstructionsOptions)
-        self.options = options
 
     def optimize(self, ctx: StrategyContext) -> None:
         state = ctx.state.setdefault(self.name, {})
@@ -159,5 +154,5 @@ class InstructionsStrategy:
 
 
 @hookimpl
-def register_strategies(register) -> None:  # type: ignore[no-untyped-def]
+def register_strategies(register: StrategyRegistrar) -> None:
     register(InstructionsStrategy)

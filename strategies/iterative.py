@@ -17,14 +17,23 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.hookspecs import hookimpl
-from reflex.judging.reasoning import Proposal, ask, parse_proposal, render, system_prompt
-from reflex.result import EvalSnapshot, Sample
+from reflex.api import (
+    BaseStrategy,
+    EvalSnapshot,
+    Proposal,
+    Sample,
+    StrategyRegistrar,
+    ask,
+    hookimpl,
+    parse_proposal,
+    render,
+    system_prompt,
+)
 
 from ._rows import sample_row
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 __all__ = ["IterativeOptions", "IterativeStrategy", "register_strategies"]
 
@@ -41,21 +50,17 @@ class IterativeOptions(BaseModel):
     )
 
 
-class IterativeStrategy:
+class IterativeStrategy(BaseStrategy[IterativeOptions]):
     name: ClassVar[str] = "iterative"
     Options: ClassVar[type[BaseModel]] = IterativeOptions
     requires_reasoning_model: ClassVar[bool] = True
-
-    def __init__(self, options: BaseModel) -> None:
-        assert isinstance(options, IterativeOptions)
-        self.options = options
 
     def optimize(self, ctx: StrategyContext) -> None:
         current = str(ctx.state.get("current", ctx.best_prompt))
         log: list[dict[str, Any]] = list(ctx.state.get("rewrite_log", []))
         train = list(ctx.train)
         while not ctx.should_stop:
-            batch = ctx.rng.sample(train, min(ctx.batch_size, len(train)))
+            batch = ctx.rng.sample(train, min(ctx.settings.batch_size, len(train)))
             before = ctx.evaluate(current, batch)
             if all(s.score == 1.0 for s in before.samples):
                 # Nothing to diagnose on this minibatch: don't pay the reasoning model for it.
@@ -129,7 +134,7 @@ class IterativeStrategy:
         )
         return render(
             "iterative.brief",
-            ctx.config.reasoning_templates,
+            ctx.settings.reasoning_templates,
             current=current,
             score=f"{snapshot.mean_score:.3f}",
             rows="\n\n".join(rows),
@@ -145,5 +150,5 @@ class IterativeStrategy:
 
 
 @hookimpl
-def register_strategies(register) -> None:  # type: ignore[no-untyped-def]
+def register_strategies(register: StrategyRegistrar) -> None:
     register(IterativeStrategy)

@@ -21,13 +21,20 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.hookspecs import hookimpl
-from reflex.judging.reasoning import ask, parse_prompts, render, system_prompt
-from reflex.result import EvalSnapshot
-from reflex.types import Example
+from reflex.api import (
+    BaseStrategy,
+    EvalSnapshot,
+    Example,
+    StrategyRegistrar,
+    ask,
+    hookimpl,
+    parse_prompts,
+    render,
+    system_prompt,
+)
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 __all__ = ["OproOptions", "OproStrategy", "meta_history", "register_strategies"]
 
@@ -58,14 +65,10 @@ def meta_history(history: list[Scored], size: int) -> str:
     return "\n\n".join(f"<prompt>\n{e.prompt}\n</prompt>\nscore: {e.score:.3f}" for e in best)
 
 
-class OproStrategy:
+class OproStrategy(BaseStrategy[OproOptions]):
     name: ClassVar[str] = "opro"
     Options: ClassVar[type[BaseModel]] = OproOptions
     requires_reasoning_model: ClassVar[bool] = True
-
-    def __init__(self, options: BaseModel) -> None:
-        assert isinstance(options, OproOptions)
-        self.options = options
 
     def optimize(self, ctx: StrategyContext) -> None:
         opts = self.options
@@ -127,7 +130,7 @@ class OproStrategy:
         )
         user = render(
             "opro.meta",
-            ctx.config.reasoning_templates,
+            ctx.settings.reasoning_templates,
             history=meta_history(history, self.options.history_size),
             exemplars=exemplars,
             count=self.options.proposals_per_round,
@@ -144,5 +147,5 @@ class OproStrategy:
 
 
 @hookimpl
-def register_strategies(register) -> None:  # type: ignore[no-untyped-def]
+def register_strategies(register: StrategyRegistrar) -> None:
     register(OproStrategy)

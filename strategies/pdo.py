@@ -32,24 +32,26 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from reflex.hookspecs import hookimpl
-from reflex.judging.reasoning import (
+from reflex.api import (
+    BaseStrategy,
+    Example,
     Proposal,
+    Sample,
+    StrategyRegistrar,
     ask,
+    hookimpl,
     parse_prompts,
     parse_proposal,
     render,
     system_prompt,
 )
-from reflex.result import Sample
-from reflex.types import Example
 
 from . import _ranking as rk
 from ._layout import TRANSFORMS, apply_transform
 from ._rows import pipeline_notes
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 __all__ = ["PDOOptions", "PDOStrategy", "Pool", "register_strategies"]
 
@@ -147,15 +149,14 @@ class Pool:
         return dropped
 
 
-class PDOStrategy:
+class PDOStrategy(BaseStrategy[PDOOptions]):
     name: ClassVar[str] = "pdo"
     Options: ClassVar[type[BaseModel]] = PDOOptions
     requires_reasoning_model: ClassVar[bool] = False
     auto_eligible: ClassVar[bool] = True
 
-    def __init__(self, options: BaseModel) -> None:
-        assert isinstance(options, PDOOptions)
-        self.options = options
+    def __init__(self, options: PDOOptions) -> None:
+        super().__init__(options)
         self.notes: list[str] = []
 
     def optimize(self, ctx: StrategyContext) -> None:
@@ -164,8 +165,8 @@ class PDOStrategy:
         if len(pool.alive) < 2 or not train:
             ctx.log("no_candidates", phase=ctx.phase, reason="fewer than two distinct prompts")
             return
-        report_rows = ctx.rng.sample(train, min(ctx.batch_size, len(train)))
-        size = min(self.options.duel_rows or ctx.batch_size, len(train))
+        report_rows = ctx.rng.sample(train, min(ctx.settings.batch_size, len(train)))
+        size = min(self.options.duel_rows or ctx.settings.batch_size, len(train))
         rounds = 0
         while not ctx.should_stop:
             rounds += 1
@@ -178,7 +179,7 @@ class PDOStrategy:
             self._report(ctx, pool, report_rows, rounds, dropped)
 
     def _use_reasoning(self, ctx: StrategyContext) -> bool:
-        return bool(ctx.config.reasoning_model)
+        return bool(ctx.settings.reasoning_model)
 
     def _seed_pool(self, ctx: StrategyContext) -> Pool:
         pool = Pool()
@@ -188,7 +189,11 @@ class PDOStrategy:
         if want and self._use_reasoning(ctx):
             inputs = "\n".join(f"- {e.input[:200]}" for e in list(ctx.train)[:3])
             user = render(
-                "pdo.pool", ctx.config.reasoning_templates, current=base, inputs=inputs, count=want
+                "pdo.pool",
+                ctx.settings.reasoning_templates,
+                current=base,
+                inputs=inputs,
+                count=want,
             )
             messages = [
                 {"role": "system", "content": system_prompt(ctx, "pdo.system")},
@@ -296,7 +301,7 @@ class PDOStrategy:
         )
         user = render(
             "pdo.mutate",
-            ctx.config.reasoning_templates,
+            ctx.settings.reasoning_templates,
             current=entry.prompt,
             win_rate=f"{rate:.0%}",
             losses=losses,
@@ -362,5 +367,5 @@ def _summary(pool: Pool, champion: int) -> dict[str, Any]:
 
 
 @hookimpl
-def register_strategies(register) -> None:  # type: ignore[no-untyped-def]
+def register_strategies(register: StrategyRegistrar) -> None:
     register(PDOStrategy)

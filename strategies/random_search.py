@@ -15,13 +15,20 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.hookspecs import hookimpl
-from reflex.judging.reasoning import ask, parse_prompts, render, system_prompt
+from reflex.api import (
+    BaseStrategy,
+    StrategyRegistrar,
+    ask,
+    hookimpl,
+    parse_prompts,
+    render,
+    system_prompt,
+)
 
 from ._common import try_candidate
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 __all__ = ["RandomOptions", "RandomStrategy", "register_strategies"]
 
@@ -32,14 +39,10 @@ class RandomOptions(BaseModel):
     variants_per_round: int = Field(default=4, gt=0, description="paraphrases asked for at once")
 
 
-class RandomStrategy:
+class RandomStrategy(BaseStrategy[RandomOptions]):
     name: ClassVar[str] = "random"
     Options: ClassVar[type[BaseModel]] = RandomOptions
     requires_reasoning_model: ClassVar[bool] = True
-
-    def __init__(self, options: BaseModel) -> None:
-        assert isinstance(options, RandomOptions)
-        self.options = options
 
     def optimize(self, ctx: StrategyContext) -> None:
         if not ctx.prompt_spec.is_single:
@@ -74,7 +77,7 @@ class RandomStrategy:
                 "role": "user",
                 "content": render(
                     "random.paraphrase",
-                    ctx.config.reasoning_templates,
+                    ctx.settings.reasoning_templates,
                     current=ctx.initial_prompt,
                     count=count,
                     round=rounds,
@@ -91,5 +94,5 @@ class RandomStrategy:
 
 
 @hookimpl
-def register_strategies(register) -> None:  # type: ignore[no-untyped-def]
+def register_strategies(register: StrategyRegistrar) -> None:
     register(RandomStrategy)

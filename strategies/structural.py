@@ -25,15 +25,23 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from reflex.hookspecs import hookimpl
-from reflex.judging.reasoning import Proposal, ask, parse_proposal, render, system_prompt
-from reflex.result import EvalSnapshot
-from reflex.types import Example
+from reflex.api import (
+    BaseStrategy,
+    EvalSnapshot,
+    Example,
+    Proposal,
+    StrategyRegistrar,
+    ask,
+    hookimpl,
+    parse_proposal,
+    render,
+    system_prompt,
+)
 
 from ._layout import TRANSFORMS, apply_transform
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.api import StrategyContext
 
 __all__ = ["StructuralOptions", "StructuralStrategy", "register_strategies"]
 
@@ -63,15 +71,14 @@ class StructuralOptions(BaseModel):
 Variant = tuple[str, str]  # (layout name, prompt)
 
 
-class StructuralStrategy:
+class StructuralStrategy(BaseStrategy[StructuralOptions]):
     name: ClassVar[str] = "structural"
     Options: ClassVar[type[BaseModel]] = StructuralOptions
     requires_reasoning_model: ClassVar[bool] = False
     auto_eligible: ClassVar[bool] = True
 
-    def __init__(self, options: BaseModel) -> None:
-        assert isinstance(options, StructuralOptions)
-        self.options = options
+    def __init__(self, options: StructuralOptions) -> None:
+        super().__init__(options)
         self.tried: dict[str, int] = {}
         self.seen: set[str] = set()
 
@@ -81,7 +88,7 @@ class StructuralStrategy:
         log: list[tuple[str, float]] = []  # layouts tried on this incumbent and their change
         train = list(ctx.train)
         while not ctx.should_stop and train:
-            batch = ctx.rng.sample(train, min(ctx.batch_size, len(train)))
+            batch = ctx.rng.sample(train, min(ctx.settings.batch_size, len(train)))
             base = ctx.evaluate(incumbent, batch)
             variants = self._transforms(incumbent)
             note = ""
@@ -101,7 +108,7 @@ class StructuralStrategy:
                 incumbent, log = winner, []
 
     def _use_reasoning(self, ctx: StrategyContext) -> bool:
-        return self.options.freeform and bool(ctx.config.reasoning_model)
+        return self.options.freeform and bool(ctx.settings.reasoning_model)
 
     def _transforms(self, incumbent: str) -> list[Variant]:
         """Up to ``variants_per_round`` new layouts, least-tried transform first."""
@@ -125,7 +132,7 @@ class StructuralStrategy:
         tried = "\n".join(f"- {name}: {change:+.3f}" for name, change in log) or "- none yet"
         user = render(
             "structural.freeform",
-            ctx.config.reasoning_templates,
+            ctx.settings.reasoning_templates,
             current=incumbent,
             score=f"{base.mean_score:.3f}",
             tried=tried,
@@ -186,5 +193,5 @@ class StructuralStrategy:
 
 
 @hookimpl
-def register_strategies(register) -> None:  # type: ignore[no-untyped-def]
+def register_strategies(register: StrategyRegistrar) -> None:
     register(StructuralStrategy)

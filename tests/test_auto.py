@@ -11,9 +11,9 @@ from pydantic import BaseModel, ConfigDict
 from test_gepa import three_calls
 
 from reflex import OptimizationResult, PromptOptimizer
+from reflex.api import StrategyContext
 from reflex.hookspecs import hookimpl
 from reflex.plugins import register_plugin
-from reflex.run.context import StrategyContext
 from reflex.testing import FakeModel, FakeRequest
 from reflex_strategies._evidence import Evidence, PhaseOutcome, choose_axis
 

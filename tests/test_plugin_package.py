@@ -53,7 +53,7 @@ def test_installed_plugin_loads_through_its_entry_point(
     infos = {info.name: info for info in get_registry().plugins()}
     plugin = infos["reflex_plugin_example"]
     assert (plugin.distribution, plugin.version) == ("reflex-plugin-example", "0.1.0")
-    assert (plugin.strategies, plugin.metrics) == (["suffixes"], ["max_words"])
+    assert (plugin.strategies, plugin.metrics) == (["suffixes", "reflect"], ["max_words"])
 
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "result.json"
@@ -90,4 +90,4 @@ def test_plugin_package_own_tests_pass(
     result = pytester.runpytest_inprocess(
         str(PACKAGE / "tests"), "-c", str(PACKAGE / "pyproject.toml"), "-p", "no:cacheprovider"
     )
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)

@@ -61,8 +61,10 @@ def build_cli() -> click.Group:
     cli.add_command(runs_command)
     cli.add_command(show_command)
     from reflex.cli.compare import compare_command
+    from reflex.cli.judge_check import judge_check
 
     cli.add_command(compare_command)
+    cli.add_command(judge_check)
     from reflex.cli.report import add_record_commands
 
     add_record_commands(cli)

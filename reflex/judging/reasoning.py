@@ -30,7 +30,7 @@ from reflex.errors import ConfigurationError
 from reflex.judging.templates import DEFAULT_TEMPLATES, family, migration_notes
 
 if TYPE_CHECKING:
-    from reflex.run.context import StrategyContext
+    from reflex.types import StrategyContext
 
 __all__ = [
     "Proposal",
@@ -94,7 +94,7 @@ def render(name: str, overrides: Mapping[str, str] | None = None, **fields: obje
 
 def guidance(ctx: StrategyContext) -> str:
     """The run's language line, plus migration advice when a source model is configured."""
-    config = ctx.config
+    config = ctx.settings
     texts = [e.input for e in ctx.train] + [e.ideal or "" for e in ctx.train]
     language = detect_language(texts)
     lines = [render("guidance.language", config.reasoning_templates, language=language.name)]
@@ -116,11 +116,11 @@ def guidance(ctx: StrategyContext) -> str:
 
 def system_prompt(ctx: StrategyContext, name: str, **fields: object) -> str:
     """System message ``name`` for the reasoning model, followed by the run's guidance."""
-    return render(name, ctx.config.reasoning_templates, **fields) + "\n\n" + guidance(ctx)
+    return render(name, ctx.settings.reasoning_templates, **fields) + "\n\n" + guidance(ctx)
 
 
 def _reasoning_tokens(ctx: StrategyContext) -> int:
-    return ctx.budget.ledger.by_role["reasoning"].tokens
+    return ctx.budget.reasoning_tokens
 
 
 def ask(
@@ -148,7 +148,7 @@ def ask(
                 outcome="unusable",
                 error=error,
             )
-            retry = render("retry", ctx.config.reasoning_templates, error=error)
+            retry = render("retry", ctx.settings.reasoning_templates, error=error)
             sent = [
                 *sent,
                 {"role": "assistant", "content": answer},

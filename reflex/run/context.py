@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel
@@ -15,16 +16,23 @@ from reflex.data.prompts import PromptSpec
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.judging.judge import judge_channel
 from reflex.judging.pairwise import PairOutcome, compare_all
+from reflex.plugins import build_options, get_registry
 from reflex.result import EvalSnapshot, IterationRecord
 from reflex.run.budget import Budget
 from reflex.run.session import Session
-from reflex.types import Example, ModelGradedMetric
+from reflex.types import (
+    BudgetView,
+    Example,
+    ModelGradedMetric,
+    RunSettings,
+    Strategy,
+)
 
-__all__ = ["StrategyContext"]
+__all__ = ["RunContext"]
 
 
-class StrategyContext:
-    """The engine's side of the Strategy contract.
+class RunContext:
+    """The engine's side of the Strategy contract: implements ``reflex.types.StrategyContext``.
 
     ``record_iteration`` measures each candidate on the validation split, keeps the best-on-val
     prompt (ties keep the earlier one; guard metrics must not regress), applies early stopping
@@ -89,13 +97,34 @@ class StrategyContext:
         return self.config.max_iterations
 
     @property
-    def batch_size(self) -> int:
-        return self.config.batch_size
+    def settings(self) -> RunSettings:
+        """The settings a strategy may read, as a frozen copy of the run's config."""
+        config = self.config
+        return RunSettings(
+            models=tuple(config.models),
+            reasoning_model=config.reasoning_model,
+            source_model=config.source_model,
+            reasoning_templates=MappingProxyType(dict(config.reasoning_templates)),
+            max_iterations=config.max_iterations,
+            batch_size=config.batch_size,
+            seed=config.seed,
+        )
 
     @property
-    def budget(self) -> Budget:
-        """The run's budget (limits, spend so far, and the token/cost ledger); read-only use."""
-        return self._session.budget
+    def budget(self) -> BudgetView:
+        """What is left of the budget now (remaining calls exclude the final-test reserve)."""
+        budget: Budget = self._session.budget
+        limit = budget.limits.max_metric_calls
+        reasoning = budget.ledger.by_role["reasoning"]
+        return BudgetView(
+            remaining_calls=None
+            if limit is None
+            else max(0, limit - budget.metric_calls - budget.reserved_calls),
+            calls_per_row=self.calls_per_row,
+            reasoning_calls=reasoning.calls,
+            reasoning_tokens=reasoning.tokens,
+            elapsed_s=budget.elapsed,
+        )
 
     @property
     def calls_per_row(self) -> float:
@@ -140,6 +169,21 @@ class StrategyContext:
             if self.stop_reason.endswith("(early stopping)"):
                 self.stop_reason = ""
         self.log("phase", phase=name)
+
+    def end_phase(self, **facts: Any) -> None:
+        """Add ``facts`` to the current phase's ``phase_history`` entry (e.g. its end score)."""
+        if self.phase_history:
+            self.phase_history[-1].update(facts)
+
+    def strategies(self) -> Mapping[str, type[Strategy[Any]]]:
+        """Every registered strategy class by name."""
+        registry = get_registry()
+        return MappingProxyType({name: cls for name, (_, cls) in registry.strategies.items()})
+
+    def build_strategy(self, name: str, options: Mapping[str, object]) -> Strategy[Any]:
+        """A registered strategy with validated ``options`` (a one-line ConfigurationError)."""
+        cls = get_registry().strategy(name)
+        return cls(build_options(cls, options))
 
     def evaluate(
         self, prompt: str, examples: Sequence[Example] | None = None, label: str = "train"

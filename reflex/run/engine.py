@@ -11,8 +11,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-
-from pydantic import BaseModel, ValidationError
+from typing import Any
 
 from reflex.callbacks import Callback, CallbackDispatcher
 from reflex.checks.audit import annotate, seal_after_run
@@ -32,10 +31,11 @@ from reflex.models.cache import ResponseCache
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.retry import error_name
 from reflex.models.runner import LoopRunner
+from reflex.plugins import build_options
 from reflex.redact import scrub
 from reflex.result import OptimizationResult
 from reflex.run.budget import Budget
-from reflex.run.context import StrategyContext
+from reflex.run.context import RunContext
 from reflex.run.evaluate import Evaluator, slice_scores
 from reflex.run.pipeline_runner import PipelineRunner
 from reflex.run.resume import ResumePoint, prompt_hash
@@ -43,24 +43,10 @@ from reflex.run.session import Session
 from reflex.run.store import RunStore
 from reflex.types import Metric, Strategy
 
-__all__ = ["Engine", "build_options"]
+__all__ = ["Engine"]
 
 logger = logging.getLogger(__name__)
 PREFLIGHT_ROWS = 10
-
-
-def build_options(strategy_cls: type[Strategy], values: dict[str, object]) -> BaseModel:
-    """Validate strategy options; an unknown or bad key is a one-line ConfigurationError."""
-    try:
-        return strategy_cls.Options(**values)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "?"
-        known = ", ".join(sorted(strategy_cls.Options.model_fields)) or "none"
-        raise ConfigurationError(
-            f"strategy {strategy_cls.name!r} option {field!r}: {first['msg']} "
-            f"(its options: {known})"
-        ) from None
 
 
 class Engine:
@@ -71,7 +57,7 @@ class Engine:
         config: RunConfig,
         dataset: Dataset,
         metrics: Sequence[Metric],
-        strategy_cls: type[Strategy],
+        strategy_cls: type[Strategy[Any]],
         callbacks: Sequence[Callback] = (),
         resume: ResumePoint | None = None,
         prompt_spec: PromptSpec | None = None,
@@ -177,16 +163,14 @@ class Engine:
             )
         result.completed = True
 
-    def _optimize(
-        self, session: Session, prompt: str, result: OptimizationResult
-    ) -> StrategyContext:
+    def _optimize(self, session: Session, prompt: str, result: OptimizationResult) -> RunContext:
         initial_val = None
         if len(self.split.val):
             initial_val = session.evaluate(prompt, list(self.split.val), "val:baseline")
         if not session.replaying:
             session.store.write_json("checkpoint.json", {"stage": "baseline", "iteration": 0})
         checkpoint = self.resume.checkpoint if self.resume else None
-        ctx = StrategyContext(
+        ctx = RunContext(
             session,
             train=self.split.train,
             val=self.split.val,
@@ -222,7 +206,7 @@ class Engine:
         )
         if not (errored or all_worst) or self.config.allow_degenerate_seed:
             return
-        if all_worst and not errored and getattr(self.strategy_cls, "derives_from_data", False):
+        if all_worst and not errored and self.strategy_cls.derives_from_data:
             # Data-derived strategies (label sets, formats, demos) do not learn from the seed's
             # outputs, so a zero-scoring seed still leaves them something to do.
             logger.warning(

@@ -1,22 +1,28 @@
-"""An example aevyra-reflex plugin: the ``suffixes`` strategy and the ``max_words`` metric.
+"""An example aevyra-reflex plugin: the ``suffixes`` and ``reflect`` strategies and the
+``max_words`` metric.
 
 Declared in pyproject.toml under ``[project.entry-points.reflex]``; aevyra-reflex imports this
-module and calls the ``@hookimpl`` functions below, exactly as it does for its built-ins.
+module and calls the ``@hookimpl`` functions below, exactly as it does for its built-ins. It
+imports nothing from aevyra-reflex but :mod:`reflex.api`, the plugin API.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex import Example, Score, hookimpl
-from reflex.run.context import StrategyContext
-from reflex.types import Metric, Strategy
+from reflex.api import BaseStrategy, Example, Score, hookimpl
+
+from .reflect import ReflectOptions, ReflectStrategy
+
+if TYPE_CHECKING:
+    from reflex.api import MetricRegistrar, StrategyContext, StrategyRegistrar
 
 __all__ = [
     "MaxWords",
+    "ReflectOptions",
+    "ReflectStrategy",
     "SuffixesOptions",
     "SuffixesStrategy",
     "register_metrics",
@@ -38,7 +44,7 @@ class SuffixesOptions(BaseModel):
     )
 
 
-class SuffixesStrategy:
+class SuffixesStrategy(BaseStrategy[SuffixesOptions]):
     """Tries the initial prompt with each suffix appended; one iteration per suffix.
 
     Each candidate is screened on a train minibatch, then ``ctx.record_iteration`` measures it
@@ -47,15 +53,10 @@ class SuffixesStrategy:
 
     name: ClassVar[str] = "suffixes"
     Options: ClassVar[type[BaseModel]] = SuffixesOptions
-    requires_reasoning_model: ClassVar[bool] = False
-
-    def __init__(self, options: BaseModel) -> None:
-        if not isinstance(options, SuffixesOptions):
-            raise TypeError(f"expected SuffixesOptions, got {type(options).__name__}")
-        self.options = options
 
     def optimize(self, ctx: StrategyContext) -> None:
-        batch = ctx.rng.sample(list(ctx.train), min(ctx.batch_size, len(ctx.train)))
+        train = list(ctx.train)
+        batch = ctx.rng.sample(train, min(ctx.settings.batch_size, len(train)))
         for suffix in self.options.suffixes:
             if ctx.should_stop:
                 return
@@ -83,10 +84,11 @@ class MaxWords:
 
 
 @hookimpl
-def register_strategies(register: Callable[[type[Strategy]], None]) -> None:
+def register_strategies(register: StrategyRegistrar) -> None:
     register(SuffixesStrategy)
+    register(ReflectStrategy)
 
 
 @hookimpl
-def register_metrics(register: Callable[[str, Callable[..., Metric]], None]) -> None:
+def register_metrics(register: MetricRegistrar) -> None:
     register("max_words", MaxWords)
