@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reflex.api import ConfigurationError, Example, Score, hookimpl
+from reflex.api import ConfigurationError, Example, MetricRegistrar, Score, hookimpl
 
 __all__ = ["SacreBleu", "load_sacrebleu", "register_metrics"]
 
@@ -65,5 +65,5 @@ class SacreBleu:
 
 
 @hookimpl
-def register_metrics(register: Any) -> None:
+def register_metrics(register: MetricRegistrar) -> None:
     register("bleu", SacreBleu)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from reflex.api import Example, Score, hookimpl
+from reflex.api import Example, MetricRegistrar, Score, hookimpl
 
 from .bleu import load_sacrebleu
 
@@ -41,5 +39,5 @@ class SacreChrf:
 
 
 @hookimpl
-def register_metrics(register: Any) -> None:
+def register_metrics(register: MetricRegistrar) -> None:
     register("chrf", SacreChrf)

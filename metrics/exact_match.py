@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from reflex.api import Example, Score, hookimpl
+from reflex.api import Example, MetricRegistrar, Score, hookimpl
 
 from ._text import clip, normalise
 
@@ -66,5 +64,5 @@ def _difference(got: str, want: str, show_reference: bool) -> str:
 
 
 @hookimpl
-def register_metrics(register: Any) -> None:
+def register_metrics(register: MetricRegistrar) -> None:
     register("exact_match", ExactMatch)

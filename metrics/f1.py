@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
-from reflex.api import Example, Score, hookimpl
+from reflex.api import Example, MetricRegistrar, Score, hookimpl
 
 from ._text import squad_tokens
 
@@ -59,5 +58,5 @@ class TokenF1:
 
 
 @hookimpl
-def register_metrics(register: Any) -> None:
+def register_metrics(register: MetricRegistrar) -> None:
     register("f1", TokenF1)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from reflex.api import ConfigurationError, Example, Score, hookimpl
+from reflex.api import ConfigurationError, Example, MetricRegistrar, Score, hookimpl
 
 __all__ = ["LengthLimit", "register_metrics"]
 
@@ -51,5 +49,5 @@ def _ratio(size: int, limit: int) -> float:
 
 
 @hookimpl
-def register_metrics(register: Any) -> None:
+def register_metrics(register: MetricRegistrar) -> None:
     register("length", LengthLimit)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
-from reflex.api import Example, Score, hookimpl
+from reflex.api import Example, MetricRegistrar, Score, hookimpl
 
 from ._text import clip
 
@@ -73,5 +72,5 @@ class NumericMatch:
 
 
 @hookimpl
-def register_metrics(register: Any) -> None:
+def register_metrics(register: MetricRegistrar) -> None:
     register("numeric", NumericMatch)

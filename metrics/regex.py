@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
 
-from reflex.api import ConfigurationError, Example, Score, hookimpl
+from reflex.api import ConfigurationError, Example, MetricRegistrar, Score, hookimpl
 
 from ._text import clip
 
@@ -61,5 +60,5 @@ class RegexMatch:
 
 
 @hookimpl
-def register_metrics(register: Any) -> None:
+def register_metrics(register: MetricRegistrar) -> None:
     register("regex", RegexMatch)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
-from reflex.api import ConfigurationError, Example, Score, hookimpl
+from reflex.api import ConfigurationError, Example, MetricRegistrar, Score, hookimpl
 
 from ._text import unicode_tokens
 
@@ -123,5 +122,5 @@ def _feedback(precision: float, recall: float, value: float) -> str | None:
 
 
 @hookimpl
-def register_metrics(register: Any) -> None:
+def register_metrics(register: MetricRegistrar) -> None:
     register("rouge", RougeScore)
