@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["Candidate", "ancestors", "find_merge"]
 
@@ -26,7 +25,7 @@ class Candidate:
     iteration: int
     minibatch: tuple[float, float] | None = None  # (parent score, child score) at acceptance
 
-    def to_lineage(self, pool_score: float) -> dict[str, Any]:
+    def to_lineage(self, pool_score: float) -> dict[str, object]:
         """The JSON record of this candidate in ``result.lineage``."""
         return {
             "id": self.id,

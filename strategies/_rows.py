@@ -27,7 +27,7 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit]} …[+{len(text) - limit} chars cut]"
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)

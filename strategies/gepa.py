@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -78,6 +78,15 @@ class GepaOptions(BaseModel):
     max_chars: int = Field(default=600, gt=20, description="truncate inputs/outputs shown")
 
 
+class _Rejected(TypedDict):
+    """A component text the minibatch gate refused, shown to the reasoner so it moves on."""
+
+    component: str
+    text: str
+    score: float
+    parent: float
+
+
 class GepaStrategy(BaseStrategy[GepaOptions]):
     name: ClassVar[str] = "gepa"
     Options: ClassVar[type[BaseModel]] = GepaOptions
@@ -87,7 +96,7 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         super().__init__(options)
         self._cands: list[Candidate] = []
         self._scores: dict[str, dict[str, float]] = {}
-        self._memory: list[dict[str, Any]] = []
+        self._memory: list[_Rejected] = []
         self._turn = 0
         self._merge_due = False
         self._merges_tried: set[tuple[int, int]] = set()

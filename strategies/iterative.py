@@ -13,7 +13,7 @@ fully right is recorded as rejected without a reasoning call. Its prompts are th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +50,16 @@ class IterativeOptions(BaseModel):
     )
 
 
+class _Edit(TypedDict):
+    """One entry of the rewrite log: an edit and the minibatch score change it caused."""
+
+    iteration: int
+    edit: str
+    change: float
+    accepted: bool
+    prompt: str
+
+
 class IterativeStrategy(BaseStrategy[IterativeOptions]):
     name: ClassVar[str] = "iterative"
     Options: ClassVar[type[BaseModel]] = IterativeOptions
@@ -57,7 +67,7 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
 
     def optimize(self, ctx: StrategyContext) -> None:
         current = str(ctx.state.get("current", ctx.best_prompt))
-        log: list[dict[str, Any]] = list(ctx.state.get("rewrite_log", []))
+        log: list[_Edit] = list(ctx.state.get("rewrite_log", []))
         train = list(ctx.train)
         while not ctx.should_stop:
             batch = ctx.rng.sample(train, min(ctx.settings.batch_size, len(train)))
@@ -103,7 +113,7 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
             ctx.state.update(current=current, rewrite_log=log)
 
     def _propose(
-        self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot, log: list[dict[str, Any]]
+        self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot, log: list[_Edit]
     ) -> tuple[Proposal | None, str, str | None]:
         messages = [
             {"role": "system", "content": system_prompt(ctx, "iterative.system")},
@@ -120,7 +130,7 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
         return proposal, proposal.diagnosis, None
 
     def _brief(
-        self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot, log: list[dict[str, Any]]
+        self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot, log: list[_Edit]
     ) -> str:
         worst = sorted(snapshot.samples, key=lambda s: s.score if s.score is not None else -1)
         rows = [self._row(ctx, sample) for sample in worst[: self.options.worst_k]]

@@ -28,7 +28,7 @@ calls per duel (more on retries). Deterministic given the seed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -358,7 +358,7 @@ def _by_metric(pairs: list[tuple[Sample, Sample]]) -> list[float | None]:
     return out
 
 
-def _summary(pool: Pool, champion: int) -> dict[str, Any]:
+def _summary(pool: Pool, champion: int) -> dict[str, object]:
     return {
         "champion": champion,
         "weights": dict(pool.weights),
