@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from _csv import Reader as CsvReader
 
 __all__ = [
+    "FrameLike",
     "MAX_RECORD_BYTES",
     "PLAIN_REFERENCES",
-    "FrameLike",
     "Row",
     "Where",
     "frame_rows",

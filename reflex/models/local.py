@@ -50,11 +50,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from litellm.llms.custom_llm import CustomLLM
-
 from reflex.errors import ConfigurationError
 from reflex.models.providers import register_provider
+
+if TYPE_CHECKING:
+    from litellm.llms.custom_llm import CustomLLM
 
 __all__ = [
     "DEFAULT_MODEL",
