@@ -17,10 +17,10 @@ import logging
 import os
 import platform
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from reflex.checks.leakage import leakage_warnings
 from reflex.data.files import atomic_write_text
@@ -28,7 +28,9 @@ from reflex.errors import ReflexError
 from reflex.result import OptimizationResult
 
 __all__ = [
+    "FileEntry",
     "KEY_ENV",
+    "Manifest",
     "SEAL_FILE",
     "Verification",
     "annotate",
@@ -53,7 +55,19 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _canonical(value: Any) -> bytes:
+class FileEntry(TypedDict):
+    """One file of the record: its hash, and the hashes of its parts (see ``_parts``)."""
+
+    sha256: str
+    parts: dict[str, str]
+
+
+class Manifest(TypedDict):
+    files: dict[str, FileEntry]
+    digest: str
+
+
+def _canonical(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
@@ -88,9 +102,9 @@ def _parts(path: Path, data: bytes) -> dict[str, str]:
     return parts
 
 
-def fingerprint(run: Path) -> dict[str, Any]:
+def fingerprint(run: Path) -> Manifest:
     """``{"files": {relpath: {"sha256", "parts"}}, "digest"}`` of the run folder's record."""
-    files: dict[str, Any] = {}
+    files: dict[str, FileEntry] = {}
     for path in _record_files(run):
         data = path.read_bytes()
         files[path.relative_to(run).as_posix()] = {
@@ -101,7 +115,7 @@ def fingerprint(run: Path) -> dict[str, Any]:
     return {"files": files, "digest": digest}
 
 
-def _signature(manifest: dict[str, Any], key: str) -> str:
+def _signature(manifest: Manifest, key: str) -> str:
     body = _canonical({"files": manifest["files"], "digest": manifest["digest"]})
     return hmac.new(key.encode("utf-8"), body, hashlib.sha256).hexdigest()
 
@@ -138,7 +152,7 @@ class Verification:
         return self.status == "verified"
 
 
-def _file_changes(name: str, before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+def _file_changes(name: str, before: FileEntry, after: FileEntry) -> list[str]:
     old, new = before.get("parts", {}), after.get("parts", {})
     detail = [f"{name}: {p} changed" for p in old if p in new and old[p] != new[p]]
     detail += [f"{name}: {p} removed" for p in old if p not in new]
@@ -146,7 +160,8 @@ def _file_changes(name: str, before: dict[str, Any], after: dict[str, Any]) -> l
     return detail or [f"{name}: content changed"]
 
 
-def _changes(sealed: dict[str, Any], now: dict[str, Any]) -> list[str]:
+def _changes(sealed: Mapping[str, FileEntry], now: Mapping[str, FileEntry]) -> list[str]:
+    # ``sealed`` is read back from record.sig.json: the shape seal_run wrote, unless edited.
     out: list[str] = []
     for name in sorted(set(sealed) | set(now)):
         if name not in now:
@@ -216,9 +231,9 @@ def file_sha256(path: str | None) -> str | None:
 
 def run_warnings(
     result: OptimizationResult, overfit_gap: float = OVERFIT_GAP
-) -> list[dict[str, Any]]:
+) -> list[dict[str, str]]:
     """What a reviewer should know before trusting the numbers, as ``{"kind", "message"}``."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, str]] = []
     if result.model_graded:
         out.append(
             _warning(
@@ -249,7 +264,7 @@ def run_warnings(
     return out + leakage_warnings(result.iterations)
 
 
-def _warning(kind: str, message: str) -> dict[str, Any]:
+def _warning(kind: str, message: str) -> dict[str, str]:
     return {"kind": kind, "message": message}
 
 

@@ -29,9 +29,14 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
+from reflex.data.json_types import JSONScalar
 from reflex.types import Example
+
+if TYPE_CHECKING:
+    from reflex.config import RunConfig
+    from reflex.result import IterationRecord
 
 __all__ = [
     "LeakageFlag",
@@ -76,7 +81,7 @@ class LeakageFlag:
     val_gain: float | None = None
     train_gain: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONScalar]:
         return asdict(self)
 
 
@@ -249,7 +254,7 @@ class LeakageGuard:
     @classmethod
     def for_run(
         cls,
-        config: Any,
+        config: RunConfig,
         *,
         train: Iterable[Example],
         held_out: Mapping[str, Iterable[Example]],
@@ -299,7 +304,7 @@ class LeakageGuard:
         return leakage_reason(flags) if self.strict and flags else None
 
 
-def describe(flag: Mapping[str, Any] | LeakageFlag) -> str:
+def describe(flag: Mapping[str, object] | LeakageFlag) -> str:
     """One line for a flag (or its ``to_dict()``)."""
     data = flag.to_dict() if isinstance(flag, LeakageFlag) else flag
     if data.get("kind") == "implausible_gain":
@@ -311,7 +316,7 @@ def describe(flag: Mapping[str, Any] | LeakageFlag) -> str:
     )
 
 
-def _signed(value: Any) -> str:
+def _signed(value: object) -> str:
     return f"{value:+.3f}" if isinstance(value, int | float) else "?"
 
 
@@ -321,11 +326,11 @@ def leakage_reason(flags: Sequence[LeakageFlag]) -> str:
     return f"leakage: {describe(flags[0])}{more}"
 
 
-def leakage_warnings(iterations: Iterable[Any]) -> list[dict[str, Any]]:
+def leakage_warnings(iterations: Iterable[IterationRecord]) -> list[dict[str, str]]:
     """One ``{"kind": "leakage", "message"}`` warning per iteration with leakage flags."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, str]] = []
     for record in iterations:
-        flags: list[dict[str, Any]] = list(getattr(record, "leakage", None) or [])
+        flags: list[Mapping[str, object]] = list(getattr(record, "leakage", None) or [])
         if not flags:
             continue
         more = f" (+{len(flags) - 1} more)" if len(flags) > 1 else ""

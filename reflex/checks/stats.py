@@ -25,7 +25,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any
+
+from reflex.data.json_types import JSONScalar
 
 __all__ = [
     "PairedTest",
@@ -66,7 +67,7 @@ class PairedTest:
     significant: bool
     alpha: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONScalar]:
         """Plain JSON-serialisable dict of all fields."""
         return asdict(self)
 

@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from reflex.data.json_types import JSONDict, JSONValue
 from reflex.result import IterationRecord, OptimizationResult
 
 __all__ = ["prompt_versions", "record_versions", "version_id"]
@@ -28,7 +29,7 @@ def _diff(before: str, after: str, a: str, b: str) -> str:
     return "\n".join(lines)
 
 
-def _sibling(record: IterationRecord) -> dict[str, Any]:
+def _sibling(record: IterationRecord) -> JSONDict:
     return {
         "iteration": record.iteration,
         "score": record.score,
@@ -37,11 +38,11 @@ def _sibling(record: IterationRecord) -> dict[str, Any]:
     }
 
 
-def prompt_versions(result: OptimizationResult) -> list[dict[str, Any]]:
+def prompt_versions(result: OptimizationResult) -> list[JSONDict]:
     """The initial prompt, then every prompt that became best-on-val, in order."""
     initial = result.initial_prompt
     root = version_id(None, initial)
-    versions: list[dict[str, Any]] = [
+    versions: list[JSONDict] = [
         {
             "id": root,
             "parent": None,
@@ -54,27 +55,27 @@ def prompt_versions(result: OptimizationResult) -> list[dict[str, Any]]:
             "diff": "",
         }
     ]
-    siblings: list[dict[str, Any]] = []
+    parent, parent_text = root, initial
+    siblings: list[JSONValue] = []
     for record in result.iterations:
         if not record.is_best:
             siblings.append(_sibling(record))
             continue
-        parent = versions[-1]
-        vid = version_id(parent["id"], record.system_prompt)
+        vid = version_id(parent, record.system_prompt)
         versions.append(
             {
                 "id": vid,
-                "parent": parent["id"],
+                "parent": parent,
                 "iteration": record.iteration,
                 "text": record.system_prompt,
                 "reasoning": record.reasoning,
                 "score": record.score,
                 "val_score": record.val_score,
                 "rejected_siblings": siblings,
-                "diff": _diff(parent["text"], record.system_prompt, parent["id"], vid),
+                "diff": _diff(parent_text, record.system_prompt, parent, vid),
             }
         )
-        siblings = []
+        parent, parent_text, siblings = vid, record.system_prompt, []
     return versions
 
 

@@ -22,11 +22,12 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from reflex.data.json_types import JSONDict
 from reflex.data.readers import (
     MAX_RECORD_BYTES,
     PLAIN_REFERENCES,
+    FrameLike,
     Row,
     Where,
     frame_rows,
@@ -34,9 +35,6 @@ from reflex.data.readers import (
 )
 from reflex.errors import DatasetError
 from reflex.types import Example
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["MAX_RECORD_BYTES", "SPLIT_NAMES", "Dataset", "load_dataset"]
 
@@ -104,7 +102,7 @@ class Dataset:
         rows = sorted([e.id, [dict(m) for m in e.messages], e.ideal] for e in self._examples)
         return hashlib.sha256(_canonical(rows).encode("utf-8")).hexdigest()
 
-    def to_records(self) -> list[dict[str, Any]]:
+    def to_records(self) -> list[JSONDict]:
         """Plain dicts in the OpenAI-chat schema; ``load_dataset`` reads them back unchanged."""
         return [
             {
@@ -119,7 +117,7 @@ class Dataset:
 
 
 def load_dataset(
-    path_or_records: str | PathLike[str] | Sequence[Mapping[str, Any]] | Any,
+    path_or_records: str | PathLike[str] | Sequence[Mapping[str, object]] | FrameLike,
     *,
     input_field: str | None = None,
     output_field: str | None = None,
@@ -167,7 +165,10 @@ def _parse_rows(
             )
         first_line[example.id] = number
         examples.append(example)
-    if output_field and not any(output_field in record for _, record in rows):
+    # Every record is an object by now (``_parse_record`` refused the others).
+    if output_field and not any(
+        isinstance(record, dict) and output_field in record for _, record in rows
+    ):
         raise DatasetError(
             f"output field {output_field!r} is in no record; check --output-field", path=label
         )
@@ -175,7 +176,7 @@ def _parse_rows(
 
 
 def _parse_record(
-    record: Any, where: Where, input_field: str | None, output_field: str | None
+    record: object, where: Where, input_field: str | None, output_field: str | None
 ) -> Example:
     if not isinstance(record, dict):
         hint = "; the file looks like a JSON array: write one object per line (JSON Lines)"
@@ -194,7 +195,7 @@ def _parse_record(
 
 
 def _extract(
-    record: dict[str, Any], where: Where, input_field: str | None, output_field: str | None
+    record: Mapping[str, object], where: Where, input_field: str | None, output_field: str | None
 ) -> tuple[tuple[dict[str, str], ...], str | None, set[str]]:
     """The conversation, the reference and the fields they used."""
     key = input_field or None
@@ -230,14 +231,14 @@ def _extract(
     return tuple(messages), ideal, used
 
 
-def _openai_message(item: Any, field: str, where: Where) -> dict[str, str]:
+def _openai_message(item: object, field: str, where: Where) -> dict[str, str]:
     if not isinstance(item, dict) or "role" not in item or "content" not in item:
         raise where.error(f"{field} must be an object with 'role' and 'content', got {_kind(item)}")
     role = _text(item["role"], f"{field}.role", where)
     return {"role": role, "content": _text(item["content"], f"{field}.content", where)}
 
 
-def _sharegpt_message(item: Any, field: str, where: Where) -> dict[str, str]:
+def _sharegpt_message(item: object, field: str, where: Where) -> dict[str, str]:
     if not isinstance(item, dict) or "from" not in item or "value" not in item:
         raise where.error(f"{field} must be an object with 'from' and 'value', got {_kind(item)}")
     role = _SHAREGPT_ROLES.get(item["from"]) if isinstance(item["from"], str) else None
@@ -247,7 +248,7 @@ def _sharegpt_message(item: Any, field: str, where: Where) -> dict[str, str]:
 
 
 def _reference(
-    record: dict[str, Any], where: Where, keys: Sequence[str]
+    record: Mapping[str, object], where: Where, keys: Sequence[str]
 ) -> tuple[str | None, str | None]:
     """The reference value and the key it came from (None, None when no key is present)."""
     for key in keys:
@@ -265,13 +266,13 @@ def _reference(
     return None, None
 
 
-def _text(value: Any, field: str, where: Where) -> str:
+def _text(value: object, field: str, where: Where) -> str:
     if not isinstance(value, str):
         raise where.error(f"field {field!r} must be a string, got {_kind(value)}")
     return value
 
 
-def _record_id(record: dict[str, Any], where: Where) -> str:
+def _record_id(record: Mapping[str, object], where: Where) -> str:
     value = record.get("id")
     if value is None:
         return hashlib.sha256(_canonical(record).encode("utf-8")).hexdigest()[:16]
@@ -280,7 +281,7 @@ def _record_id(record: dict[str, Any], where: Where) -> str:
     return str(value)
 
 
-def _record_split(value: Any, where: Where) -> str | None:
+def _record_split(value: object, where: Where) -> str | None:
     if value is None:
         return None
     split = _SPLIT_ALIASES.get(value.strip().lower()) if isinstance(value, str) else None
@@ -292,7 +293,7 @@ def _record_split(value: Any, where: Where) -> str | None:
     return split
 
 
-def _metadata(record: dict[str, Any], used: set[str], where: Where) -> dict[str, Any]:
+def _metadata(record: Mapping[str, object], used: set[str], where: Where) -> dict[str, object]:
     nested = record.get("metadata")
     if nested is not None and not isinstance(nested, dict):
         raise where.error(f"field 'metadata' must be an object, got {_kind(nested)}")
@@ -301,15 +302,15 @@ def _metadata(record: dict[str, Any], used: set[str], where: Where) -> dict[str,
     return {**nested, **metadata} if nested else metadata
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     """A JSON-flavoured type name for error messages."""
     names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
     return names.get(type(value), type(value).__name__)
 
 
-def _field_list(record: Mapping[str, Any]) -> str:
+def _field_list(record: Mapping[str, object]) -> str:
     return ", ".join(map(repr, record)) or "(none)"
 
 
-def _canonical(value: Any) -> str:
+def _canonical(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)

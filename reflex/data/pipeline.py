@@ -50,7 +50,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TypeVar
 
 from reflex.data.dataset import Dataset, load_dataset
 from reflex.errors import ConfigurationError, DatasetError
@@ -67,6 +68,7 @@ __all__ = [
 ]
 
 _NAMES = ("run", "pipeline")
+T = TypeVar("T")
 
 
 class PipelineTimeout(RuntimeError):
@@ -89,8 +91,8 @@ class Step:
     """One named step of a trace."""
 
     name: str
-    input: Any = None
-    output: Any = None
+    input: object = None
+    output: object = None
 
 
 @dataclass
@@ -98,13 +100,13 @@ class Trace:
     """A trace builder: ``trace.step(name, input, output)`` returns ``output``."""
 
     steps: list[Step] = field(default_factory=list)
-    output: Any = None
+    output: object = None
 
-    def step(self, name: str, input: Any, output: Any) -> Any:
+    def step(self, name: str, input: object, output: T) -> T:
         self.steps.append(Step(name, input, output))
         return output
 
-    def finish(self, output: Any) -> Trace:
+    def finish(self, output: object) -> Trace:
         self.output = output
         return self
 
@@ -113,7 +115,7 @@ class Trace:
 class Pipeline:
     """A loaded pipeline: the function, how to call it, and its identity for the run config."""
 
-    fn: Callable[..., Any]
+    fn: Callable[..., object]
     name: str
     sha256: str | None
     takes_call: bool = True
@@ -123,7 +125,7 @@ class Pipeline:
         return inspect.iscoroutinefunction(self.fn)
 
 
-def pipeline_from_function(fn: Callable[..., Any], where: str | None = None) -> Pipeline:
+def pipeline_from_function(fn: Callable[..., object], where: str | None = None) -> Pipeline:
     """Wrap a function; ``where`` names it in errors (default ``module:qualname``)."""
     name = where or f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
     if not callable(fn):
@@ -164,7 +166,7 @@ def load_pipeline(target: str | Path) -> Pipeline:
     return replace(loaded, sha256=digest)
 
 
-def _import(path: Path) -> Any:
+def _import(path: Path) -> ModuleType:
     name = "reflex_pipeline_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -183,7 +185,7 @@ def _import(path: Path) -> Any:
     return module
 
 
-def _source_hash(fn: Callable[..., Any]) -> str | None:
+def _source_hash(fn: Callable[..., object]) -> str | None:
     try:
         source = inspect.getsource(fn)
     except (OSError, TypeError):
@@ -191,7 +193,7 @@ def _source_hash(fn: Callable[..., Any]) -> str | None:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
-def load_inputs(source: str | Path | Sequence[Any]) -> Dataset:
+def load_inputs(source: str | Path | Sequence[object]) -> Dataset:
     """Inputs for a pipeline: a JSON array or JSON Lines file of strings or objects, or a list.
 
     An object holds ``input`` (text, or any JSON value, passed on as JSON text) and optionally
@@ -217,7 +219,7 @@ def load_inputs(source: str | Path | Sequence[Any]) -> Dataset:
     return Dataset(list(dataset), name=dataset.name, source=str(path))
 
 
-def _items(text: str, path: Path) -> list[tuple[int, Any]]:
+def _items(text: str, path: Path) -> list[tuple[int, object]]:
     if text.lstrip().startswith("["):
         try:
             data = json.loads(text)
@@ -225,7 +227,7 @@ def _items(text: str, path: Path) -> list[tuple[int, Any]]:
             message = f"invalid JSON array: {exc.msg}"
             raise DatasetError(message, path=str(path), line=exc.lineno) from None
         return [(i, item) for i, item in enumerate(data, start=1)]
-    items: list[tuple[int, Any]] = []
+    items: list[tuple[int, object]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
@@ -236,7 +238,7 @@ def _items(text: str, path: Path) -> list[tuple[int, Any]]:
     return items
 
 
-def _input_record(item: Any, path: Path, line: int) -> dict[str, Any]:
+def _input_record(item: object, path: Path, line: int) -> dict[str, object]:
     if isinstance(item, str):
         return {"input": item}
     if not isinstance(item, dict) or "input" not in item:

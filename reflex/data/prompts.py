@@ -19,7 +19,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from reflex.errors import ConfigurationError
 
@@ -83,7 +82,7 @@ class PromptSpec:
         return PromptSpec(dict(components), self.template, self.fmt)
 
 
-def _check(where: str, components: Mapping[str, Any], template: Any) -> PromptSpec:
+def _check(where: str, components: Mapping[str, object], template: object) -> PromptSpec:
     if not components:
         raise ConfigurationError(f"{where}: no prompt components found")
     out: dict[str, str] = {}
@@ -129,7 +128,7 @@ def _read_text(path: Path) -> str:
     return text
 
 
-def _parse_mapping(path: Path, fmt: str, text: str) -> Any:
+def _parse_mapping(path: Path, fmt: str, text: str) -> object:
     try:
         if fmt == "json":
             return json.loads(text)
@@ -179,7 +178,7 @@ def load_prompt_file(path: str | Path) -> PromptSpec:
 
 
 def spec_from_mapping(
-    data: Mapping[str, Any], where: str = "prompt", fmt: str = "json"
+    data: Mapping[str, object], where: str = "prompt", fmt: str = "json"
 ) -> PromptSpec:
     """A spec from ``{name: text, ..., "_template": optional}``; bad input names the component."""
     values = dict(data)

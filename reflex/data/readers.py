@@ -11,15 +11,24 @@ import csv
 import io
 import json
 import math
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from reflex.errors import DatasetError
 
 if TYPE_CHECKING:
     from _csv import Reader as CsvReader
 
-__all__ = ["MAX_RECORD_BYTES", "PLAIN_REFERENCES", "Row", "Where", "frame_rows", "read_file"]
+__all__ = [
+    "FrameLike",
+    "MAX_RECORD_BYTES",
+    "PLAIN_REFERENCES",
+    "Row",
+    "Where",
+    "frame_rows",
+    "read_file",
+]
 
 PLAIN_REFERENCES = ("ideal", "output", "expected", "answer", "target")
 _JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -32,7 +41,13 @@ _TOO_LONG = (
     f"record is over the {MAX_RECORD_BYTES // 2**20} MB limit (no model's context holds it); "
     "shorten the row or split it into several"
 )
-Row = tuple[int, Any]  # (1-based line or record number, parsed value)
+Row = tuple[int, object]  # (1-based line or record number, parsed value: checked by the reader)
+
+
+class FrameLike(Protocol):
+    """What we use of a pandas DataFrame (pandas itself is never imported here)."""
+
+    def to_dict(self, orient: str) -> Sequence[Mapping[Hashable, object]]: ...
 
 
 class Where(NamedTuple):  # a tuple: one is built per row, so it must be cheap
@@ -189,8 +204,8 @@ def _check_csv_header(columns: list[str], label: str, line: int, input_field: st
         )
 
 
-def _csv_record(columns: list[str], values: list[str], where: Where) -> dict[str, Any]:
-    record: dict[str, Any] = {}
+def _csv_record(columns: list[str], values: list[str], where: Where) -> dict[str, object]:
+    record: dict[str, object] = {}
     for column, value in zip(columns, values, strict=True):
         if column in _CSV_BLANK_IS_NONE and value == "":
             record[column] = None
@@ -204,7 +219,7 @@ def _csv_record(columns: list[str], values: list[str], where: Where) -> dict[str
     return record
 
 
-def frame_rows(frame: Any) -> list[Row]:
+def frame_rows(frame: FrameLike) -> list[Row]:
     records = frame.to_dict("records")
     return [
         (number, {str(key): _plain_value(value) for key, value in record.items()})
@@ -212,7 +227,7 @@ def frame_rows(frame: Any) -> list[Row]:
     ]
 
 
-def _plain_value(value: Any) -> Any:
+def _plain_value(value: object) -> object:
     """Turn pandas/numpy cell values into plain Python; a missing value (NaN, NA) becomes None."""
     if type(value).__name__ in ("NAType", "NaTType"):
         return None

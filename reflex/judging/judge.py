@@ -15,8 +15,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from reflex.data.json_types import JSONDict
 from reflex.errors import ConfigurationError
 from reflex.judging.parse import JudgeParseError, parse_grades
 from reflex.models.client import ModelSpec, ProviderClient, parse_model
@@ -93,7 +94,7 @@ class Rubric:
         return (grade - self.low) / (self.high - self.low)
 
 
-def _criterion(item: Any, where: str) -> Criterion:
+def _criterion(item: object, where: str) -> Criterion:
     if isinstance(item, Criterion):
         return item
     if isinstance(item, str):
@@ -203,7 +204,7 @@ class LLMJudge:
         model: str,
         *,
         criteria: str | Path | None = None,
-        criteria_list: Sequence[Criterion | Mapping[str, Any] | str] | None = None,
+        criteria_list: Sequence[Criterion | Mapping[str, object] | str] | None = None,
         scale: tuple[int, int] = (1, 5),
         use_reference: ReferenceUse = "auto",
         parse_retries: int = 2,
@@ -238,7 +239,7 @@ class LLMJudge:
         names = ", ".join(c.name for c in self.rubric.criteria)
         return f"LLMJudge({self.judge.model!r}, criteria=[{names}])"
 
-    def to_config(self) -> dict[str, Any]:
+    def to_config(self) -> JSONDict:
         """The options that rebuild this judge (``registry.metric("llm_judge", **options)``).
 
         The rubric is stored by content (criteria, scale, instructions), not by file path, and
@@ -247,7 +248,7 @@ class LLMJudge:
         from reflex.redact import redact_url
 
         rubric = self.rubric
-        options: dict[str, Any] = {
+        options: JSONDict = {
             "model": self.judge.model,
             "criteria_list": [asdict(c) for c in rubric.criteria],
             "scale": [rubric.low, rubric.high],
@@ -318,7 +319,7 @@ class LLMJudge:
 
 def _make_rubric(
     criteria: str | Path | None,
-    criteria_list: Sequence[Criterion | Mapping[str, Any] | str] | None,
+    criteria_list: Sequence[Criterion | Mapping[str, object] | str] | None,
     scale: tuple[int, int],
 ) -> Rubric:
     low, high = scale

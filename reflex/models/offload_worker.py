@@ -23,10 +23,11 @@ import signal
 import socket
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from reflex.models.litellm_call import Completion, call_once
-from reflex.models.offload_protocol import describe, receive, send
+from reflex.models.offload_protocol import RemoteError, describe, receive, send
 
 if TYPE_CHECKING:
     import httpx
@@ -93,7 +94,7 @@ def _wire_client() -> httpx.AsyncClient:
 class _Caller:
     """Runs calls under their slot rule; remembers which providers use the transport."""
 
-    def __init__(self, litellm: Any) -> None:
+    def __init__(self, litellm: ModuleType) -> None:
         self.litellm = litellm
         self.gates: dict[Gate, asyncio.Semaphore] = {}
         self.trusted: set[str] = set()
@@ -140,18 +141,25 @@ def serve(sock: socket.socket) -> None:
     lock = threading.Lock()
     tasks: dict[int, asyncio.Task[None]] = {}
 
-    async def answer(rid: int, *call: Any) -> None:
+    async def answer(
+        rid: int, spec: ModelSpec, messages: list[dict[str, str]], attempt: int, gate: Gate | None
+    ) -> None:
         try:
-            reply: tuple[str, Any] = ("ok", await caller(*call))
+            reply: tuple[str, Completion | RemoteError] = (
+                "ok",
+                await caller(spec, messages, attempt, gate),
+            )
         except Exception as exc:  # noqa: BLE001 - carried to the run, which classifies it
             reply = ("error", describe(exc))
         finally:
             tasks.pop(rid, None)
         send(sock, lock, rid, reply)
 
-    def start(rid: int, message: Any) -> None:
+    def start(rid: int, message: object) -> None:
         if isinstance(message, Exception):  # unreadable here: a permanent error for the call
             send(sock, lock, rid, ("error", describe(message)))
+        elif not isinstance(message, tuple):
+            raise TypeError(f"not a message: {message!r}")  # the run sends only tuples
         elif message[0] == "call":
             tasks[rid] = loop.create_task(answer(rid, *message[1:]))
         elif message[0] == "env":  # the run's environment changed (e.g. an API key was set)

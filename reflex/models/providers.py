@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from litellm.llms.custom_llm import CustomLLM
 
 __all__ = ["is_custom", "is_serial", "litellm_loaded", "load_litellm", "register_provider"]
 
 # provider name -> factory(litellm module) returning a litellm.CustomLLM instance.
-_CUSTOM_PROVIDERS: dict[str, Callable[[Any], Any]] = {}
-_INSTALLED: dict[str, Any] = {}
+Factory = Callable[[ModuleType], "CustomLLM"]
+_CUSTOM_PROVIDERS: dict[str, Factory] = {}
+_INSTALLED: dict[str, CustomLLM] = {}
 
 
 # Providers whose calls run one at a time, in the order the run asked for them (see below).
 _SERIAL: set[str] = set()
 
 
-def register_provider(name: str, factory: Callable[[Any], Any], *, serial: bool = False) -> None:
+def register_provider(name: str, factory: Factory, *, serial: bool = False) -> None:
     """Make ``name/<model>`` strings resolve to an in-process LiteLLM ``CustomLLM``.
 
     ``factory(litellm)`` runs once, after litellm is imported, so registering costs nothing.
@@ -41,9 +46,10 @@ def register_provider(name: str, factory: Callable[[Any], Any], *, serial: bool 
         _install_custom_providers(_LOADED["litellm"])
 
 
-_LOADED: dict[str, Any] = {}
+_LOADED: dict[str, ModuleType] = {}
 
 
+# Untyped: the module is written to (``custom_provider_map``), which ModuleType does not allow.
 def _install_custom_providers(litellm: Any) -> None:
     for name, factory in _CUSTOM_PROVIDERS.items():
         if name not in _INSTALLED:
@@ -69,7 +75,7 @@ def litellm_loaded() -> bool:
     return "litellm" in _LOADED
 
 
-def load_litellm() -> Any:
+def load_litellm() -> ModuleType:
     """Import litellm once (offline cost map, quiet) and install the registered providers."""
     if "litellm" not in _LOADED:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -12,7 +12,6 @@ import random
 import time
 from dataclasses import dataclass
 from datetime import timezone
-from typing import Any
 
 from reflex.redact import scrub
 
@@ -115,7 +114,10 @@ def is_transient(exc: BaseException) -> bool:
     return bool(names & _TRANSIENT_CLASSES)
 
 
-def _header(headers: Any, name: str) -> Any:
+def _header(headers: object, name: str) -> object:
+    """``headers[name]`` from a dict or ``httpx.Headers`` (any object with ``get``), else None."""
+    if not hasattr(headers, "get"):
+        return None
     try:
         return headers.get(name) or headers.get(name.title())
     except AttributeError:
@@ -135,12 +137,14 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     for headers in sources:
         if headers:
             value = _header(headers, "retry-after")
-            if value is not None:
+            if isinstance(value, (str, bytes, int, float)):
                 return _parse_retry_after(value)
+            if value is not None:  # not a header value: no advice
+                return None
     return None
 
 
-def _parse_retry_after(value: Any) -> float | None:
+def _parse_retry_after(value: str | bytes | float) -> float | None:
     try:
         seconds = float(value)
     except (TypeError, ValueError):

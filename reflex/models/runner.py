@@ -13,7 +13,7 @@ import atexit
 import os
 import threading
 from collections.abc import Coroutine
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
 __all__ = ["LoopRunner"]
 
@@ -53,7 +53,7 @@ class LoopRunner:
     def loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def run(self, coro: Coroutine[object, None, T]) -> T:
         """Run ``coro`` on the loop and return its result (exceptions propagate).
 
         If the caller is interrupted (Ctrl-C raises KeyboardInterrupt here, in the main thread),
@@ -84,7 +84,7 @@ class LoopRunner:
 
 
 async def _signalling(
-    coro: Coroutine[Any, Any, T], started: threading.Event, settled: threading.Event
+    coro: Coroutine[object, None, T], started: threading.Event, settled: threading.Event
 ) -> T:
     started.set()
     try:

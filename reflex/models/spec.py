@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from reflex.errors import ConfigurationError
 
@@ -31,12 +30,12 @@ class ModelSpec:
     max_tokens: int | None = None
     seed: int | None = 0
     timeout: float = 120.0
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         parse_model(self.model)
 
-    def cache_params(self) -> dict[str, Any]:
+    def cache_params(self) -> dict[str, object]:
         params = {
             "api_base": self.api_base,
             "temperature": self.temperature,
@@ -50,10 +49,10 @@ class ModelSpec:
             params["model_file"] = model_identity(self.model)
         return params
 
-    def call_kwargs(self) -> dict[str, Any]:
+    def call_kwargs(self) -> dict[str, object]:
         # max_retries=0: the OpenAI SDK under LiteLLM would otherwise retry twice on its own,
         # unseen by our ledger, our run-wide back-off and the budget.
-        kwargs: dict[str, Any] = {
+        kwargs: dict[str, object] = {
             "temperature": self.temperature,
             "timeout": self.timeout,
             "max_retries": 0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -34,7 +35,8 @@ class Usage:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, float]:
+        """Every field plus ``tokens`` (counts are ints, costs floats)."""
         return {**asdict(self), "tokens": self.tokens}
 
 
@@ -87,13 +89,16 @@ class Ledger:
                 total.cached_cost += usage.cached_cost
             return total
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, dict[str, float]]:
         out = {role: usage.to_dict() for role, usage in self.by_role.items()}
         out["total"] = self.total().to_dict()
         return out
 
-    def restore(self, data: dict[str, Any]) -> None:
-        """Load totals saved by :meth:`to_dict` (used when resuming a run)."""
+    def restore(self, data: Mapping[str, Mapping[str, Any]]) -> None:
+        """Load totals saved by :meth:`to_dict` (used when resuming a run).
+
+        Untyped values: JSON numbers read back into the int and float fields of :class:`Usage`.
+        """
         with self._lock:
             for role in ROLES:
                 saved = dict(data.get(role, {}))

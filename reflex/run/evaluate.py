@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.result import EvalSnapshot, Sample
@@ -19,7 +19,14 @@ from reflex.types import Example, JudgeCall, Metric, ModelGradedMetric, Score
 if TYPE_CHECKING:
     from reflex.run.pipeline_runner import PipelineOutcome, PipelineRunner
 
-__all__ = ["PromptMode", "Evaluator", "combine_scores", "render_messages", "slice_scores"]
+__all__ = [
+    "PromptMode",
+    "Evaluator",
+    "SliceRow",
+    "combine_scores",
+    "render_messages",
+    "slice_scores",
+]
 
 PromptMode = Literal["replace", "prepend"]
 Progress = Callable[[int], None]
@@ -203,12 +210,21 @@ class Evaluator:
         )
 
 
+class SliceRow(TypedDict):
+    """One group of :func:`slice_scores`: rows measured, mean score before and after, change."""
+
+    n: int
+    baseline: float | None
+    final: float | None
+    change: float | None
+
+
 def slice_scores(
     examples: Iterable[Example],
     baseline: EvalSnapshot | None,
     final: EvalSnapshot | None,
     keys: Sequence[str],
-) -> dict[str, dict[str, dict[str, Any]]]:
+) -> dict[str, dict[str, SliceRow]]:
     """Per-group mean scores by metadata key, baseline vs final.
 
     ``{key: {group: {"n", "baseline", "final", "change"}}}`` over the rows the snapshots measured
@@ -218,13 +234,13 @@ def slice_scores(
     snapshots = [snap for snap in (baseline, final) if snap is not None]
     measured = {s.example_id for snap in snapshots for s in snap.samples}
     rows = [example for example in examples if example.id in measured]
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[str, SliceRow]] = {}
     for key in keys:
         members: dict[str, set[str]] = {}
         for example in rows:
             value = example.metadata.get(key)
             members.setdefault("(none)" if value is None else str(value), set()).add(example.id)
-        table: dict[str, dict[str, Any]] = {}
+        table: dict[str, SliceRow] = {}
         for group in sorted(members):
             before, after = (
                 _group_mean(baseline, members[group]),

@@ -9,10 +9,9 @@ data the run's scores were measured on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
@@ -48,7 +47,7 @@ class ExportPlan:
             self.evaluator.client.cache.close()
 
 
-def _config(stored: dict[str, Any], api_base: str | None) -> RunConfig:
+def _config(stored: Mapping[str, object], api_base: str | None) -> RunConfig:
     stored_base = stored.get("api_base")
     if api_base is None and stored_base and "***" in str(stored_base):
         raise ConfigurationError(
@@ -94,7 +93,7 @@ def plan_export(
 
 def training_examples(
     plan: ExportPlan, snapshot: EvalSnapshot, min_score: float
-) -> list[dict[str, Any]]:
+) -> list[dict[str, list[dict[str, str]]]]:
     """One ``{"messages": [...]}`` per rollout scoring at least ``min_score`` without error.
 
     The messages are exactly what the model was sent (the best prompt as the system message)

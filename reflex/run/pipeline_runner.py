@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import itertools
 import json
 import math
 import re
 import threading
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
+from reflex.data.json_types import JSONDict, JSONValue
 from reflex.data.pipeline import Pipeline, PipelineTimeout, Prompt, Step, Trace
 from reflex.data.prompts import PromptSpec
 from reflex.errors import ReflexError
@@ -36,7 +37,7 @@ class PipelineOutcome:
     """One example's pipeline run: the output and trace, or the reason it failed."""
 
     output: str = ""
-    trace: list[dict[str, Any]] = field(default_factory=list)
+    trace: list[JSONDict] = field(default_factory=list)
     error: str | None = None
     calls: int = 0
     cached_calls: int = 0
@@ -109,11 +110,11 @@ class PipelineRunner:
 
     async def _invoke(
         self, prompt: Prompt, spec: ModelSpec, example: Example, outcome: PipelineOutcome
-    ) -> Any:
+    ) -> object:
         fn, takes_call = self.pipeline.fn, self.pipeline.takes_call
-        if self.pipeline.is_async:
-            call: Callable[..., Any] = self._async_call(spec, outcome)
-            return await fn(*(prompt, example.input, call)[: 3 if takes_call else 2])
+        if inspect.iscoroutinefunction(fn):  # Pipeline.is_async, asked here so fn is awaitable
+            async_call = self._async_call(spec, outcome)
+            return await fn(*(prompt, example.input, async_call)[: 3 if takes_call else 2])
         call = self._sync_call(spec, outcome)
         return await _in_thread(
             fn, (prompt, example.input, call)[: 3 if takes_call else 2], example.id
@@ -167,12 +168,12 @@ class PipelineRunner:
         return completion.text
 
 
-async def _in_thread(fn: Callable[..., Any], args: Sequence[Any], name: str) -> Any:
+async def _in_thread(fn: Callable[..., object], args: Sequence[object], name: str) -> object:
     """``fn(*args)`` on a daemon thread: a hung pipeline can neither block the loop nor exit."""
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
+    future: asyncio.Future[object] = loop.create_future()
 
-    def settle(value: Any, error: BaseException | None) -> None:
+    def settle(value: object, error: BaseException | None) -> None:
         if future.done():  # timed out or cancelled: the late result is discarded
             return
         if error is not None:
@@ -206,9 +207,10 @@ def _conversation(messages: Messages) -> list[dict[str, str]]:
     return [{k: str(v) for k, v in m.items()} for m in messages]
 
 
-def _accept(outcome: PipelineOutcome, raw: Any) -> None:
+def _accept(outcome: PipelineOutcome, raw: object) -> None:
     """Normalise the pipeline's return value into ``outcome`` (or set ``outcome.error``)."""
-    output, steps = raw, None
+    output: object = raw
+    steps: object = None
     if isinstance(raw, Trace):
         output, steps = raw.output, raw.steps
     elif isinstance(raw, Mapping):
@@ -224,12 +226,14 @@ def _accept(outcome: PipelineOutcome, raw: Any) -> None:
     outcome.output = output if isinstance(output, str) else _json(output)
     if steps is not None:
         try:
+            if not isinstance(steps, Iterable):
+                raise TypeError(f"{type(steps).__name__!r} object is not iterable")
             outcome.trace = [_step(item) for item in steps]
         except (TypeError, ValueError) as exc:
             outcome.error = f"the pipeline returned a bad trace: {exc}"
 
 
-def _step(item: Any) -> dict[str, Any]:
+def _step(item: object) -> JSONDict:
     if isinstance(item, Step):
         name, given, got = item.name, item.input, item.output
     elif isinstance(item, Mapping) and "name" in item:
@@ -241,12 +245,13 @@ def _step(item: Any) -> dict[str, Any]:
     return {"name": str(name), "input": _plain(given), "output": _plain(got)}
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> JSONValue:
     """``value`` as JSON data (what result.json can hold); other objects become text."""
-    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+    plain: JSONValue = json.loads(json.dumps(value, ensure_ascii=False, default=str))
+    return plain
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 

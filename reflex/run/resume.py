@@ -18,6 +18,7 @@ from typing import Any
 
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
+from reflex.data.json_types import JSONDict
 from reflex.errors import ConfigurationError
 
 __all__ = ["ResumePoint", "RunInfo", "find_resumable", "list_runs", "load_resume", "prompt_hash"]
@@ -57,7 +58,7 @@ class RunInfo:
     result: dict[str, Any] | None
     checkpoint: dict[str, Any] | None
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JSONDict:
         result = self.result or {}
         iterations = result.get("iterations") or (self.checkpoint or {}).get("iterations") or []
         usage = (result.get("usage") or (self.checkpoint or {}).get("ledger") or {}).get(
@@ -86,7 +87,7 @@ def _read(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _alive(pid: Any) -> bool:
+def _alive(pid: object) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
     if pid == os.getpid():
@@ -102,7 +103,7 @@ def _alive(pid: Any) -> bool:
     return True
 
 
-def _status(meta: dict[str, Any], result: dict[str, Any] | None) -> str:
+def _status(meta: Mapping[str, object], result: Mapping[str, object] | None) -> str:
     if result is not None and result.get("completed"):
         return "completed"
     if result is not None and "KeyboardInterrupt" not in str(result.get("stop_reason")):
@@ -145,7 +146,7 @@ def find_resumable(run_dir: str | Path, dataset: Dataset, prompt: str) -> str:
     )
 
 
-def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+def _differences(saved: Mapping[str, object], current: Mapping[str, object]) -> list[str]:
     # A setting the saved config lacks was added after the run started (an older version wrote
     # it, e.g. metric_specs): there is nothing to compare it with, so it cannot block a resume.
     keys = sorted((set(saved) | set(current)) - MUTABLE_ON_RESUME)
@@ -156,10 +157,13 @@ def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[s
     ]
 
 
-def _difference(key: str, old: Any, new: Any) -> str:
+def _difference(key: str, old: object, new: object) -> str:
     if key == "metric_specs":  # name the metrics whose options changed, not a rubric dump
-        old, new = list(old or []), list(new or [])
-        changed = sorted({str(s.get("name")) for s in old + new if (s in old) != (s in new)})
+        before = old if isinstance(old, list) else []
+        after = new if isinstance(new, list) else []
+        changed = sorted(
+            {str(s.get("name")) for s in before + after if (s in before) != (s in after)}
+        )
         return f"metric_specs: the options of {', '.join(changed) or 'the metrics'} changed"
     return f"{key}: {old!r} -> {new!r}"
 

@@ -18,7 +18,6 @@ import secrets
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from reflex.data.files import atomic_write_text
 from reflex.errors import storage_error
@@ -45,7 +44,7 @@ class RunStore:
     def cache_path(self) -> Path:
         return self.root / "cache.sqlite"
 
-    def write_json(self, name: str, data: Any) -> Path:
+    def write_json(self, name: str, data: object) -> Path:
         target = self.path / name
         atomic_write_text(target, json.dumps(data, indent=2, ensure_ascii=False, default=str))
         return target
@@ -53,7 +52,7 @@ class RunStore:
     def write_prompt(self, label: str, prompt: str) -> None:
         atomic_write_text(self.path / "prompts" / f"{label}.txt", prompt)
 
-    def event(self, kind: str, **data: Any) -> None:
+    def event(self, kind: str, **data: object) -> None:
         line = json.dumps(
             {"ts": time.time(), "type": kind, **data}, ensure_ascii=False, default=str
         )

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from reflex.data.json_types import JSONDict
 from reflex.testing.http import Request, error_body, read_request, send, send_raw
 
 __all__ = [
@@ -60,8 +61,8 @@ class ChatRequest:
     """What the endpoint was asked: model, messages and the other body fields."""
 
     model: str
-    messages: tuple[dict[str, Any], ...]
-    params: dict[str, Any] = field(default_factory=dict)
+    messages: tuple[JSONDict, ...]
+    params: JSONDict = field(default_factory=dict)
 
     @property
     def system(self) -> str:
@@ -74,7 +75,7 @@ class ChatRequest:
         )
 
 
-def _is(message: dict[str, Any], role: str) -> bool:
+def _is(message: JSONDict, role: str) -> bool:
     return message.get("role") == role
 
 
@@ -137,11 +138,11 @@ class Stats:
     def fault_total(self) -> int:
         return sum(self.faults.values())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, int | dict[str, int]]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Stats:
+    def from_dict(cls, data: dict[str, Any]) -> Stats:  # JSON values into typed fields
         return cls(**data)
 
 
@@ -274,7 +275,7 @@ class EndpointServer:
             return await send(writer, 200, self._completion(request, ""))
         return await send(writer, int(kind), error_body(f"injected {kind}", "server_error"))
 
-    def _completion(self, request: ChatRequest, text: str) -> dict[str, Any]:
+    def _completion(self, request: ChatRequest, text: str) -> JSONDict:
         if self.usage is not None:
             prompt_tokens, completion_tokens = self.usage
         else:

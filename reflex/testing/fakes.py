@@ -8,12 +8,18 @@ calls. ``RecordingCallback`` records every lifecycle call in order.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reflex.callbacks import Callback
 from reflex.models.client import register_provider
+
+if TYPE_CHECKING:
+    from litellm.llms.custom_llm import CustomLLM
+
+    from reflex.config import RunConfig
+    from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
 
 __all__ = ["FakeModel", "FakeRequest", "RecordingCallback"]
 
@@ -26,7 +32,7 @@ class FakeRequest:
     system: str
     user: str
     messages: tuple[dict[str, str], ...]
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, object] = field(default_factory=dict)
 
 
 Responder = Callable[[FakeRequest], str]
@@ -62,7 +68,7 @@ class FakeModel:
         return [r for r in self.requests if r.model == model]
 
     def answer(
-        self, model: str, messages: Sequence[dict[str, str]], params: dict[str, Any]
+        self, model: str, messages: Sequence[dict[str, str]], params: dict[str, object]
     ) -> tuple[str, int, int]:
         system = next((m["content"] for m in messages if m.get("role") == "system"), "")
         user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
@@ -79,12 +85,14 @@ class FakeModel:
         return text, prompt_tokens, len(text.split())
 
 
-def _adapter(litellm: Any, fake: FakeModel) -> Any:
+# Untyped: the handler subclasses ``litellm.CustomLLM`` read off the module LiteLLM was loaded as.
+def _adapter(litellm: Any, fake: FakeModel) -> CustomLLM:
     class _FakeLLM(litellm.CustomLLM):  # type: ignore[misc]
         def completion(
-            self, model: str, messages: list[dict[str, str]], *args: Any, **kwargs: Any
-        ) -> Any:
-            params = dict(kwargs.get("optional_params") or {})
+            self, model: str, messages: list[dict[str, str]], *args: object, **kwargs: object
+        ) -> object:
+            optional = kwargs.get("optional_params")
+            params = dict(optional) if isinstance(optional, Mapping) else {}
             text, p_tokens, c_tokens = fake.answer(f"{fake.provider}/{model}", messages, params)
             return litellm.ModelResponse(
                 model=model,
@@ -103,8 +111,8 @@ def _adapter(litellm: Any, fake: FakeModel) -> Any:
             )
 
         async def acompletion(
-            self, model: str, messages: list[dict[str, str]], *args: Any, **kwargs: Any
-        ) -> Any:
+            self, model: str, messages: list[dict[str, str]], *args: object, **kwargs: object
+        ) -> object:
             return self.completion(model, messages, *args, **kwargs)
 
     return _FakeLLM()
@@ -114,26 +122,26 @@ class RecordingCallback(Callback):
     """Records ``(hook, args)`` for every lifecycle call, in order (progress calls excluded)."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.calls: list[tuple[str, tuple[object, ...]]] = []
 
     @property
     def hooks(self) -> list[str]:
         return [name for name, _ in self.calls]
 
-    def on_run_start(self, config: Any, initial_prompt: str) -> None:
+    def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
         self.calls.append(("on_run_start", (config, initial_prompt)))
 
-    def on_baseline(self, snapshot: Any) -> None:
+    def on_baseline(self, snapshot: EvalSnapshot) -> None:
         self.calls.append(("on_baseline", (snapshot,)))
 
-    def on_iteration(self, record: Any) -> None:
+    def on_iteration(self, record: IterationRecord) -> None:
         self.calls.append(("on_iteration", (record,)))
 
-    def on_final(self, snapshot: Any) -> None:
+    def on_final(self, snapshot: EvalSnapshot) -> None:
         self.calls.append(("on_final", (snapshot,)))
 
-    def on_run_end(self, result: Any) -> None:
+    def on_run_end(self, result: OptimizationResult) -> None:
         self.calls.append(("on_run_end", (result,)))
 
-    def on_run_error(self, error: BaseException, partial: Any) -> None:
+    def on_run_error(self, error: BaseException, partial: OptimizationResult | None) -> None:
         self.calls.append(("on_run_error", (error, partial)))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from reflex.data.json_types import JSONLike
 
 __all__ = ["Request", "error_body", "read_request", "send", "send_raw"]
 
@@ -21,7 +23,7 @@ class Request:
     body: bytes
 
 
-def error_body(message: str, code: str = "error") -> dict[str, Any]:
+def error_body(message: str, code: str = "error") -> dict[str, dict[str, str]]:
     return {"error": {"message": message, "type": code, "code": code}}
 
 
@@ -53,7 +55,7 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
 async def send(
     writer: asyncio.StreamWriter,
     status: int,
-    payload: dict[str, Any],
+    payload: Mapping[str, JSONLike],
     headers: dict[str, str] | None = None,
 ) -> bool:
     return await send_raw(writer, status, json.dumps(payload).encode(), headers)
