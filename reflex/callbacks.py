@@ -11,6 +11,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from reflex.redact import scrub
+
 if TYPE_CHECKING:
     from reflex.config import RunConfig
     from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
@@ -70,6 +72,7 @@ class CallbackDispatcher:
                 method(*args)
             except Exception as exc:  # noqa: BLE001 - a tracker must never break a run
                 name = type(callback).__name__
-                logger.warning("callback %s.%s failed: %s: %s", name, hook, type(exc).__name__, exc)
+                error = f"{type(exc).__name__}: {scrub(str(exc))}"  # it may echo a secret
+                logger.warning("callback %s.%s failed: %s", name, hook, error)
                 if self._on_failure is not None:
                     self._on_failure(name, hook, exc)

@@ -292,7 +292,7 @@ class Engine:
         dispatcher = CallbackDispatcher(
             self.callbacks,
             on_failure=lambda name, hook, exc: store.event(
-                "callback_failure", callback=name, hook=hook, error=str(exc)
+                "callback_failure", callback=name, hook=hook, error=scrub(str(exc), *urls)
             ),
         )
         budget = Budget(config.budget, client.ledger)
