@@ -27,24 +27,23 @@ from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT, MLFLOW_LOGGED_ARTIFACTS
 
-from reflex.redact import redact_data, redact_url
-from reflex_mlflow.tracing import LlmTracing
-from reflex_mlflow.tracking import (
+from reflex.api import (
     GuardedCallback,
     ParamValue,
     baseline_metrics,
     iteration_metrics,
     iteration_row,
+    redact_data,
+    redact_url,
     run_params,
     run_tags,
     split_params,
     summary_metrics,
 )
+from reflex_mlflow.tracing import LlmTracing
 
 if TYPE_CHECKING:
-    from reflex.config import RunConfig
-    from reflex.data.dataset import Dataset
-    from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
+    from reflex.api import Dataset, EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
 
 __all__ = ["MLflowCallback"]
 

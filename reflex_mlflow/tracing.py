@@ -15,8 +15,7 @@ import mlflow
 from mlflow.entities import LiveSpan
 from mlflow.tracing.config import get_config
 
-from reflex.models.runner import LoopRunner
-from reflex.redact import redact_data
+from reflex.api import on_model_thread, redact_data
 
 __all__ = ["LlmTracing"]
 
@@ -40,13 +39,13 @@ class LlmTracing:
         self._previous = list(get_config().span_processors)
         mlflow.tracing.configure(span_processors=[*self._previous, self._redact])
         mlflow.litellm.autolog()
-        LoopRunner.shared().run(_activate(self.run_id))
+        on_model_thread(_activate(self.run_id))
 
     def stop(self, status: str) -> None:
         import mlflow.litellm
 
         mlflow.flush_trace_async_logging()
-        LoopRunner.shared().run(_deactivate(status))
+        on_model_thread(_deactivate(status))
         mlflow.litellm.autolog(disable=True)
         if self._previous is not None:  # the caller's own span processors, as they were
             mlflow.tracing.configure(span_processors=self._previous)

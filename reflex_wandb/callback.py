@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import wandb
 
-from reflex_mlflow.tracking import (
+from reflex.api import (
     GuardedCallback,
     baseline_metrics,
     iteration_metrics,
@@ -24,8 +24,7 @@ from reflex_mlflow.tracking import (
 )
 
 if TYPE_CHECKING:
-    from reflex.config import RunConfig
-    from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
+    from reflex.api import EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
 
 __all__ = ["WandbCallback"]
 

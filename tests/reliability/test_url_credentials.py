@@ -23,13 +23,13 @@ from test_resume import START, reasoner_variants
 from test_secrets import every_file_mentioning
 
 from reflex import ConfigurationError, PromptOptimizer, ProviderError, ReflexError
+from reflex.callbacks.tracking import run_params
 from reflex.cli import main
 from reflex.config import RunConfig
 from reflex.models.retry import is_transient
 from reflex.redact import is_secret_name, redact_data, redact_url, scrub
 from reflex.testing import FakeModel, FakeRequest, RecordingCallback
 from reflex.testing.endpoint import serve
-from reflex_mlflow.tracking import run_params
 
 SECRETS = ("PWSECRET", "QKEYSECRET", "RSNSECRET")
 TASK_URL = "http://alice:PWSECRET@127.0.0.1:9/v1?api-version=2024-06&api-key=QKEYSECRET"

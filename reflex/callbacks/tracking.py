@@ -1,9 +1,10 @@
-"""What the tracker adapters log, independent of any tracker (no mlflow or wandb import).
+"""Tracker-neutral helpers: what a tracker adapter logs, and how it stays out of the run's way.
 
-Both ``reflex_mlflow`` and ``reflex_wandb`` use these functions, so an MLflow run and a W&B run
-of the same optimization carry the same parameter keys, metric names and summary values.
-Everything that leaves the process goes through the core redactor (:mod:`reflex.redact`) first:
-no API key or URL credential may land in a tracker's params, config, tags or artifacts.
+``reflex_mlflow`` and ``reflex_wandb`` (through :mod:`reflex.api`) use these, so an MLflow run and
+a W&B run of the same optimization carry the same parameter keys, metric names and summary
+values; a third-party tracker can do the same. Nothing here imports a tracker. Everything that
+leaves the process goes through the core redactor (:mod:`reflex.redact`) first: no API key or URL
+credential may land in a tracker's params, config, tags or artifacts.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from reflex.callbacks import Callback
 from reflex.redact import is_secret_name, redact_data, redact_url, scrub
@@ -30,6 +31,7 @@ __all__ = [
     "iteration_metrics",
     "iteration_row",
     "metric_key",
+    "on_model_thread",
     "parse_tag_pairs",
     "run_params",
     "run_tags",
@@ -39,6 +41,7 @@ __all__ = [
 ]
 
 ParamValue = str | int | float | bool | None
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -197,6 +200,17 @@ def wanted(values: Mapping[str, Any], prefix: str) -> bool:
         for key, value in values.items()
         if key == prefix or key.startswith(prefix + "_")
     )
+
+
+def on_model_thread(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the thread that makes every model call of a run, and return its result.
+
+    For tracker state that is bound to the calling thread: MLflow links a LiteLLM trace to the
+    run active in the thread of the call, so the tracing activates the run there.
+    """
+    from reflex.models.runner import LoopRunner  # asyncio and the loop: only when asked for
+
+    return LoopRunner.shared().run(coro)
 
 
 def _scalar(value: Any) -> ParamValue:
