@@ -16,7 +16,11 @@ Everything a plugin needs is here, typed:
   :func:`system_prompt` (template + the run's language/migration guidance), :func:`ask` (ask the
   reasoning model, parse, retry once on :class:`ProposalError`, record an unusable answer),
   :func:`parse_proposal` / :func:`parse_prompts` / :func:`tagged` to read answers;
-- **judging**: :class:`LLMJudge` (the built-in model-graded metric).
+- **judging**: :class:`LLMJudge` (the built-in model-graded metric);
+- **tracking helpers** for tracker adapters (:mod:`reflex.callbacks.tracking`): the params,
+  tags, metric names and summary values every tracker logs the same way, ``GuardedCallback``
+  (a tracker failure never stops a run), built on the one redactor (``redact_url``,
+  ``redact_data``, ``scrub`` from :mod:`reflex.redact`).
 
 Built-in plugins (``reflex_strategies``, ``reflex_metrics``, ``reflex_mlflow``,
 ``reflex_wandb``) import this module and nothing else from ``reflex`` (tests/test_architecture.py
@@ -68,6 +72,27 @@ from reflex.types import (
     StrategyContext,
 )
 
+# isort: split
+# tracking helpers (for tracker adapters) ------------------------------------------------------
+from reflex.callbacks.tracking import (
+    GuardedCallback,
+    ParamValue,
+    baseline_metrics,
+    iteration_metrics,
+    iteration_row,
+    metric_key,
+    on_model_thread,
+    parse_tag_pairs,
+    run_params,
+    run_tags,
+    split_params,
+    summary_metrics,
+    wanted,
+)
+from reflex.redact import redact_data, redact_url, scrub
+
+# end of tracking helpers ----------------------------------------------------------------------
+
 __all__ = [
     "BaseStrategy",
     "BudgetExhausted",
@@ -78,6 +103,7 @@ __all__ = [
     "Dataset",
     "EvalSnapshot",
     "Example",
+    "GuardedCallback",
     "IterationRecord",
     "JudgeCall",
     "LLMJudge",
@@ -90,6 +116,7 @@ __all__ = [
     "OptionRegistrar",
     "OptionsT",
     "PairOutcome",
+    "ParamValue",
     "PromptSpec",
     "Proposal",
     "ProposalError",
@@ -102,11 +129,25 @@ __all__ = [
     "StrategyContext",
     "StrategyRegistrar",
     "ask",
+    "baseline_metrics",
     "hookimpl",
+    "iteration_metrics",
+    "iteration_row",
+    "metric_key",
+    "on_model_thread",
     "parse_prompts",
     "parse_proposal",
+    "parse_tag_pairs",
+    "redact_data",
+    "redact_url",
     "render",
+    "run_params",
+    "run_tags",
+    "scrub",
+    "split_params",
+    "summary_metrics",
     "system_prompt",
     "tagged",
     "template_names",
+    "wanted",
 ]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from reflex.callbacks import Callback
+from reflex.callbacks import AnyCallback
 from reflex.config import BudgetConfig, RunConfig, metric_specs
 from reflex.data.dataset import Dataset, load_dataset
 from reflex.data.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
@@ -354,7 +354,7 @@ class PromptOptimizer:
     def run(
         self,
         prompt: str | Path | PromptSpec | Mapping[str, str],
-        callbacks: Sequence[Callback] = (),
+        callbacks: Sequence[AnyCallback] = (),
         *,
         resume: bool | str = False,
     ) -> OptimizationResult:
@@ -364,6 +364,9 @@ class PromptOptimizer:
         or a directory of .md components), a :class:`reflex.data.prompts.PromptSpec`, or a mapping
         of component names to texts (see :mod:`reflex.data.prompts`). The engine optimizes the
         assembled text; ``result.best_components`` holds the winner's components when known.
+
+        ``callbacks``: objects with any subset of the ``on_*`` hooks of :class:`reflex.Callback`
+        (subclassing it is optional); one that raises is a warning, never the end of the run.
 
         ``resume=True`` continues the latest unfinished run for this dataset and prompt in the
         run directory; ``resume="<run id>"`` continues that run. Paid calls are not repeated.

@@ -27,26 +27,23 @@ from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT, MLFLOW_LOGGED_ARTIFACTS
 
-from reflex_mlflow.tracing import LlmTracing
-from reflex_mlflow.tracking import (
+from reflex.api import (
     GuardedCallback,
     ParamValue,
     baseline_metrics,
     iteration_metrics,
     iteration_row,
-    redact,
     redact_data,
+    redact_url,
     run_params,
     run_tags,
-    safe_url,
     split_params,
     summary_metrics,
 )
+from reflex_mlflow.tracing import LlmTracing
 
 if TYPE_CHECKING:
-    from reflex.config import RunConfig
-    from reflex.data.dataset import Dataset
-    from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
+    from reflex.api import Dataset, EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
 
 __all__ = ["MLflowCallback"]
 
@@ -107,9 +104,6 @@ class MLflowCallback(GuardedCallback):
 
     # --- lifecycle hooks (each one guarded) ------------------------------------------------
 
-    def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
-        self._safely("on_run_start", lambda: self._start(config, initial_prompt))
-
     def on_baseline(self, snapshot: EvalSnapshot) -> None:
         self._safely("on_baseline", lambda: self._log_metrics(baseline_metrics(snapshot), 0))
 
@@ -128,7 +122,7 @@ class MLflowCallback(GuardedCallback):
     def on_run_error(self, error: BaseException, partial: OptimizationResult | None) -> None:
         if partial is not None:
             self._safely("on_run_error", lambda: self._log_end(partial))
-        message = redact(f"{type(error).__name__}: {error}")[:_PARAM_LIMIT]
+        message = self._scrub(f"{type(error).__name__}: {error}")[:_PARAM_LIMIT]
         self._safely("on_run_error", lambda: self._set_tags({"reflex.error": message}))
         status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"  # Ctrl-C
         self._safely("on_run_error", lambda: self._terminate(status))
@@ -137,6 +131,9 @@ class MLflowCallback(GuardedCallback):
 
     def _has_run(self) -> bool:
         return self.client is not None and self.run_id is not None
+
+    def _tracker_urls(self) -> tuple[str | None, ...]:
+        return (self.tracking_uri,)
 
     def _start(self, config: RunConfig, initial_prompt: str) -> None:
         uri = self.tracking_uri or mlflow.get_tracking_uri()
@@ -165,7 +162,7 @@ class MLflowCallback(GuardedCallback):
         self._log_params(run_params(config))
         client.log_text(self.run_id, initial_prompt, "prompts/initial_prompt.txt")
         if self.trace_llm_calls:
-            self._tracing = LlmTracing(uri, self.run_id)
+            self._tracing = LlmTracing(uri, self.run_id, self._urls)
             self._tracing.start()
         self._inputs_logged = self._resume  # a continued run has its inputs already
         if config.run_id and not self._resume:  # the engine wrote splits.json before this hook
@@ -212,13 +209,13 @@ class MLflowCallback(GuardedCallback):
         self._set_tags(
             {
                 "reflex.run_id": result.run_id or "",
-                "reflex.stop_reason": redact(result.stop_reason)[:_PARAM_LIMIT],
+                "reflex.stop_reason": self._scrub(result.stop_reason)[:_PARAM_LIMIT],
                 "reflex.completed": str(result.completed).lower(),
             }
         )
         name = f"prompts/best_prompt_{result.run_id or run_id}.txt"
         client.log_text(run_id, result.best_prompt, name)
-        client.log_dict(run_id, redact_data(result.to_dict()), "result.json")
+        client.log_dict(run_id, redact_data(result.to_dict(), *self._urls), "result.json")
         if not self._inputs_logged:
             self._log_dataset_inputs(result.run_dir)
         if self.register_prompt and result.completed:
@@ -337,6 +334,6 @@ def _check_reachable(uri: str) -> None:
         socket.create_connection((parts.hostname, port), timeout=_CONNECT_TIMEOUT_S).close()
     except OSError as exc:
         raise ConnectionError(
-            f"MLflow tracking server {safe_url(uri)} is unreachable ({exc}); start it "
+            f"MLflow tracking server {redact_url(uri)} is unreachable ({exc}); start it "
             "(mlflow server) or point --mlflow-tracking-uri / MLFLOW_TRACKING_URI elsewhere"
         ) from None

@@ -13,20 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 import wandb
 
-from reflex_mlflow.tracking import (
+from reflex.api import (
     GuardedCallback,
     baseline_metrics,
     iteration_metrics,
     iteration_row,
-    redact,
     run_params,
     split_params,
     summary_metrics,
 )
 
 if TYPE_CHECKING:
-    from reflex.config import RunConfig
-    from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
+    from reflex.api import EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
 
 __all__ = ["WandbCallback"]
 
@@ -74,9 +72,6 @@ class WandbCallback(GuardedCallback):
 
     # --- lifecycle hooks (each one guarded) ------------------------------------------------
 
-    def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
-        self._safely("on_run_start", lambda: self._start(config, initial_prompt))
-
     def on_baseline(self, snapshot: EvalSnapshot) -> None:
         self._safely("on_baseline", lambda: self._log(baseline_metrics(snapshot), 0))
 
@@ -95,7 +90,7 @@ class WandbCallback(GuardedCallback):
     def on_run_error(self, error: BaseException, partial: OptimizationResult | None) -> None:
         if partial is not None:
             self._safely("on_run_error", lambda: self._log_end(partial))
-        message = redact(f"{type(error).__name__}: {error}")[:2000]
+        message = self._scrub(f"{type(error).__name__}: {error}")[:2000]
         self._safely("on_run_error", lambda: self._summary({"error": message}))
         self._safely("on_run_error", lambda: self._finish(1))
 
@@ -133,7 +128,7 @@ class WandbCallback(GuardedCallback):
             {
                 **summary_metrics(result),
                 "best_prompt": result.best_prompt,
-                "stop_reason": redact(result.stop_reason),
+                "stop_reason": self._scrub(result.stop_reason),
                 "completed": result.completed,
                 "reflex_run_id": result.run_id or "",
             }

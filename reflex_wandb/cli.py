@@ -11,12 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from reflex.errors import ConfigurationError
-from reflex.hookspecs import hookimpl
-from reflex_mlflow.tracking import wanted
+from reflex.api import ConfigurationError, hookimpl, wanted
 
 if TYPE_CHECKING:
-    from reflex.callbacks import Callback
+    from reflex.api import Callback
 
 __all__ = ["OPTIONS", "register_optimize_options", "to_callbacks"]
 

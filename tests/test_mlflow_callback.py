@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import wandb
+from canaries import URL_CASES
 from click.testing import CliRunner
 from conftest import make_rows
 from mlflow import MlflowClient
@@ -251,13 +252,29 @@ def test_no_secret_lands_in_params_tags_or_artifacts(
     callback = MLflowCallback(tracking_uri=uri, tags={"api_key": secret, "note": f"k={secret}"})
     result = opt.run(START, callbacks=[callback])
     run = only_run(uri)
-    assert run.data.params["target_source"] == "http://localhost:8000/v1?x=1"
+    assert run.data.params["target_source"] == "http://***@localhost:8000/v1?api_key=***&x=1"
     assert "api_key" not in run.data.tags and run.data.tags["note"] == "k=***"
     blobs = [json.dumps(run.data.params), json.dumps(run.data.tags)]
     client = MlflowClient(tracking_uri=uri)
     for path in artifact_paths(client, run.info.run_id):
         blobs.append(text(client, run.info.run_id, path))
     assert result.completed and not any("SECRET" in blob for blob in blobs)
+
+
+@pytest.mark.parametrize("case", sorted(URL_CASES))
+def test_url_credentials_are_redacted_in_params_and_tags(
+    case: str, fake_model: FakeModel, tmp_path: Path, uri: str
+) -> None:
+    url, redacted, canaries = URL_CASES[case]
+    opt = builder(tmp_path).add_provider("fake", "task2", api_base=url)
+    # A secret-named tag key (broad pattern: `signature` as well as `api_key`) is dropped.
+    callback = MLflowCallback(tracking_uri=uri, tags={"team": "search", "x-signature": "S3CRET"})
+    opt.run(START, callbacks=[callback])
+    run = MlflowClient(tracking_uri=uri).get_run(str(callback.run_id))
+    assert run.data.params["target_source"] == redacted
+    assert run.data.tags["team"] == "search" and "x-signature" not in run.data.tags
+    logged = json.dumps([run.data.params, run.data.tags])
+    assert [c for c in canaries if c in logged] == []
 
 
 def test_register_prompt_links_the_best_prompt(
@@ -378,23 +395,28 @@ def test_resumed_reflex_run_continues_its_mlflow_run(tmp_path: Path, uri: str) -
 def test_llm_calls_are_traced_into_the_run(tmp_path: Path, uri: str) -> None:
     """In a subprocess: MLflow tracing starts OpenTelemetry and trace-export threads that would
     stay in this process, and a thread inside SQLite when a later test forks deadlocks the
-    child (tests/test_resume.py forks)."""
+    child (tests/test_resume.py forks). LiteLLM puts the api_base on every span: redacted."""
     import subprocess
     import sys
 
+    url, redacted, canaries = URL_CASES["sig"]
     script = f"""
-import sys
+import json, sys
 sys.path[:0] = {[str(Path(__file__).parent)]!r}
 import mlflow
-from conftest import responder
-from test_engine import START, builder
+from conftest import make_rows, responder
+from test_engine import START
+from reflex import PromptOptimizer
 from reflex.testing import FakeModel
 from reflex_mlflow import MLflowCallback
 from pathlib import Path
 FakeModel(responder).install()
 uri = {uri!r}
-result = builder(Path({str(tmp_path)!r})).run(
-    START, callbacks=[MLflowCallback(tracking_uri=uri, trace_llm_calls=True)])
+result = (
+    PromptOptimizer().set_dataset(make_rows()).add_provider("fake", "task", api_base={url!r})
+    .add_metric("exact_match").set_reasoning_model("fake/reasoner")
+    .set_run_dir(Path({str(tmp_path)!r}))
+).run(START, callbacks=[MLflowCallback(tracking_uri=uri, trace_llm_calls=True)])
 client = mlflow.MlflowClient(tracking_uri=uri)
 exp = client.get_experiment_by_name("aevyra-reflex")
 [run] = client.search_runs([exp.experiment_id])
@@ -404,6 +426,9 @@ paid = result.usage["total"]["calls"]
 assert run.info.status == "FINISHED", run.info.status
 assert paid > 0 and len(traces) == paid, (paid, len(traces))
 assert mlflow.active_run() is None
+dumped = json.dumps([t.to_dict() for t in traces], default=str)
+assert {redacted.split("?")[1]!r} in dumped, "no api_base on the spans"
+assert not [c for c in {canaries!r} if c in dumped], "a credential in a trace"
 print("traced", len(traces))
 """
     done = subprocess.run(

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import wandb
+from canaries import URL_CASES
 from click.testing import CliRunner
 from test_engine import START, builder
 from wandb_reader import load_run
@@ -90,6 +91,22 @@ def test_offline_run_is_logged(fake_model: FakeModel, tmp_path: Path) -> None:
     assert artifact["metadata"]["final_score_test"] == 1.0
     local = artifact["files"]["best_prompt.txt"]
     assert Path(local).read_text(encoding="utf-8") == result.best_prompt
+
+
+@pytest.mark.parametrize("case", sorted(URL_CASES))
+def test_url_credentials_are_redacted_in_the_config(
+    case: str, fake_model: FakeModel, tmp_path: Path
+) -> None:
+    url, redacted, canaries = URL_CASES[case]
+    callback = WandbCallback(mode="offline", dir=str(tmp_path / "w"))
+    builder(tmp_path).add_provider("fake", "task2", api_base=url).run(START, callbacks=[callback])
+    run = read_back(callback)
+    assert run["config"]["target_source"] == redacted
+    logged = json.dumps([run["config"], run["summary"]], default=str)
+    assert [c for c in canaries if c in logged] == []
+    # W&B's own files (debug logs, metadata) hold the config too.
+    files = [p for p in (tmp_path / "w").rglob("*") if p.is_file()]
+    assert [(p.name, c) for p in files for c in canaries if c.encode() in p.read_bytes()] == []
 
 
 def test_run_error_finishes_with_exit_code_1(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""What every command shares: one-line errors, exit codes, Ctrl-C handling, flag parsing.
+"""What every command shares: one-line errors, exit codes, Ctrl-C handling, flag parsing,
+keeping credentials given on the command line out of what the process shows.
 
 Library errors become one line on stderr and exit code 2 (tracebacks only with ``-v``).
 """
@@ -6,24 +7,27 @@ Library errors become one line on stderr and exit code 2 (tracebacks only with `
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from types import FrameType
+from types import FrameType, TracebackType
 from typing import Any
 
 import click
 
 from reflex.errors import ConfigurationError, ReflexError
+from reflex.redact import scrub, scrubbed_logs
 
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "RESUME_HINT",
     "Group",
+    "hidden_credentials",
     "number",
     "pairs",
     "registry",
@@ -59,6 +63,38 @@ def handle_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def hidden_credentials(*urls: str | None) -> Iterator[None]:
+    """Keep the credentials of ``urls`` (``--api-base`` and the like) out of what the process
+    shows: while the block runs every log record of every logger is scrubbed, the command line
+    is scrubbed in place (W&B records ``sys.argv`` with its run), and the traceback of an error
+    that escapes the block (``-v``) is scrubbed when the interpreter prints it."""
+    sys.argv[:] = [scrub(arg, *urls) for arg in sys.argv]
+    try:
+        with scrubbed_logs(*urls):
+            yield
+    except Exception:
+        # Wrap the hook in place now, not before the run: W&B installs its own, which prints
+        # the traceback raw, when its first run starts.
+        sys.excepthook = _scrubbing(sys.excepthook, urls)
+        raise
+
+
+ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], None]
+
+
+def _scrubbing(hook: ExceptHook, urls: tuple[str | None, ...]) -> ExceptHook:
+    """``hook`` with everything it writes to stderr scrubbed of the credentials of ``urls``."""
+
+    def scrubbed(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        printed = io.StringIO()
+        with contextlib.redirect_stderr(printed):
+            hook(kind, exc, tb)
+        sys.stderr.write(scrub(printed.getvalue(), *urls))
+
+    return scrubbed
 
 
 RESUME_HINT = (

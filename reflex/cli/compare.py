@@ -33,13 +33,20 @@ def _shared_params() -> list[click.Parameter]:
 
 
 def _run(**params: Any) -> None:
-    from reflex.cli.build import build_optimizer, positionals
-    from reflex.optimizer import prompt_spec
+    from reflex.cli.common import hidden_credentials
 
     logging.basicConfig(
         level=logging.DEBUG if params["verbose"] else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    with hidden_credentials(params.get("api_base"), params.get("reasoning_base_url")):
+        _compare(params)
+
+
+def _compare(params: dict[str, Any]) -> None:
+    from reflex.cli.build import build_optimizer, positionals
+    from reflex.optimizer import prompt_spec
+
     params = positionals(params)
     names = [n.strip() for n in params.pop("strategies").split(",") if n.strip()]
     if not names:

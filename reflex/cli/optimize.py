@@ -12,25 +12,25 @@ from typing import Any
 import click
 
 from reflex.cli.build import build_optimizer, positionals
-from reflex.cli.common import RESUME_HINT, with_errors
+from reflex.cli.common import RESUME_HINT, hidden_credentials, with_errors
 from reflex.cli.options import optimize_options
-from reflex.redact import ScrubFilter
 
 __all__ = ["make_optimize"]
 
 
 def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
-    from reflex.cli.console import ConsoleReporter, print_summary
-    from reflex.optimizer import prompt_spec
-
     logging.basicConfig(
         level=logging.DEBUG if params["verbose"] else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    urls = (params.get("api_base"), params.get("reasoning_base_url"))
-    for handler in logging.getLogger().handlers:  # LiteLLM's DEBUG lines echo the URL
-        handler.addFilter(ScrubFilter(*urls))
-    params = positionals(params)
+    with hidden_credentials(params.get("api_base"), params.get("reasoning_base_url")):
+        _optimize(positionals(params), plugin_callbacks)
+
+
+def _optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
+    from reflex.cli.console import ConsoleReporter, print_summary
+    from reflex.optimizer import prompt_spec
+
     optimizer = build_optimizer(params)
     prompt = prompt_spec(params["prompt"])
     reporter = ConsoleReporter()

@@ -22,7 +22,7 @@ from reflex.checks.stats import sign_flip_p
 from reflex.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from reflex.callbacks import Callback
+    from reflex.callbacks import AnyCallback
     from reflex.data.prompts import PromptSpec
     from reflex.optimizer import PromptOptimizer
     from reflex.result import OptimizationResult
@@ -175,7 +175,7 @@ def compare(
     seeds: int | Sequence[int] = 3,
     max_calls: int | None = None,
     strategy_options: Mapping[str, Mapping[str, Any]] | None = None,
-    callbacks: Sequence[Callback] = (),
+    callbacks: Sequence[AnyCallback] = (),
     directory: str | Path | None = None,
 ) -> Comparison:
     """Run each strategy for each seed at ``max_calls`` metric calls and summarize.

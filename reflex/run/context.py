@@ -358,7 +358,7 @@ class RunContext:
         session.store.write_prompt(f"iter_{record.iteration:03d}", record.system_prompt)
         session.store.write_json("checkpoint.json", self.checkpoint())
         session.event("iteration", **record.to_dict())
-        session.dispatcher.emit("on_iteration", record)
+        session.dispatcher.iteration(record)
 
     def _check_replay(self, record: IterationRecord) -> None:
         saved = self._replay[record.iteration - 1]

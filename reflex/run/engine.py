@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from reflex.callbacks import Callback, CallbackDispatcher
+from reflex.callbacks import AnyCallback, CallbackDispatcher
 from reflex.checks.audit import annotate, seal_after_run
 from reflex.checks.stats import paired_test
 from reflex.config import RunConfig
@@ -58,7 +58,7 @@ class Engine:
         dataset: Dataset,
         metrics: Sequence[Metric],
         strategy_cls: type[Strategy[Any]],
-        callbacks: Sequence[Callback] = (),
+        callbacks: Sequence[AnyCallback] = (),
         resume: ResumePoint | None = None,
         prompt_spec: PromptSpec | None = None,
         pipeline: Pipeline | None = None,
@@ -110,7 +110,7 @@ class Engine:
             raise
         finally:
             session.close()
-        session.dispatcher.emit("on_run_end", result)
+        session.dispatcher.run_end(result)
         seal_after_run(session.store.path)  # last: after every event of the run is written
         return result
 
@@ -132,17 +132,17 @@ class Engine:
             session.store.event("run_error", error=error)
         except StorageError as write_error:
             logger.warning("could not record the failed run: %s", write_error)
-        session.dispatcher.emit("on_run_error", exc, result)
+        session.dispatcher.run_error(exc, result)
         seal_after_run(session.store.path)
         if isinstance(exc, BudgetExhausted) and exc.partial is None:
             exc.partial = result
 
     def _lifecycle(self, session: Session, prompt: str, result: OptimizationResult) -> None:
-        session.dispatcher.emit("on_run_start", session.config, prompt)
+        session.dispatcher.run_start(session.config, prompt)
         self._preflight(session, prompt)
         requests, cost = _requests_and_cost(session)
         result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
-        session.emit("on_baseline", result.baseline)
+        session.notify.baseline(result.baseline)
         after_requests, after_cost = _requests_and_cost(session)
         self._reserve_final(session, after_requests - requests, after_cost - cost)
         ctx = self._optimize(session, prompt, result)
@@ -152,7 +152,7 @@ class Engine:
         result.final = session.evaluate(
             ctx.best_prompt, list(self.split.test), "test:final", use_reserve=True
         )
-        session.emit("on_final", result.final)
+        session.notify.final(result.final)
         test = paired_test(
             result.baseline.per_example(), result.final.per_example(), seed=self.config.seed
         )
@@ -276,7 +276,7 @@ class Engine:
         dispatcher = CallbackDispatcher(
             self.callbacks,
             on_failure=lambda name, hook, exc: store.event(
-                "callback_failure", callback=name, hook=hook, error=str(exc)
+                "callback_failure", callback=name, hook=hook, error=scrub(str(exc), *urls)
             ),
         )
         budget = Budget(config.budget, client.ledger)

@@ -16,6 +16,7 @@ from pathlib import Path
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.errors import ConfigurationError
+from reflex.redact import REDACTED
 from reflex.result import EvalSnapshot
 from reflex.run.evaluate import Evaluator, render_messages
 from reflex.run.gate import build_evaluator, paid_calls, rebuild_metrics, run_evaluation
@@ -49,7 +50,7 @@ class ExportPlan:
 
 def _config(stored: Mapping[str, object], api_base: str | None) -> RunConfig:
     stored_base = stored.get("api_base")
-    if api_base is None and stored_base and "***" in str(stored_base):
+    if api_base is None and stored_base and REDACTED in str(stored_base):
         raise ConfigurationError(
             "the run's --api-base held credentials and was stored redacted: pass --api-base URL"
         )

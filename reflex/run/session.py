@@ -24,6 +24,8 @@ from reflex.types import Example
 
 __all__ = ["Session"]
 
+_MUTED = CallbackDispatcher(())  # what a replaying session notifies: nobody
+
 
 @dataclass
 class Session:
@@ -42,10 +44,10 @@ class Session:
         if not self.replaying:
             self.store.event(kind, **data)
 
-    def emit(self, hook: str, *args: Any) -> None:
-        """Notify callbacks, except while replaying what they were already told."""
-        if not self.replaying:
-            self.dispatcher.emit(hook, *args)
+    @property
+    def notify(self) -> CallbackDispatcher:
+        """The callbacks, muted while a resumed run replays what they were already told."""
+        return _MUTED if self.replaying else self.dispatcher
 
     def end_replay(self, iteration: int) -> None:
         if self.replaying:
@@ -77,7 +79,7 @@ class Session:
         needed = self.uncached_calls(prompt, examples)
         self.budget.check_evaluation(needed, use_reserve=use_reserve)
         total = len(examples) * len(self.evaluator.models)
-        self.emit("on_evaluation_start", label, total)
+        self.notify.evaluation_start(label, total)
         before = self.client.ledger.by_role["task"].calls
         snapshot = self.runner.run(
             self.evaluator.evaluate(prompt, examples, label.split(":")[0], progress=self._advance)
@@ -91,12 +93,12 @@ class Session:
             mean_score=snapshot.mean_score,
             errors=snapshot.n_errors,
         )
-        self.emit("on_evaluation_end", label, snapshot)
+        self.notify.evaluation_end(label, snapshot)
         return snapshot
 
     def _advance(self, n: int) -> None:
         # Called on the loop thread; progress callbacks must be cheap and thread-safe.
-        self.emit("on_evaluation_advance", n)
+        self.notify.evaluation_advance(n)
 
     def reason(self, messages: Sequence[Mapping[str, str]]) -> str:
         """One reasoning-model call (budget-checked, cached, counted under 'reasoning')."""

@@ -1,22 +1,22 @@
-"""What the tracker adapters log, independent of any tracker (no mlflow or wandb import).
+"""Tracker-neutral helpers: what a tracker adapter logs, and how it stays out of the run's way.
 
-Both ``reflex_mlflow`` and ``reflex_wandb`` use these functions, so an MLflow run and a W&B run
-of the same optimization carry the same parameter keys, metric names and summary values.
-Everything that leaves the process goes through :func:`redact` first: no API key or secret may
-land in a tracker's params, config, tags or artifacts.
+``reflex_mlflow`` and ``reflex_wandb`` (through :mod:`reflex.api`) use these, so an MLflow run and
+a W&B run of the same optimization carry the same parameter keys, metric names and summary
+values; a third-party tracker can do the same. Nothing here imports a tracker. Everything that
+leaves the process goes through the core redactor (:mod:`reflex.redact`) first: no API key or URL
+credential may land in a tracker's params, config, tags or artifacts.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from reflex.callbacks import Callback
+from reflex.redact import is_secret_name, redact_data, redact_url, scrub
 
 if TYPE_CHECKING:
     from reflex.config import RunConfig
@@ -31,68 +31,21 @@ __all__ = [
     "iteration_metrics",
     "iteration_row",
     "metric_key",
+    "on_model_thread",
     "parse_tag_pairs",
-    "redact",
-    "redact_data",
     "run_params",
     "run_tags",
-    "safe_url",
     "split_params",
     "summary_metrics",
     "wanted",
 ]
 
 ParamValue = str | int | float | bool | None
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
-# Names that mark a value as secret, in env vars, URL query parameters and tag keys.
-_SECRET_NAME = re.compile(
-    r"(?:^|[_\-.])(?:api[_-]?key|key|token|secret|password|passwd|auth|credentials?)(?:$|[_\-.])",
-    re.I,
-)
 _METRIC_CHARS = re.compile(r"[^A-Za-z0-9_\-./ ]")
-_MIN_SECRET_LEN = 8  # shorter env values ("1", "true") would redact ordinary text
-
-
-def safe_url(url: str | None) -> str | None:
-    """``url`` without user:password and without secret-looking query parameters."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    query = urlencode(
-        [
-            (k, v)
-            for k, v in parse_qsl(parts.query, keep_blank_values=True)
-            if not _SECRET_NAME.search(k)
-        ]
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-
-
-def _env_secrets() -> list[str]:
-    values = [
-        value
-        for name, value in os.environ.items()
-        if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET_LEN
-    ]
-    return sorted(set(values), key=len, reverse=True)
-
-
-def redact(text: str) -> str:
-    """``text`` with the value of every secret-named environment variable replaced by ``***``."""
-    for secret in _env_secrets():
-        text = text.replace(secret, "***")
-    return text
-
-
-def redact_data(data: Any) -> Any:
-    """A JSON-able structure with every secret value redacted (round-trips through JSON)."""
-    text = json.dumps(data, ensure_ascii=False, default=str)
-    redacted = redact(text)
-    return data if redacted == text else json.loads(redacted)
 
 
 def metric_key(name: str) -> str:
@@ -101,10 +54,15 @@ def metric_key(name: str) -> str:
 
 
 def _target_source(config: RunConfig) -> str:
-    """Where the task model is served: the (credential-free) api_base, else its provider(s)."""
+    """Where the task model is served: the redacted api_base, else its provider(s)."""
     if config.api_base:
-        return safe_url(config.api_base) or ""
+        return redact_url(config.api_base) or ""
     return ",".join(dict.fromkeys(m.partition("/")[0] for m in config.models))
+
+
+def _urls(config: RunConfig) -> tuple[str | None, ...]:
+    """The run's URLs whose credentials no tracker may see (scrubbed from every text)."""
+    return (config.api_base, config.reasoning_base_url)
 
 
 def run_params(config: RunConfig) -> dict[str, ParamValue]:
@@ -133,7 +91,7 @@ def run_params(config: RunConfig) -> dict[str, ParamValue]:
         **{f"budget_{key}": value for key, value in budget.items()},
         **{f"strategy_{key}": _scalar(value) for key, value in config.strategy_options.items()},
     }
-    return {key: _clean(key, value) for key, value in params.items()}
+    return redact_data(params, *_urls(config))
 
 
 def split_params(result: OptimizationResult) -> dict[str, ParamValue]:
@@ -153,7 +111,7 @@ def run_tags(config: RunConfig, extra: Mapping[str, str] | None = None) -> dict[
         **({"reflex.run_id": config.run_id} if config.run_id else {}),
         **dict(extra or {}),
     }
-    return {k: redact(str(v)) for k, v in tags.items() if not _SECRET_NAME.search(k)}
+    return {k: scrub(str(v), *_urls(config)) for k, v in tags.items() if not is_secret_name(k)}
 
 
 def baseline_metrics(snapshot: EvalSnapshot) -> dict[str, float]:
@@ -244,16 +202,21 @@ def wanted(values: Mapping[str, Any], prefix: str) -> bool:
     )
 
 
+def on_model_thread(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the thread that makes every model call of a run, and return its result.
+
+    For tracker state that is bound to the calling thread: MLflow links a LiteLLM trace to the
+    run active in the thread of the call, so the tracing activates the run there.
+    """
+    from reflex.models.runner import LoopRunner  # asyncio and the loop: only when asked for
+
+    return LoopRunner.shared().run(coro)
+
+
 def _scalar(value: Any) -> ParamValue:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return json.dumps(value, sort_keys=True, default=str)
-
-
-def _clean(key: str, value: ParamValue) -> ParamValue:
-    if _SECRET_NAME.search(key):
-        return "***"
-    return redact(value) if isinstance(value, str) else value
 
 
 def _number(value: Any) -> float | None:
@@ -263,17 +226,34 @@ def _number(value: Any) -> float | None:
 class GuardedCallback(Callback):
     """Base for tracker callbacks: a failing tracker call is a warning, never an exception.
 
-    Subclasses wrap each hook's work in :meth:`_safely`. If the failure happens before the
-    tracker run exists (``_has_run()`` is false), the callback switches itself off, so a tracker
-    that is down costs one warning, not one per iteration.
+    ``on_run_start`` remembers the run's URLs (and the tracker's own, :meth:`_tracker_urls`),
+    whose credentials :meth:`_scrub` hides from every text the tracker sends, then runs
+    :meth:`_start`. Subclasses wrap each hook's work in :meth:`_safely`. If the failure happens
+    before the tracker run exists (``_has_run()`` is false), the callback switches itself off,
+    so a tracker that is down costs one warning, not one per iteration.
     """
 
     tracker: ClassVar[str] = "tracker"
 
     _off: bool = False
+    _urls: tuple[str | None, ...] = ()
+
+    def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
+        self._urls = (*self._tracker_urls(), *_urls(config))
+        self._safely("on_run_start", lambda: self._start(config, initial_prompt))
+
+    def _start(self, config: RunConfig, initial_prompt: str) -> None:
+        raise NotImplementedError
 
     def _has_run(self) -> bool:
         raise NotImplementedError
+
+    def _tracker_urls(self) -> tuple[str | None, ...]:
+        """The tracker's own URLs that may hold credentials (e.g. a tracking server's)."""
+        return ()
+
+    def _scrub(self, text: str) -> str:
+        return scrub(text, *self._urls)
 
     def _safely(self, hook: str, action: Callable[[], None]) -> None:
         if self._off:
@@ -286,7 +266,7 @@ class GuardedCallback(Callback):
                 self.tracker,
                 hook,
                 type(exc).__name__,
-                redact(str(exc))[:500],
+                self._scrub(str(exc))[:500],
             )
             if not self._has_run():
                 self._off = True
