@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -15,7 +16,7 @@ from reflex.data.prompts import PromptSpec
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.judging.judge import judge_channel
 from reflex.judging.pairwise import PairOutcome, compare_all
-from reflex.result import EvalSnapshot, IterationRecord
+from reflex.result import EvalSnapshot, IterationRecord, StopReason
 from reflex.run.budget import Budget
 from reflex.run.session import Session
 from reflex.types import Example, ModelGradedMetric
@@ -78,7 +79,9 @@ class StrategyContext:
         self._initial_val = initial_val
         self._since_best = 0
         self._phase_end: int | None = None
-        self.stop_reason = ""
+        # Why the run should stop: the enum the result carries (None while it goes on).
+        self.stop: StopReason | None = None
+        self._stop_text = ""
         self._started = time.monotonic()
         self._replay = list(replay)
         if not self._replay:
@@ -120,8 +123,24 @@ class StrategyContext:
         if self._phase_end is not None and self.iteration >= self._phase_end:
             return True  # the phase's share is used up; the run goes on (no stop_reason)
         if self.iteration >= self.max_iterations:
-            self.stop_reason = f"reached max iterations ({self.max_iterations})"
+            n = self.max_iterations
+            self.stop_with(StopReason.MAX_ITERATIONS, f"reached max iterations ({n})")
         return bool(self.stop_reason)
+
+    def stop_with(self, reason: StopReason, message: str) -> None:
+        """Stop the run for ``reason``; ``message`` is the ``stop_reason`` people read."""
+        self.stop, self._stop_text = reason, message
+
+    @property
+    def stop_reason(self) -> str:
+        """Why the run stops, in words ("" while it goes on); ``stop`` is the same as an enum."""
+        return self._stop_text
+
+    @stop_reason.setter
+    def stop_reason(self, message: str) -> None:
+        # A strategy that sets the text itself ends the run on its own terms ("" goes on).
+        self.stop = StopReason.STRATEGY_FINISHED if message else None
+        self._stop_text = message
 
     def begin_phase(
         self, name: str, *, reset_patience: bool = True, max_iterations: int | None = None
@@ -137,7 +156,7 @@ class StrategyContext:
         self.phase_history.append({"phase": name, "start_iteration": self.iteration + 1})
         if reset_patience:
             self._since_best = 0
-            if self.stop_reason.endswith("(early stopping)"):
+            if self.stop is not None and self.stop.per_phase:
                 self.stop_reason = ""
         self.log("phase", phase=name)
 
@@ -251,7 +270,7 @@ class StrategyContext:
             self._since_best += 1
         ok = is_best if accepted is None else accepted
         record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
-        record = _with(
+        record = replace(
             record,
             rejected=rejected,
             components=dict(components) if components else None,
@@ -338,6 +357,7 @@ class StrategyContext:
             "best_val": self.best_val,
             "since_best": self._since_best,
             "stop_reason": self.stop_reason,
+            "stop": self.stop.value if self.stop else None,
             "state": self.state,
             "iterations": [r.to_dict() for r in self.iterations],
             "ledger": self._session.client.ledger.to_dict(),
@@ -379,13 +399,10 @@ class StrategyContext:
     def _update_stop(self) -> None:
         threshold = self.config.score_threshold
         if threshold is not None and self.best_val is not None and self.best_val >= threshold:
-            self.stop_reason = f"reached score threshold {threshold}"
+            self.stop_with(StopReason.SCORE_THRESHOLD, f"reached score threshold {threshold}")
         patience = self.config.early_stopping_patience
         if patience is not None and self._since_best >= patience:
-            self.stop_reason = f"no val improvement in {patience} iterations (early stopping)"
-
-
-def _with(record: IterationRecord, **changes: Any) -> IterationRecord:
-    from dataclasses import replace
-
-    return replace(record, **changes)
+            self.stop_with(
+                StopReason.EARLY_STOPPING,
+                f"no val improvement in {patience} iterations (early stopping)",
+            )
