@@ -56,7 +56,14 @@ from reflex.judging.reasoning import (
     tagged,
     template_names,
 )
-from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, Sample
+from reflex.result import (
+    EvalSnapshot,
+    IterationRecord,
+    OptimizationResult,
+    RunEnd,
+    Sample,
+    StopReason,
+)
 from reflex.types import (
     BaseStrategy,
     BudgetView,
@@ -122,9 +129,11 @@ __all__ = [
     "ProposalError",
     "ReflexError",
     "RunConfig",
+    "RunEnd",
     "RunSettings",
     "Sample",
     "Score",
+    "StopReason",
     "Strategy",
     "StrategyContext",
     "StrategyRegistrar",

@@ -23,6 +23,7 @@ __all__ = [
     "ConfigurableMetric",
     "MetricSpec",
     "RunConfig",
+    "BaseRunConfig",
     "metric_specs",
     "redact_url",
 ]
@@ -72,12 +73,16 @@ def metric_specs(metrics: Iterable[object]) -> list[MetricSpec]:
     ]
 
 
-class RunConfig(BaseModel):
-    """Everything the engine needs besides the dataset, the metric objects and the prompt."""
+class BaseRunConfig(BaseModel):
+    """Every run setting with its default and constraints; a :class:`RunConfig` without models.
+
+    The builder validates each call against this as it is made, so a bad value is reported
+    where it was set, also before any task model is added.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    models: list[str] = Field(min_length=1)
+    models: list[str] = Field(default_factory=list)
     api_base: str | None = Field(default=None, repr=False)  # may hold credentials
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
@@ -147,7 +152,7 @@ class RunConfig(BaseModel):
         return parse_model(value) if value else None
 
     @model_validator(mode="after")
-    def _splits(self) -> RunConfig:
+    def _splits(self) -> BaseRunConfig:
         if self.train_split + self.val_split >= 1.0:
             raise ConfigurationError(
                 f"train split {self.train_split} + val split {self.val_split} leaves no test "
@@ -158,3 +163,9 @@ class RunConfig(BaseModel):
     @property
     def test_split(self) -> float:
         return round(1.0 - self.train_split - self.val_split, 10)
+
+
+class RunConfig(BaseRunConfig):
+    """Everything the engine needs besides the dataset, the metric objects and the prompt."""
+
+    models: list[str] = Field(min_length=1)

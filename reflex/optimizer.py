@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from reflex.callbacks import AnyCallback
-from reflex.config import BudgetConfig, RunConfig, metric_specs
+from reflex.config import BaseRunConfig, BudgetConfig, RunConfig, metric_specs
 from reflex.data.dataset import Dataset, load_dataset
 from reflex.data.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
 from reflex.data.prompts import PromptSpec, is_components_path, load_prompt_file, spec_from_mapping
@@ -28,10 +28,16 @@ if TYPE_CHECKING:
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
 
 
-def validation_message(exc: ValidationError) -> str:
-    """One line from a pydantic error: the field, the bad value and what is expected."""
+def validation_message(exc: ValidationError, names: Mapping[str, str] | None = None) -> str:
+    """One line from a pydantic error: the field, the bad value and what is expected.
+
+    ``names`` renames fields to what the caller passed (``max_metric_calls`` is ``max_calls``).
+    """
     first = exc.errors()[0]
-    field = ".".join(str(p) for p in first["loc"]) or "value"
+    loc = [str(p) for p in first["loc"]]
+    if loc and names:
+        loc[0] = names.get(loc[0], loc[0])
+    field = ".".join(loc) or "value"
     return f"{field}={first.get('input')!r}: {first['msg']}"
 
 
@@ -79,8 +85,8 @@ class PromptOptimizer:
 
     def _set(self, **values: Any) -> PromptOptimizer:
         trial = {**self._settings, **values}
-        try:
-            RunConfig(**{**trial, "models": trial["models"] or ["check/check"]})
+        try:  # every setting and their cross-checks; that a model is given waits for run()
+            BaseRunConfig.model_validate(trial)
         except ValidationError as exc:
             raise ConfigurationError(validation_message(exc)) from None
         self._settings = trial
@@ -267,7 +273,8 @@ class PromptOptimizer:
                 max_seconds=max_seconds,
             )
         except ValidationError as exc:
-            raise ConfigurationError(validation_message(exc)) from None
+            names = {"max_metric_calls": "max_calls"}  # the name this method takes
+            raise ConfigurationError(validation_message(exc, names)) from None
         return self._set(budget=budget.model_dump())
 
     def configure(self, **settings: Any) -> PromptOptimizer:

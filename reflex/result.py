@@ -6,7 +6,9 @@ is what ``--results-json`` and ``result.json`` hold (with ``schema_version``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
 from typing import Any
 
 __all__ = [
@@ -14,10 +16,61 @@ __all__ = [
     "EvalSnapshot",
     "IterationRecord",
     "OptimizationResult",
+    "RunEnd",
     "Sample",
+    "StopReason",
 ]
 
 SCHEMA_VERSION = 1
+
+
+class StopReason(str, Enum):
+    """Why the strategy's loop ended (``OptimizationResult.stop``); ``stop_reason`` says it in
+    words. The values are what the result JSON's ``stop`` holds."""
+
+    BUDGET = "budget"  # a budget ran out (``end_state`` says whether the run still finished)
+    EARLY_STOPPING = "early_stopping"  # no val improvement in early_stopping_patience iterations
+    ERROR = "error"  # an exception ended the run before the loop did
+    INTERRUPTED = "interrupted"  # Ctrl-C
+    MAX_ITERATIONS = "max_iterations"
+    SCORE_THRESHOLD = "score_threshold"  # the best val score reached score_threshold
+    STRATEGY_FINISHED = "strategy_finished"  # the strategy returned on its own (nothing left)
+
+    @property
+    def per_phase(self) -> bool:
+        """True when a new phase (``ctx.begin_phase``) clears this stop: early stopping ends a
+        phase of a phased strategy (e.g. ``auto``), not its run."""
+        return self is StopReason.EARLY_STOPPING
+
+    @property
+    def converged(self) -> bool:
+        """True when the run stopped on its own: it reached the threshold or stopped improving."""
+        return self in (StopReason.SCORE_THRESHOLD, StopReason.EARLY_STOPPING)
+
+
+class RunEnd(str, Enum):
+    """How a run ended (``OptimizationResult.end_state``); the result JSON's ``end_state``.
+
+    ``COMPLETED`` is ``completed=True``: the final test evaluation ran (a budget that stopped only
+    the strategy's loop still completes). The others have no final: ``BUDGET_STOPPED`` a budget
+    ran out outside the loop, ``INTERRUPTED`` Ctrl-C, ``FAILED`` any other exception.
+    """
+
+    BUDGET_STOPPED = "budget_stopped"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+    @classmethod
+    def of_record(cls, data: Mapping[str, object]) -> RunEnd:
+        """The end state of a result JSON, including records written before ``end_state``."""
+        if data.get("end_state"):
+            return cls(str(data["end_state"]))
+        if data.get("completed"):
+            return cls.COMPLETED
+        # Older records carry the interruption only in their text; new code reads end_state.
+        interrupted = "KeyboardInterrupt" in str(data.get("stop_reason"))
+        return cls.INTERRUPTED if interrupted else cls.FAILED
 
 
 @dataclass(frozen=True)
@@ -141,6 +194,8 @@ class OptimizationResult:
     aevyra-reflex, Python and each plugin, and the dataset file's path and sha256.
     ``prompt_versions``: the initial and every accepted prompt, content-addressed, with
     provenance and a diff against its parent (see :mod:`reflex.checks.versions`).
+    ``stop``: why the strategy's loop ended, as a :class:`StopReason` (``stop_reason`` says it
+    in words); ``end_state``: how the run ended, as a :class:`RunEnd`. Both are None until set.
     """
 
     best_prompt: str
@@ -167,6 +222,8 @@ class OptimizationResult:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
     prompt_versions: list[dict[str, Any]] = field(default_factory=list)
+    stop: StopReason | None = None
+    end_state: RunEnd | None = None
 
     @property
     def model_graded(self) -> bool:
@@ -202,6 +259,8 @@ class OptimizationResult:
                 value = value.to_dict()
             elif f.name == "iterations":
                 value = [record.to_dict() for record in value]
+            elif isinstance(value, Enum):
+                value = value.value
             data[f.name] = value
         data.update(
             improvement=self.improvement,
@@ -222,6 +281,9 @@ class OptimizationResult:
             if values.get(name) is not None:
                 values[name] = EvalSnapshot.from_dict(values[name])
         values["iterations"] = [IterationRecord.from_dict(r) for r in values.get("iterations", [])]
+        # Records written before ``stop`` / ``end_state`` existed lack them: leave them None.
+        values["stop"] = StopReason(values["stop"]) if values.get("stop") else None
+        values["end_state"] = RunEnd(values["end_state"]) if values.get("end_state") else None
         return cls(**values)
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from reflex.data.prompts import PromptSpec
     from reflex.judging.pairwise import PairOutcome
     from reflex.models.spec import ModelSpec
-    from reflex.result import EvalSnapshot, IterationRecord
+    from reflex.result import EvalSnapshot, IterationRecord, StopReason
 
 __all__ = [
     "BaseStrategy",
@@ -187,7 +187,9 @@ class StrategyContext(Protocol):
 
     Progress (read-only): ``iteration`` (iterations recorded so far), ``phase`` (the current
     phase's name), ``best_prompt`` / ``best_val`` (best on val so far), ``should_stop`` (check it
-    before each iteration) and ``stop_reason`` (why the run stops, "" while it goes on).
+    before each iteration), ``stop`` (a :class:`StopReason`, None while the run goes on;
+    ``stop.per_phase`` is True for early stopping, which a new phase clears) and ``stop_reason``
+    (the same in words, "" while the run goes on).
 
     Actions: ``evaluate`` scores a prompt on train rows (cached, counted, within the budget);
     ``reason`` asks the reasoning model; ``record_iteration`` measures a candidate on val,
@@ -224,6 +226,8 @@ class StrategyContext(Protocol):
     def should_stop(self) -> bool: ...
     @property
     def stop_reason(self) -> str: ...
+    @property
+    def stop(self) -> StopReason | None: ...
 
     def evaluate(
         self, prompt: str, examples: Sequence[Example] | None = None, label: str = "train"

@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["AutoOptions", "AutoStrategy", "plan_iterations", "register_strategies"]
 
 BUILTIN_AXES = ("instructions", "fewshot", "iterative", "structural", "pdo")
-EARLY_STOP = "(early stopping)"
 
 
 class AutoOptions(BaseModel):
@@ -182,7 +181,7 @@ def _run_over(ctx: StrategyContext) -> bool:
     """True when the run (not just a phase) must end: a stop reason other than early stopping."""
     if ctx.iteration >= ctx.settings.max_iterations:
         return True
-    return bool(ctx.stop_reason) and not ctx.stop_reason.endswith(EARLY_STOP)
+    return ctx.stop is not None and not ctx.stop.per_phase
 
 
 @hookimpl

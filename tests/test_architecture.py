@@ -27,7 +27,13 @@ PACKAGES = {
     "aevyra_reflex": "aevyra_reflex",
     "reflex_plugin_example": "examples/plugin_package/src/reflex_plugin_example",
 }
-PLUGINS = ("reflex_strategies", "reflex_metrics", "reflex_plugin_example")
+PLUGINS = (
+    "reflex_strategies",
+    "reflex_metrics",
+    "reflex_mlflow",
+    "reflex_wandb",
+    "reflex_plugin_example",
+)
 # Sub-packages of the core, lowest first: each may import lower levels and the base modules.
 LEVELS = {"models": 0, "data": 0, "judging": 1, "checks": 2, "run": 3, "cli": 5, "testing": 5}
 BASE = {"errors", "types", "result", "redact", "hookspecs", "callbacks", "plugins", "config"}
@@ -148,11 +154,11 @@ def test_no_import_cycles() -> None:
     assert _cycles(_graph()) == []
 
 
-def test_core_has_at_most_eleven_top_level_modules() -> None:
+def test_core_has_at_most_ten_top_level_modules() -> None:
     top = sorted(p.stem for p in (ROOT / "reflex").glob("*.py") if p.stem != "__init__")
-    assert len(top) <= 11, top
+    assert len(top) <= 10, top
     subpackages = sorted(p.parent.name for p in (ROOT / "reflex").glob("*/__init__.py"))
-    assert subpackages == sorted(LEVELS)
+    assert subpackages == sorted([*LEVELS, "callbacks"])  # callbacks: a base package
 
 
 def _level(module: str) -> tuple[str, int] | None:
@@ -207,6 +213,18 @@ def test_plugins_import_only_the_plugin_api(plugin: str) -> None:
         if target.split(".")[0] == "reflex" and target != "reflex.api"
     )
     assert wrong == [], "\n".join(f"{a} -> {b}" for a, b in wrong)
+
+
+def test_adapters_never_import_each_other() -> None:
+    adapters = ("reflex_mlflow", "reflex_wandb")
+    wrong = sorted(
+        (name, target)
+        for name in MODULES
+        if name.split(".")[0] in adapters
+        for target in _imports(name, type_checking=True)
+        if target.split(".")[0] in adapters and target.split(".")[0] != name.split(".")[0]
+    )
+    assert wrong == []
 
 
 def test_plugin_api_exports_what_it_imports() -> None:

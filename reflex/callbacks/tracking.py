@@ -159,8 +159,7 @@ def best_train_score(result: OptimizationResult) -> float | None:
 
 def converged(result: OptimizationResult) -> bool:
     """Whether the run stopped on its own: score threshold reached or val improvement stalled."""
-    reason = result.stop_reason
-    return result.completed and ("score threshold" in reason or "early stopping" in reason)
+    return result.completed and result.stop is not None and result.stop.converged
 
 
 def summary_metrics(result: OptimizationResult) -> dict[str, float]:

@@ -4,19 +4,53 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from reflex.cli.args import checked_params
 from reflex.cli.runs import RUN_DIR
 
-__all__ = ["check_command", "judge_options"]
+if TYPE_CHECKING:
+    from reflex.config import RunConfig
+    from reflex.types import Metric
+
+__all__ = ["CheckArgs", "check_command", "judge_options"]
 
 EXIT_REGRESSION = 1
+F = TypeVar("F", bound=Callable[..., object])
 
 
-def judge_options(command: Any) -> Any:
+@dataclass(frozen=True)
+class CheckArgs:
+    """Every ``check`` option, typed (click's params are converted once, in check_command)."""
+
+    prompt_path: Path
+    dataset_path: Path
+    models: tuple[str, ...]
+    baseline: str
+    split: str | None
+    tolerance: float
+    metrics: tuple[str, ...]
+    judge: str | None
+    judge_criteria: Path | None
+    input_field: str | None
+    output_field: str | None
+    api_base: str | None
+    cache: Path | None
+    run_dir: str
+    as_json: bool
+    verbose: bool
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> CheckArgs:
+        return cls(**checked_params(cls, params, "check"))
+
+
+def judge_options(command: F) -> F:
     """``--judge`` / ``--judge-criteria``: the judge of a record that does not store its own."""
     command = click.option(
         "--judge-criteria",
@@ -92,16 +126,16 @@ def check_command(**params: Any) -> None:
     """
     from reflex.cli.common import with_errors
 
-    with_errors(_check)(**params)
+    with_errors(_check)(CheckArgs.from_params(params))
 
 
 def _metric_list(
-    params: dict[str, Any], config: dict[str, Any] | None, judges: list[Any]
+    args: CheckArgs, config: Mapping[str, Any] | None, judges: Sequence[Metric]
 ) -> dict[str, float]:
     from reflex.errors import ConfigurationError
 
     wanted: dict[str, float] = {}
-    for item in params["metrics"]:
+    for item in args.metrics:
         name, _, weight = item.partition(":")
         try:
             wanted[name] = float(weight) if weight else 1.0
@@ -118,15 +152,17 @@ def _metric_list(
     return recorded
 
 
-def _run_config(params: dict[str, Any], config: dict[str, Any] | None, judges: list[Any]) -> Any:
+def _run_config(
+    args: CheckArgs, config: Mapping[str, Any] | None, judges: Sequence[Metric]
+) -> RunConfig:
     from pydantic import ValidationError
 
     from reflex.config import RunConfig
     from reflex.errors import ConfigurationError
     from reflex.optimizer import validation_message
 
-    weights = _metric_list(params, config, judges)
-    models = list(params["models"]) or list((config or {}).get("models", []))
+    weights = _metric_list(args, config, judges)
+    models = list(args.models) or list((config or {}).get("models", []))
     if not models:
         raise ConfigurationError("no task model: pass -m PROVIDER/MODEL")
     if config is not None and models != config.get("models"):
@@ -146,14 +182,14 @@ def _run_config(params: dict[str, Any], config: dict[str, Any] | None, judges: l
             models=models,
             metrics=list(weights),
             metric_weights=weights,
-            api_base=params["api_base"],
+            api_base=args.api_base,
             **settings,
         )
     except ValidationError as exc:
         raise ConfigurationError(validation_message(exc)) from None
 
 
-def _check(**params: Any) -> None:
+def _check(args: CheckArgs) -> None:
     from reflex.data.dataset import load_dataset
     from reflex.optimizer import prompt_spec
     from reflex.run.gate import (
@@ -165,21 +201,19 @@ def _check(**params: Any) -> None:
         supplied_judge,
     )
 
-    judges = supplied_judge(params["judge"], params["judge_criteria"])
-    baseline = load_baseline(params["baseline"], params["split"], params["run_dir"])
-    config = _run_config(params, baseline.config, judges)
+    judges = supplied_judge(args.judge, args.judge_criteria)
+    baseline = load_baseline(args.baseline, args.split, args.run_dir)
+    config = _run_config(args, baseline.config, judges)
     metrics = rebuild_metrics(config, judges, baseline.source)
     dataset = load_dataset(
-        params["dataset_path"],
-        input_field=params["input_field"],
-        output_field=params["output_field"],
+        args.dataset_path, input_field=args.input_field, output_field=args.output_field
     )
-    prompt = prompt_spec(params["prompt_path"]).render()
+    prompt = prompt_spec(args.prompt_path).render()
     snapshot = evaluate_prompt(
-        prompt, rows_for(dataset, baseline), config, metrics, cache=params["cache"]
+        prompt, rows_for(dataset, baseline), config, metrics, cache=args.cache
     )
-    outcome = compare(baseline, snapshot, params["tolerance"])
-    if params["as_json"]:
+    outcome = compare(baseline, snapshot, args.tolerance)
+    if args.as_json:
         click.echo(
             json.dumps(
                 {

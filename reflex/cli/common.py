@@ -15,12 +15,15 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType, TracebackType
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, ParamSpec
 
 import click
 
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.redact import scrub, scrubbed_logs
+
+if TYPE_CHECKING:
+    from reflex.plugins import Registry
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -103,11 +106,14 @@ RESUME_HINT = (
 )
 
 
-def with_errors(
-    func: Callable[..., None], *, on_interrupt: str = "interrupted"
-) -> Callable[..., None]:
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        verbose = bool(kwargs.get("verbose"))
+P = ParamSpec("P")
+
+
+def with_errors(func: Callable[P, None], *, on_interrupt: str = "interrupted") -> Callable[P, None]:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
+        # -v of the command being run; its callback may have turned its params into typed args.
+        ctx = click.get_current_context(silent=True)
+        verbose = ctx is not None and bool(ctx.params.get("verbose"))
         try:
             with handle_interrupts():
                 func(*args, **kwargs)
@@ -141,14 +147,14 @@ class _UsageLine(click.ClickException):
         where = exc.ctx.command_path if exc.ctx is not None else "aevyra-reflex"
         super().__init__(f"{exc.format_message()} (see '{where} --help')")
 
-    def show(self, file: Any = None) -> None:
+    def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
 
 
 class Group(click.Group):
     """Subcommand usage errors (bad flag, bad value, missing file) become one line, exit 2."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
@@ -162,14 +168,15 @@ def number(text: str, flag: str) -> float:
         raise ConfigurationError(f"{flag} {text!r}: not a number (e.g. length:0.05)") from None
 
 
-def registry() -> Any:
+def registry() -> Registry:
     from reflex.plugins import get_registry
 
     return get_registry()
 
 
-def pairs(values: tuple[str, ...], flag: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def pairs(values: tuple[str, ...], flag: str) -> dict[str, object]:
+    """``KEY=VALUE`` items as a dict; a VALUE that parses as JSON is that JSON value."""
+    out: dict[str, object] = {}
     for item in values:
         key, sep, raw = item.partition("=")
         if not sep or not key:

@@ -12,54 +12,42 @@ from typing import Any
 
 import click
 
-__all__ = ["compare_command"]
+from reflex.cli.args import COMPARE_FIXED, CompareArgs
 
-# optimize options that make no sense for a comparison of several runs.
-_SKIP = {"strategy", "strategy_options", "output", "results_json", "resume", "resume_from", "seed"}
+__all__ = ["compare_command"]
 
 
 def _shared_params() -> list[click.Parameter]:
-    from reflex.cli.options import optimize_options
+    """optimize's params, less those that make no sense for a comparison of several runs."""
+    from reflex.cli.options import optimize_params
 
-    def holder() -> None:
-        """Collects the parameters the decorators attach."""
-
-    target: Any = holder
-    for decorator in optimize_options():
-        target = decorator(target)
-    # Each decorator appended its parameter, so they are in the order optimize lists them.
-    params: list[click.Parameter] = list(target.__click_params__)
-    return [p for p in params if p.name not in _SKIP]
+    skipped = {*COMPARE_FIXED, "strategy"}
+    return [p for p in optimize_params() if p.name not in skipped]
 
 
 def _run(**params: Any) -> None:
     from reflex.cli.common import hidden_credentials
 
+    args = CompareArgs.from_params(params)
+
     logging.basicConfig(
-        level=logging.DEBUG if params["verbose"] else logging.WARNING,
+        level=logging.DEBUG if args.run.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    with hidden_credentials(params.get("api_base"), params.get("reasoning_base_url")):
-        _compare(params)
+    with hidden_credentials(args.run.api_base, args.run.reasoning_base_url):
+        _compare(args)
 
 
-def _compare(params: dict[str, Any]) -> None:
-    from reflex.cli.build import build_optimizer, positionals
+def _compare(args: CompareArgs) -> None:
+    from reflex.cli.build import build_optimizer
     from reflex.optimizer import prompt_spec
 
-    params = positionals(params)
-    names = [n.strip() for n in params.pop("strategies").split(",") if n.strip()]
-    if not names:
-        raise click.BadParameter("give at least one strategy", param_hint="--strategies")
-    seeds, out_dir = params.pop("seeds"), params.pop("out_dir")
-    fixed = {"strategy": names[0], "strategy_options": (), "seed": 0}
-    optimizer = build_optimizer({**params, **fixed})
-    comparison = optimizer.compare(
-        prompt_spec(params["prompt"]),
-        names,
-        seeds=seeds,
-        max_calls=params["max_calls"],
-        directory=out_dir,
+    comparison = build_optimizer(args.run).compare(
+        prompt_spec(args.run.prompt),
+        args.strategies,
+        seeds=args.seeds,
+        max_calls=args.run.max_calls,
+        directory=args.out_dir,
     )
     click.echo(comparison.table())
     click.echo(f"saved {Path(comparison.directory) / 'compare.json'} and compare.md", err=True)

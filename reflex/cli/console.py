@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from reflex.callbacks import Callback
 from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
+
+if TYPE_CHECKING:
+    from reflex.config import RunConfig
 
 __all__ = ["ConsoleReporter", "print_summary"]
 
@@ -32,11 +42,11 @@ class ConsoleReporter(Callback):
             console=self.console,
             transient=True,
         )
-        self._task: Any = None
+        self._task: TaskID | None = None
         self._lock = threading.Lock()
         self._started = False
 
-    def on_run_start(self, config: Any, initial_prompt: str) -> None:
+    def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
         self.console.print(
             f"[bold]aevyra-reflex[/] strategy={config.strategy} "
             f"models={','.join(config.models)} dataset={config.dataset_name} "

@@ -3,15 +3,42 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
+from reflex.cli.args import checked_params
 from reflex.cli.check import judge_options
 from reflex.cli.runs import RUN_DIR
 
-__all__ = ["export_command"]
+__all__ = ["ExportArgs", "export_command"]
+
+
+@dataclass(frozen=True)
+class ExportArgs:
+    """Every ``export`` argument and option, typed (converted once, in export_command)."""
+
+    run: str
+    output: Path
+    min_score: float
+    split: str
+    allow_held_out: bool
+    allow_calls: bool
+    dataset_path: Path | None
+    input_field: str | None
+    output_field: str | None
+    api_base: str | None
+    judge: str | None
+    judge_criteria: Path | None
+    run_dir: str
+    verbose: bool
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> ExportArgs:
+        return cls(**checked_params(cls, params, "export"))
 
 
 @click.command("export")
@@ -58,7 +85,7 @@ __all__ = ["export_command"]
 @judge_options
 @RUN_DIR
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks for errors.")
-def export_command(run: str, **params: Any) -> None:
+def export_command(**params: Any) -> None:
     """Write the best prompt's rewarded rollouts of RUN as chat-format training examples.
 
     Rollouts come from the run's response cache; rows not there would be paid calls, which
@@ -66,33 +93,31 @@ def export_command(run: str, **params: Any) -> None:
     """
     from reflex.cli.common import with_errors
 
-    with_errors(lambda **kw: _export(run, kw))(**params)
+    with_errors(_export)(ExportArgs.from_params(params))
 
 
-def _export(run: str, params: dict[str, Any]) -> None:
+def _export(args: ExportArgs) -> None:
     from reflex.data.dataset import load_dataset
     from reflex.errors import ConfigurationError
     from reflex.run.export import held_out_warning, plan_export, training_examples
     from reflex.run.gate import supplied_judge
     from reflex.run.records import read_json, resolve_run
 
-    split = params["split"]
+    split = args.split
     warning = held_out_warning(split)
-    if warning and not params["allow_held_out"]:
+    if warning and not args.allow_held_out:
         raise ConfigurationError(
             f"--split {split} exports held-out rows the run was scored on; pass "
             "--allow-held-out to do it anyway"
         )
-    path = resolve_run(run, params["run_dir"])
-    source = params["dataset_path"] or read_json(path / "run.json").get("dataset_source")
+    path = resolve_run(args.run, args.run_dir)
+    source = args.dataset_path or read_json(path / "run.json").get("dataset_source")
     if not source:
         raise ConfigurationError("the run recorded no dataset file: pass --dataset FILE")
-    dataset = load_dataset(
-        source, input_field=params["input_field"], output_field=params["output_field"]
-    )
-    judges = supplied_judge(params["judge"], params["judge_criteria"])
-    plan = plan_export(path, dataset, split, api_base=params["api_base"], supplied=judges)
-    if plan.uncached and not params["allow_calls"]:
+    dataset = load_dataset(source, input_field=args.input_field, output_field=args.output_field)
+    judges = supplied_judge(args.judge, args.judge_criteria)
+    plan = plan_export(path, dataset, split, api_base=args.api_base, supplied=judges)
+    if plan.uncached and not args.allow_calls:
         plan.close()
         raise ConfigurationError(
             f"{plan.uncached} of {len(plan.examples) * len(plan.evaluator.models)} {split} "
@@ -102,12 +127,12 @@ def _export(run: str, params: dict[str, Any]) -> None:
     if warning:
         click.echo(warning, err=True)
     snapshot = plan.rollouts()
-    rows = training_examples(plan, snapshot, params["min_score"])
-    output: Path = params["output"]
+    rows = training_examples(plan, snapshot, args.min_score)
+    output = args.output
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
     paid = f", {plan.uncached} paid calls" if plan.uncached else ", all from the cache"
     click.echo(
         f"wrote {len(rows)} of {len(snapshot.samples)} {split} rollouts "
-        f"(score >= {params['min_score']}{paid}) to {output}"
+        f"(score >= {args.min_score}{paid}) to {output}"
     )

@@ -2,54 +2,60 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from reflex.cli.build import build_optimizer, positionals
+from reflex.cli.args import OptimizeArgs
+from reflex.cli.build import build_optimizer
 from reflex.cli.common import RESUME_HINT, hidden_credentials, with_errors
-from reflex.cli.options import optimize_options
+from reflex.cli.options import optimize_params
+
+if TYPE_CHECKING:
+    from reflex.callbacks import Callback
+    from reflex.data.prompts import PromptSpec
+    from reflex.plugins import Registry
+    from reflex.result import OptimizationResult
 
 __all__ = ["make_optimize"]
 
 
-def _run_optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
+def _run_optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
     logging.basicConfig(
-        level=logging.DEBUG if params["verbose"] else logging.WARNING,
+        level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    with hidden_credentials(params.get("api_base"), params.get("reasoning_base_url")):
-        _optimize(positionals(params), plugin_callbacks)
+    with hidden_credentials(args.api_base, args.reasoning_base_url):
+        _optimize(args, plugin_callbacks)
 
 
-def _optimize(params: dict[str, Any], plugin_callbacks: list[Any]) -> None:
+def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
     from reflex.cli.console import ConsoleReporter, print_summary
     from reflex.optimizer import prompt_spec
 
-    optimizer = build_optimizer(params)
-    prompt = prompt_spec(params["prompt"])
+    optimizer = build_optimizer(args)
+    prompt = prompt_spec(args.prompt)
     reporter = ConsoleReporter()
-    resume: bool | str = params["resume_from"] or bool(params["resume"])
-    result = optimizer.run(prompt, callbacks=[reporter, *plugin_callbacks], resume=resume)
+    callbacks = [reporter, *plugin_callbacks]
+    result = optimizer.run(prompt, callbacks=callbacks, resume=args.resume_target)
     reporter.close()
     # Create missing parent folders: failing here, after a paid run, would lose the output.
-    if params["output"] is not None:
-        _write_best(params["output"], prompt, result)
-    if params["results_json"] is not None:
-        params["results_json"].parent.mkdir(parents=True, exist_ok=True)
-        params["results_json"].write_text(
+    if args.output is not None:
+        _write_best(args.output, prompt, result)
+    if args.results_json is not None:
+        args.results_json.parent.mkdir(parents=True, exist_ok=True)
+        args.results_json.write_text(
             json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8"
         )
     print_summary(result)
     _print_slices(result.slices)
 
 
-def _write_best(path: Path, spec: Any, result: Any) -> None:
+def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> None:
     """The best prompt in the input's shape: a components file when the input was one."""
     from reflex.data.prompts import write_prompt_file
 
@@ -65,7 +71,7 @@ def _write_best(path: Path, spec: Any, result: Any) -> None:
     write_prompt_file(path, spec.replace(result.best_components))
 
 
-def _print_slices(slices: dict[str, Any]) -> None:
+def _print_slices(slices: Mapping[str, Mapping[str, Mapping[str, float | None]]]) -> None:
     def fmt(value: float | None) -> str:
         return "  n/a" if value is None else f"{value:.3f}"
 
@@ -78,10 +84,10 @@ def _print_slices(slices: dict[str, Any]) -> None:
             )
 
 
-def make_optimize(registry: Any) -> click.Command:
+def make_optimize(registry: Registry) -> click.Command:
+    """``optimize`` with its own options, then every plugin's (in registration order)."""
     groups = list(registry.option_groups)
 
-    @functools.partial(with_errors, on_interrupt=RESUME_HINT)
     def optimize(**params: Any) -> None:
         """Optimize PROMPT on DATASET (JSONL or CSV).
 
@@ -91,24 +97,17 @@ def make_optimize(registry: Any) -> click.Command:
         Pipeline mode: --pipeline-file FILE.py runs your run(prompt, input, call) on each row
         (of DATASET or of --inputs-file, which replaces DATASET) instead of one model call.
         """
-        callbacks: list[Any] = []
+        # click's params are untyped: each plugin takes its options, OptimizeArgs the rest.
+        callbacks: list[Callback] = []
         for group in groups:
             names = {o.name for o in group.options}
             callbacks.extend(group.to_callbacks({k: params.pop(k) for k in names}))
-        _run_optimize(params, callbacks)
+        _run_optimize(OptimizeArgs.from_params(params), callbacks)
 
-    command: Any = optimize
-    for group in reversed(groups):
-        for option in reversed(group.options):
-            command = _attach(option)(command)
-    for decorator in reversed(optimize_options()):
-        command = decorator(command)
-    return click.command("optimize")(command)
-
-
-def _attach(option: click.Parameter) -> Callable[[Any], Any]:
-    def decorate(func: Any) -> Any:
-        func.__click_params__ = [*getattr(func, "__click_params__", []), option]
-        return func
-
-    return decorate
+    plugin_params = [option for group in groups for option in group.options]
+    return click.Command(
+        "optimize",
+        callback=with_errors(optimize, on_interrupt=RESUME_HINT),
+        params=[*optimize_params(), *plugin_params],
+        help=optimize.__doc__,
+    )

@@ -35,7 +35,7 @@ svg text{font-size:11px;fill:#444}
 COLORS = {"train": "#0969da", "val": "#bc4c00", "test": "#1a7f37"}
 
 
-def _num(value: Any, fmt: str = ".3f") -> str:
+def _num(value: object, fmt: str = ".3f") -> str:
     if value is None:
         return "n/a"
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -45,7 +45,7 @@ def _num(value: Any, fmt: str = ".3f") -> str:
     return format(value, fmt)
 
 
-def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+def _table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = []
     for row in rows:
@@ -145,7 +145,7 @@ def trajectory_svg(result: Record, width: int = 640, height: int = 260) -> str:
     return "".join(parts)
 
 
-def _vid(full: Any) -> str:
+def _vid(full: object) -> str:
     """A version id in short form, the full id in its title."""
     text = str(full or "-")
     return f'<code title="{escape(text, quote=True)}">{escape(text[:8])}</code>'
@@ -157,7 +157,7 @@ def _best_version(result: Record) -> str:
     return f" &middot; best prompt version {_vid(found[-1].get('id'))}" if found else ""
 
 
-def _card_version(record: Record, versions: Mapping[Any, Record], parent: str) -> str:
+def _card_version(record: Record, versions: Mapping[object, Record], parent: str) -> str:
     """The card's version line: its own id and parent when accepted, else its parent only."""
     version = versions.get(record.get("iteration")) if record.get("is_best") else None
     if version is None:

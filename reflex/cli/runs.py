@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from reflex.checks.leakage import describe as describe_leak
 from reflex.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from reflex.run.resume import RunInfo
 
 __all__ = ["runs_command", "show_command"]
 
@@ -19,7 +23,7 @@ RUN_DIR = click.option(
 )
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     if value is None:
         return "-"
     return f"{value:.3f}" if isinstance(value, float) else str(value)
@@ -56,7 +60,7 @@ def runs_command(run_dir: str, as_json: bool) -> None:
         click.echo("  ".join(f"{v:<12}" if i else f"{v:<24}" for i, v in enumerate(cells)))
 
 
-def _find(run_dir: str, run_id: str) -> Any:
+def _find(run_dir: str, run_id: str) -> RunInfo:
     from reflex.run.resume import list_runs
 
     runs = list_runs(run_dir)
@@ -133,8 +137,8 @@ def _show(run_id: str, run_dir: str, as_json: bool) -> None:
 
 
 def _version_ids(
-    result: dict[str, Any], iterations: list[Any], initial: str, best: str
-) -> dict[Any, Any]:
+    result: Mapping[str, Any], iterations: Sequence[Mapping[str, Any]], initial: str, best: str
+) -> dict[object, Mapping[str, Any]]:
     """Accepted versions by iteration (reflex.checks.versions); prints the best prompt's version."""
     from reflex.checks.versions import record_versions
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -17,9 +18,10 @@ from reflex.errors import ConfigurationError, ReflexError
 from reflex.judging.judge import judge_channel
 from reflex.judging.pairwise import PairOutcome, compare_all
 from reflex.plugins import build_options, get_registry
-from reflex.result import EvalSnapshot, IterationRecord
+from reflex.result import EvalSnapshot, IterationRecord, StopReason
 from reflex.run.budget import Budget
 from reflex.run.session import Session
+from reflex.run.stopping import Stopping
 from reflex.types import (
     BudgetView,
     Example,
@@ -84,17 +86,14 @@ class RunContext:
         self._screened: tuple[str, list[LeakageFlag]] | None = None
         self.best_val: float | None = initial_val.mean_score if initial_val else None
         self._initial_val = initial_val
-        self._since_best = 0
-        self._phase_end: int | None = None
-        self.stop_reason = ""
+        config = session.config
+        self._stopping = Stopping(
+            config.max_iterations, config.score_threshold, config.early_stopping_patience
+        )
         self._started = time.monotonic()
         self._replay = list(replay)
         if not self._replay:
             session.end_replay(0)
-
-    @property
-    def max_iterations(self) -> int:
-        return self.config.max_iterations
 
     @property
     def settings(self) -> RunSettings:
@@ -144,13 +143,25 @@ class RunContext:
 
     @property
     def should_stop(self) -> bool:
-        if self.stop_reason:
-            return True
-        if self._phase_end is not None and self.iteration >= self._phase_end:
-            return True  # the phase's share is used up; the run goes on (no stop_reason)
-        if self.iteration >= self.max_iterations:
-            self.stop_reason = f"reached max iterations ({self.max_iterations})"
-        return bool(self.stop_reason)
+        return self._stopping.should_stop(self.iteration)
+
+    @property
+    def stop(self) -> StopReason | None:
+        """Why the run stops, as the enum the result carries (None while it goes on)."""
+        return self._stopping.reason
+
+    def stop_with(self, reason: StopReason, message: str) -> None:
+        """Stop the run for ``reason``; ``message`` is the ``stop_reason`` people read."""
+        self._stopping.stop(reason, message)
+
+    @property
+    def stop_reason(self) -> str:
+        """Why the run stops, in words ("" while it goes on); ``stop`` is the same as an enum."""
+        return self._stopping.text
+
+    @stop_reason.setter
+    def stop_reason(self, message: str) -> None:
+        self._stopping.set_text(message)
 
     def begin_phase(
         self, name: str, *, reset_patience: bool = True, max_iterations: int | None = None
@@ -161,13 +172,9 @@ class RunContext:
         ``max_iterations`` caps this phase: ``should_stop`` turns True after that many more
         iterations without setting ``stop_reason``, so the caller may start another phase.
         """
-        self._phase_end = None if max_iterations is None else self.iteration + max_iterations
+        self._stopping.begin_phase(self.iteration, max_iterations, reset_patience)
         self.phase = name
         self.phase_history.append({"phase": name, "start_iteration": self.iteration + 1})
-        if reset_patience:
-            self._since_best = 0
-            if self.stop_reason.endswith("(early stopping)"):
-                self.stop_reason = ""
         self.log("phase", phase=name)
 
     def end_phase(self, **facts: Any) -> None:
@@ -288,14 +295,12 @@ class RunContext:
             and (self.best_val is None or selection > self.best_val)
         )
         if is_best:
-            self.best_prompt, self.best_val, self._since_best = prompt, selection, 0
+            self.best_prompt, self.best_val = prompt, selection
             self.best_components = self._components_of(prompt, components)
             self._leakage.became_best(train.mean_score if train else None)
-        else:
-            self._since_best += 1
         ok = is_best if accepted is None else accepted
         record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
-        record = _with(
+        record = replace(
             record,
             rejected=rejected,
             components=dict(components) if components else None,
@@ -303,7 +308,7 @@ class RunContext:
         )
         self._log_leakage(record, leaks)
         self.iterations.append(record)
-        self._update_stop()
+        self._stopping.recorded(is_best, self.best_val)
         self._publish(record)
         return record
 
@@ -380,8 +385,9 @@ class RunContext:
             "phase_history": self.phase_history,
             "best_prompt": self.best_prompt,
             "best_val": self.best_val,
-            "since_best": self._since_best,
+            "since_best": self._stopping.since_best,
             "stop_reason": self.stop_reason,
+            "stop": self.stop.value if self.stop else None,
             "state": self.state,
             "iterations": [r.to_dict() for r in self.iterations],
             "ledger": self._session.client.ledger.to_dict(),
@@ -419,17 +425,3 @@ class RunContext:
             cost=total.cost,
             elapsed_s=round(time.monotonic() - self._started, 3),
         )
-
-    def _update_stop(self) -> None:
-        threshold = self.config.score_threshold
-        if threshold is not None and self.best_val is not None and self.best_val >= threshold:
-            self.stop_reason = f"reached score threshold {threshold}"
-        patience = self.config.early_stopping_patience
-        if patience is not None and self._since_best >= patience:
-            self.stop_reason = f"no val improvement in {patience} iterations (early stopping)"
-
-
-def _with(record: IterationRecord, **changes: Any) -> IterationRecord:
-    from dataclasses import replace
-
-    return replace(record, **changes)

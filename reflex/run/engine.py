@@ -33,7 +33,7 @@ from reflex.models.retry import error_name
 from reflex.models.runner import LoopRunner
 from reflex.plugins import build_options
 from reflex.redact import scrub
-from reflex.result import OptimizationResult
+from reflex.result import OptimizationResult, RunEnd, StopReason
 from reflex.run.budget import Budget
 from reflex.run.context import RunContext
 from reflex.run.evaluate import Evaluator, slice_scores
@@ -119,13 +119,17 @@ class Engine:
     ) -> None:
         """Record the failure where it can be, then close the trackers (on_run_error)."""
         if isinstance(exc, KeyboardInterrupt):
-            # resume.py reads "KeyboardInterrupt" in the stop reason as "interrupted".
             result.stop_reason = "interrupted: KeyboardInterrupt (Ctrl-C)"
+            result.stop = StopReason.INTERRUPTED
         error = scrub(
             f"{type(exc).__name__}: {exc}", self.config.api_base, self.config.reasoning_base_url
         )
-        result.stop_reason = result.stop_reason or f"error: {error}"
-        result.completed = False
+        if not result.stop_reason:  # the loop had not ended: this exception ended it
+            result.stop_reason = f"error: {error}"
+            result.stop = (
+                StopReason.BUDGET if isinstance(exc, BudgetExhausted) else StopReason.ERROR
+            )
+        result.completed, result.end_state = False, _end_state(exc)
         session.replaying = False
         try:  # a full or read-only disk must not keep the trackers from being closed
             self._finish(session, result, started)
@@ -161,7 +165,7 @@ class Engine:
             result.slices = slice_scores(
                 self.dataset, result.baseline, result.final, self.config.slice_by
             )
-        result.completed = True
+        result.completed, result.end_state = True, RunEnd.COMPLETED
 
     def _optimize(self, session: Session, prompt: str, result: OptimizationResult) -> RunContext:
         initial_val = None
@@ -186,11 +190,12 @@ class Engine:
         strategy = self.strategy_cls(self.options)
         try:
             strategy.optimize(ctx)
-            ctx.stop_reason = ctx.stop_reason or "strategy finished"
+            if ctx.stop is None:
+                ctx.stop_with(StopReason.STRATEGY_FINISHED, "strategy finished")
         except BudgetExhausted as exc:
-            ctx.stop_reason = f"budget exhausted: {exc.reason}"
+            ctx.stop_with(StopReason.BUDGET, f"budget exhausted: {exc.reason}")
             session.event("budget_exhausted", reason=exc.reason)
-        result.stop_reason = ctx.stop_reason
+        result.stop_reason, result.stop = ctx.stop_reason, ctx.stop
         result.phase_history = ctx.phase_history or [{"phase": ctx.phase, "start_iteration": 1}]
         return ctx
 
@@ -370,6 +375,12 @@ def _requests_and_cost(session: Session) -> tuple[int, float]:
     task = by_role["task"]
     cost = sum(by_role[role].cost + by_role[role].cached_cost for role in ("task", "judge"))
     return task.calls + task.cache_hits, cost
+
+
+def _end_state(exc: BaseException) -> RunEnd:
+    if isinstance(exc, KeyboardInterrupt):
+        return RunEnd.INTERRUPTED
+    return RunEnd.BUDGET_STOPPED if isinstance(exc, BudgetExhausted) else RunEnd.FAILED
 
 
 def _version() -> str:

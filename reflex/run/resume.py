@@ -20,6 +20,7 @@ from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.data.json_types import JSONDict
 from reflex.errors import ConfigurationError
+from reflex.result import RunEnd
 
 __all__ = ["ResumePoint", "RunInfo", "find_resumable", "list_runs", "load_resume", "prompt_hash"]
 
@@ -104,11 +105,13 @@ def _alive(pid: object) -> bool:
 
 
 def _status(meta: Mapping[str, object], result: Mapping[str, object] | None) -> str:
-    if result is not None and result.get("completed"):
+    if result is None:  # no result yet: still running, or killed before it could write one
+        return "running" if _alive(meta.get("pid")) else "interrupted"
+    end = RunEnd.of_record(result)
+    if end is RunEnd.COMPLETED:
         return "completed"
-    if result is not None and "KeyboardInterrupt" not in str(result.get("stop_reason")):
-        return "failed"
-    return "running" if result is None and _alive(meta.get("pid")) else "interrupted"
+    # A budget that ran out outside the loop counts as failed: resumable, like an interruption.
+    return "interrupted" if end is RunEnd.INTERRUPTED else "failed"
 
 
 def load_run(path: Path) -> RunInfo | None:

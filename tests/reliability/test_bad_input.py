@@ -407,7 +407,7 @@ CASES: list[Case] = [
         "worst_k",
         expect=("--strategy-option", "'worst_k' is not key=value"),
     ),
-    opts("zero call budget", "--max-calls", "0", expect=("max_metric_calls=0", "greater than 0")),
+    opts("zero call budget", "--max-calls", "0", expect=("max_calls=0", "greater than 0")),
     opts("negative call budget", "--max-calls", "-5", expect=("=-5", "greater than 0")),
     opts("zero cost budget", "--max-cost", "0", expect=("max_cost=0.0", "greater than 0")),
     opts("NaN cost budget", "--max-cost", "nan", expect=("max_cost=nan",)),
