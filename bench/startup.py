@@ -3,7 +3,7 @@
     python bench/startup.py [--repeats 5] [--peer /tmp/peer-venv/bin/aevyra-reflex] [--rows FILE]
 
 Prints the best of ``--repeats`` wall times (a busy machine only ever adds time) and checks that
-litellm, mlflow, wandb, pandas and numpy are not imported by either command.
+litellm, mlflow, wandb, pandas, numpy and rouge-score (nltk) are not imported by either command.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from _common import Row, emit
 
-HEAVY = ("litellm", "mlflow", "wandb", "pandas", "numpy")
+HEAVY = ("litellm", "mlflow", "wandb", "pandas", "numpy", "rouge_score", "nltk")
 PROBE = (
     "import sys, runpy; sys.argv = ['aevyra-reflex', {arg!r}]\n"
     "try:\n    from reflex.cli import main; main()\nexcept SystemExit: pass\n"

@@ -1,21 +1,32 @@
-"""``rouge``: ROUGE-1/2/L F-measure, own implementation (no rouge-score dependency).
+"""``rouge``: ROUGE-1/2/L F-measure from rouge-score, with a tokenizer for any script.
 
-Agrees with ``rouge-score`` (``use_stemmer=False``) on ASCII text: same tokens (lowercased
-``[a-z0-9]+`` runs), clipped n-gram overlap, LCS for ROUGE-L, F = 2PR/(P+R). Unlike rouge-score,
-which drops every non-ASCII character (a Japanese pair scores 0), letters of any script count,
-and characters of unspaced scripts (Chinese, Japanese, Thai...) are single tokens.
+rouge-score (Google Research's reference implementation) does the n-gram and LCS arithmetic.
+Its default tokenizer keeps only ``[a-z0-9]`` after lowercasing, so text in any other script
+becomes an empty token list and scores 0 (a Greek, Russian or Japanese pair). The metric hands
+it :class:`UnicodeTokenizer` instead:
+
+- words of any script: lowercased runs of letters, digits and combining marks (NFC first);
+- scripts written without spaces (Chinese, Japanese kana, Thai, Lao, Myanmar, Khmer): one
+  token per character, the usual practice for CJK ROUGE when no word segmenter is at hand
+  (a segmenter would be a language-specific dependency). Hangul syllables are single tokens
+  too: Korean words carry attached particles, so whole-word matching would under-count.
+
+On ASCII text these are exactly rouge-score's tokens, so the scores are identical (tests pin
+this). No stemming (rouge-score's ``use_stemmer`` is English-only).
+
+rouge-score is a core dependency, imported when the metric is built: it imports nltk and
+numpy (1-2 s), which ``aevyra-reflex --help`` and ``plugins`` must not pay.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from typing import Any
 
 from reflex.api import ConfigurationError, Example, MetricRegistrar, Score, hookimpl
 
 from ._text import unicode_tokens
 
-__all__ = ["RougeScore", "lcs_length", "register_metrics", "rouge_l", "rouge_n"]
+__all__ = ["RougeScore", "UnicodeTokenizer", "load_rouge_scorer", "register_metrics"]
 
 VARIANTS = ("rouge1", "rouge2", "rougeL")
 _ALIASES = {
@@ -26,49 +37,23 @@ _ALIASES = {
     "rouge2": "rouge2",
     "rougel": "rougeL",
 }
+INSTALL_HINT = "pip install 'rouge-score==0.1.2' (a dependency of aevyra-reflex)"
 
 
-def _f(overlap: int, hyp_total: int, ref_total: int) -> tuple[float, float, float]:
-    precision = overlap / hyp_total if hyp_total else 0.0
-    recall = overlap / ref_total if ref_total else 0.0
-    if precision + recall == 0:
-        return precision, recall, 0.0
-    return precision, recall, 2 * precision * recall / (precision + recall)
+class UnicodeTokenizer:
+    """rouge-score's tokenizer interface (``tokenize(text) -> list[str]``) for any script."""
+
+    def tokenize(self, text: str) -> list[str]:
+        return unicode_tokens(text)
 
 
-def _ngrams(tokens: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
-    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
-
-
-def rouge_n(hyp: Sequence[str], ref: Sequence[str], n: int) -> tuple[float, float, float]:
-    """(precision, recall, F) of clipped n-gram overlap."""
-    hyp_grams, ref_grams = _ngrams(hyp, n), _ngrams(ref, n)
-    overlap = sum((hyp_grams & ref_grams).values())
-    return _f(overlap, sum(hyp_grams.values()), sum(ref_grams.values()))
-
-
-def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the longest common subsequence (two-row dynamic programme)."""
-    if len(a) < len(b):
-        a, b = b, a
-    previous = [0] * (len(b) + 1)
-    for token in a:
-        current = [0]
-        left = 0
-        for j, other in enumerate(b):
-            # The hot loop of ROUGE-L: plain comparisons beat max() here.
-            if token == other:
-                left = previous[j] + 1
-            elif previous[j + 1] > left:
-                left = previous[j + 1]
-            current.append(left)
-        previous = current
-    return previous[-1]
-
-
-def rouge_l(hyp: Sequence[str], ref: Sequence[str]) -> tuple[float, float, float]:
-    """(precision, recall, F) from the longest common subsequence."""
-    return _f(lcs_length(hyp, ref), len(hyp), len(ref))
+def load_rouge_scorer() -> Any:
+    """The ``rouge_score.rouge_scorer`` module, or a ConfigurationError saying how to install it."""
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError:
+        raise ConfigurationError(f"the rouge metric needs rouge-score: {INSTALL_HINT}") from None
+    return rouge_scorer
 
 
 class RougeScore:
@@ -88,14 +73,15 @@ class RougeScore:
                 f"rouge variant {variant!r} is unknown; use one of {', '.join(VARIANTS)}"
             )
         self.variant = key
+        # Every variant in one pass over the same tokens: all three are objectives.
+        self._scorer = load_rouge_scorer().RougeScorer(list(VARIANTS), tokenizer=UnicodeTokenizer())
 
     def scores(self, output: str, reference: str) -> dict[str, tuple[float, float, float]]:
         """(precision, recall, F) for every variant."""
-        hyp, ref = unicode_tokens(output), unicode_tokens(reference)
+        found = self._scorer.score(reference, output)  # rouge-score takes (target, prediction)
         return {
-            "rouge1": rouge_n(hyp, ref, 1),
-            "rouge2": rouge_n(hyp, ref, 2),
-            "rougeL": rouge_l(hyp, ref),
+            name: (float(s.precision), float(s.recall), float(s.fmeasure))
+            for name, s in found.items()
         }
 
     def score(self, output: str, example: Example) -> Score:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -13,6 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from typing import Any
 
+import reflex
 from reflex.models.client import load_litellm
 from reflex.models.runner import LoopRunner
 from reflex.plugins import reset_registry
@@ -21,6 +23,10 @@ from reflex.testing import FakeRequest
 # pytester runs examples/plugin_package's own tests in-process (tests/test_plugin_package.py).
 pytest_plugins = ["pytester"]
 
+REFLEX_DIR = Path(reflex.__file__).parent
+# How many short polls a test may make while it waits for a state (not a time): the bound only
+# turns a hang into a failure, it is no speed requirement. 30,000 x 10 ms = 5 minutes.
+HANG_POLLS = 30_000
 KEYWORD = "Answer with one word."
 BETTER = f"Classify the sentiment. {KEYWORD}"
 LABELS = ["positive", "negative"]
@@ -101,3 +107,31 @@ def runner() -> Iterator[LoopRunner]:
     loop = LoopRunner()
     yield loop
     loop.close()
+
+
+def reflex_tasks(runner: LoopRunner) -> set[asyncio.Task[Any]]:
+    """Unfinished tasks on ``runner``'s loop running reflex code (evaluations, model calls).
+
+    Once a run has returned or raised, none of its own may be left: a task left pending could
+    still make (and pay for) a call. Compare with the set taken before the run; this is what a
+    "sleep, then check that no request arrived" test can only sample.
+    """
+
+    async def collect() -> set[asyncio.Task[Any]]:
+        current = asyncio.current_task()
+        return {t for t in asyncio.all_tasks() if t is not current and not t.done()}
+
+    def from_reflex(task: asyncio.Task[Any]) -> bool:
+        code = getattr(task.get_coro(), "cr_code", None)
+        return code is not None and Path(code.co_filename).is_relative_to(REFLEX_DIR)
+
+    return {task for task in runner.run(collect()) if from_reflex(task)}
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """Wait on the running loop until ``condition`` holds (checked every 10 ms)."""
+    for _ in range(HANG_POLLS):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail(f"never happened: {what}")

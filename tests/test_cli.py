@@ -238,6 +238,20 @@ def test_building_the_cli_does_not_import_litellm() -> None:
     assert _python(code) == "False"
 
 
+def test_help_and_plugins_import_no_metric_library() -> None:
+    # Every plugin module is imported to register it; rouge-score (nltk, numpy) and sacrebleu
+    # are imported only when their metric is built.
+    code = (
+        "import sys; from reflex.cli import main\n"
+        "for args in (['--help'], ['plugins']):\n"
+        "    try: main(args)\n"
+        "    except SystemExit: pass\n"
+        "heavy = ('rouge_score', 'nltk', 'numpy', 'sacrebleu')\n"
+        "print('loaded:', [m for m in heavy if m in sys.modules])"
+    )
+    assert _python(code).splitlines()[-1] == "loaded: []"
+
+
 def test_importing_the_package_imports_no_vendor() -> None:
     code = (
         "import reflex, aevyra_reflex, sys; "

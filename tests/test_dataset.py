@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -259,6 +261,35 @@ def test_dataframe_bad_input_type_names_row() -> None:
     frame = pd.DataFrame({"input": ["a", None]})
     with pytest.raises(DatasetError, match=r"<dataframe>:2: .*'input'.*null"):
         load_dataset(frame)
+
+
+# A DataFrame is recognised by duck typing (``to_dict("records")``), so no core module needs
+# pandas: it is a dependency of the mlflow extra only. Every core and plugin module is imported
+# and a frame-like object loaded, in a fresh interpreter, with pandas never imported.
+_NO_PANDAS = """
+import importlib, pkgutil, sys
+import reflex, reflex_metrics, reflex_strategies
+for package in (reflex, reflex_metrics, reflex_strategies):
+    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        importlib.import_module(module.name)
+
+class Frame:
+    def to_dict(self, orient):
+        assert orient == "records"
+        return [{"input": "a", "ideal": float("nan")}]
+
+dataset = reflex.load_dataset(Frame())
+assert dataset[0].ideal is None, dataset[0]
+print("pandas" in sys.modules)
+"""
+
+
+def test_no_core_module_imports_pandas() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_PANDAS], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
 
 
 # --- Dataset API -------------------------------------------------------------------------------

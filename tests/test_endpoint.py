@@ -8,11 +8,13 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import until
 
 from reflex.errors import TransientProviderError
 from reflex.models.client import Completion, ModelSpec, ProviderClient
@@ -159,16 +161,21 @@ async def _raw_post(port: int, body: bytes, path: str = "/v1/chat/completions") 
 
 def test_hundreds_of_concurrent_connections_are_all_answered() -> None:
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]}).encode()
-    with serve(latency=0.05) as url:
+    gate = threading.Event()
+    with serve(latency=0.05, gate=gate) as url:
         port = int(url.rsplit(":", 1)[1].split("/")[0])
 
         async def burst() -> list[bytes]:
-            return list(await asyncio.gather(*(_raw_post(port, body) for _ in range(400))))
+            posts = asyncio.gather(*(_raw_post(port, body) for _ in range(400)))
+            # Every answer is held until all 400 requests are in: they are concurrent.
+            await until(lambda: url.stats().in_flight == 400, "400 requests in flight")
+            gate.set()
+            return list(await posts)
 
         answers = asyncio.run(burst())
         stats = url.stats()
     assert all(a.startswith(b"HTTP/1.1 200") for a in answers)
-    assert stats.requests == stats.completions == 400 and stats.peak_in_flight > 1
+    assert stats.requests == stats.completions == stats.peak_in_flight == 400
 
 
 def test_bad_bodies_and_unknown_routes() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import BETTER, LABELS, make_rows, responder
+from conftest import BETTER, LABELS, make_rows, responder, until
 
 from reflex import PromptOptimizer
 from reflex.cli import build_cli
@@ -149,7 +148,9 @@ class CountingJudge(LLMJudge):
     async def ascore(self, output: str, example: Example, call: JudgeCall) -> Score:
         self.active += 1
         self.peak = max(self.peak, self.active)
-        await asyncio.sleep(0.01)
+        # The first judgement waits for a second one to start (a sleep would race a slow
+        # machine); if judgements ran one at a time, none would come and the guard would end it.
+        await until(lambda: self.peak > 1, "a second judgement in flight")
         try:
             return await super().ascore(output, example, call)
         finally:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from rouge_score import rouge_scorer
 
 from reflex.types import Example
 from reflex_metrics.bleu import SacreBleu
 from reflex_metrics.chrf import SacreChrf
 from reflex_metrics.rouge import RougeScore
 
-rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
 sacrebleu = pytest.importorskip("sacrebleu")
 
 WORDS = [
@@ -63,20 +63,30 @@ def row(ideal: str) -> Example:
     return Example("r", ({"role": "user", "content": "q"},), ideal=ideal)
 
 
-def test_rouge_agrees_with_rouge_score_on_latin_text() -> None:
+# ASCII pairs where tokenisation matters: case, punctuation, digits, repeats, empty sides.
+ASCII_PAIRS = [
+    ("The quick brown dog jumps on the lazy fox", "The quick brown fox jumps over the lazy dog"),
+    ("It's state-of-the-art, isn't it?", "its state of the art"),
+    ("the the the cat", "the cat sat on the mat"),
+    ("Version 3.14 ships in 2026", "version 3 14 shipped 2026"),
+    ("A B C D", "d c b a"),
+    ("snake_case and e-mail", "snake case and email"),
+    ("", "nothing here"),
+    ("only output", ""),
+]
+
+
+def test_rouge_equals_rouge_score_on_ascii_text() -> None:
+    """The same F-measure, exactly: on ASCII our tokenizer yields rouge-score's own tokens."""
     reference = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False)
     ours = RougeScore()
-    for hyp, ref in corpus():
+    for hyp, ref in [*ASCII_PAIRS, *corpus()]:
         expected = reference.score(ref, hyp)  # rouge-score takes (target, prediction)
         got = ours.scores(hyp, ref)
         for variant in ("rouge1", "rouge2", "rougeL"):
-            assert got[variant][2] == pytest.approx(expected[variant].fmeasure, abs=1e-12), (
-                variant,
-                hyp,
-                ref,
-            )
-            assert got[variant][0] == pytest.approx(expected[variant].precision, abs=1e-12)
-            assert got[variant][1] == pytest.approx(expected[variant].recall, abs=1e-12)
+            want = expected[variant]
+            assert got[variant] == (want.precision, want.recall, want.fmeasure), (variant, hyp)
+        assert ours.score(hyp, row(ref)).value == expected["rougeL"].fmeasure
 
 
 @pytest.mark.parametrize(
@@ -92,6 +102,29 @@ def test_rouge_scores_text_rouge_score_drops(hyp: str, ref: str) -> None:
     reference = rouge_scorer.RougeScorer(["rougeL"])
     assert reference.score(ref, hyp)["rougeL"].fmeasure == 0.0
     assert RougeScore().score(hyp, row(ref)).value > 0.4
+
+
+@pytest.mark.parametrize(
+    ("hyp", "ref", "expected"),
+    [
+        # Greek, case folded (ΓΆΤΑ = γάτα): 4 of 5 words, 2 of 4 bigrams, LCS 4.
+        ("Μία ΓΆΤΑ κοιμάται στο χαλί", "Μία γάτα κάθεται στο χαλί", (4 / 5, 2 / 4, 4 / 5)),
+        # Cyrillic: 2 of 4 words, 1 of 3 bigrams.
+        ("Собака спит на ковре", "Кошка сидит на ковре.", (2 / 4, 1 / 3, 2 / 4)),
+        # Chinese: one token per character, punctuation dropped: 3 of 4, 2 of 3 bigrams.
+        ("我喜欢狗。", "我喜欢猫", (3 / 4, 2 / 3, 3 / 4)),
+        # Disjoint texts score 0 in every script.
+        ("Καλημέρα κόσμε", "Αντίο φίλε", (0.0, 0.0, 0.0)),
+        ("Привет мир", "Добрый день", (0.0, 0.0, 0.0)),
+        ("天气很好", "我们走吧", (0.0, 0.0, 0.0)),
+    ],
+)
+def test_rouge_on_non_latin_scripts(
+    hyp: str, ref: str, expected: tuple[float, float, float]
+) -> None:
+    got = RougeScore().scores(hyp, ref)
+    assert (got["rouge1"][2], got["rouge2"][2], got["rougeL"][2]) == pytest.approx(expected)
+    assert RougeScore().score(hyp, row(ref)).value == pytest.approx(expected[2])
 
 
 def test_bleu_and_chrf_equal_sacrebleu_corpus_scores_of_each_pair() -> None:

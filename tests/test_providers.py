@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import until
 
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
 from reflex.models.client import (
@@ -297,7 +298,10 @@ class _InFlight:
             self.now -= 1
 
 
-def _slow_provider(tracker: _InFlight, delay: float) -> Callable[[Any], Any]:
+def _slow_provider(tracker: _InFlight, delay: float, hold: int = 0) -> Callable[[Any], Any]:
+    """``hold``: every call waits until that many have been in flight at once (then ``delay``),
+    so a limit is reached however slowly the machine starts the calls."""
+
     def factory(litellm: Any) -> Any:
         class _Slow(litellm.CustomLLM):  # type: ignore[misc, name-defined]
             async def acompletion(
@@ -305,6 +309,7 @@ def _slow_provider(tracker: _InFlight, delay: float) -> Callable[[Any], Any]:
             ) -> Any:
                 tracker.enter()
                 try:
+                    await until(lambda: tracker.peak >= hold, f"{hold} calls in flight")
                     await asyncio.sleep(delay)  # a real network wait yields the loop
                 finally:
                     tracker.leave()
@@ -341,7 +346,7 @@ def _gather(client: ProviderClient, model: str, n: int) -> Any:
 
 def test_max_workers_bounds_calls_in_flight(runner: LoopRunner) -> None:
     tracker = _InFlight()
-    register_provider("slowfake", _slow_provider(tracker, 0.02))
+    register_provider("slowfake", _slow_provider(tracker, 0.02, hold=3))
     client = ProviderClient(max_workers=3, retry=FAST)
     results = runner.run(_gather(client, "slowfake/m", 30))
     assert tracker.total == 30 and tracker.now == 0
@@ -382,17 +387,28 @@ def test_fake_request_is_recorded_for_each_attempt(runner: LoopRunner, litellm: 
 
 
 def _ordered_provider(name: str, serial: bool) -> list[str]:
-    """An in-process provider that answers in its own thread; early calls compute longest."""
+    """An in-process provider that answers in its own thread; early calls compute longest.
+
+    Serial, the delays would reorder the answers of a client that did not keep the calls'
+    order. Not serial (the control), the first call waits inside the provider until the second
+    has answered, which only concurrent calls can do: the order is the provider's, not the
+    client's, whatever the machine's speed.
+    """
     arrived: list[str] = []
-    lock = threading.Lock()
+    answered = threading.Condition()
 
     def factory(litellm: Any) -> Any:
         class Slow(litellm.CustomLLM):  # type: ignore[misc]
             def completion(self, model: str, messages: list[dict[str, str]], **_: Any) -> Any:
                 index = int(messages[-1]["content"])
-                threading.Event().wait(0.012 * (6 - index))  # call 0 slowest, call 5 fastest
-                with lock:
+                if serial:
+                    threading.Event().wait(0.012 * (6 - index))  # call 0 slowest, call 5 fastest
+                with answered:
+                    if not serial and index == 0:
+                        # The timeout is a hang guard only: call 1 runs beside this one.
+                        answered.wait_for(lambda: "1" in arrived, timeout=300)
                     arrived.append(messages[-1]["content"])
+                    answered.notify_all()
                 return litellm.ModelResponse(
                     choices=[{"index": 0, "message": {"role": "assistant", "content": "ok"}}]
                 )
@@ -424,5 +440,6 @@ def test_a_serial_provider_answers_in_the_order_the_calls_were_made(
     runner.run(go())
     if serial:  # one call at a time, first come first served: the same order every run
         assert arrived == ["0", "1", "2", "3", "4", "5"]
-    else:  # the control: concurrent calls finish in whatever order their threads do
-        assert arrived != ["0", "1", "2", "3", "4", "5"]
+    else:  # the control: concurrent calls finish in whatever order the provider answers
+        assert arrived.index("1") < arrived.index("0")
+        assert sorted(arrived) == ["0", "1", "2", "3", "4", "5"]

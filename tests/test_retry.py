@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from reflex.models import retry
 from reflex.models.client import load_litellm
 from reflex.models.retry import RetryPolicy, is_transient, retry_after_seconds
 
@@ -99,8 +100,25 @@ class _WithResponse(Exception):
         self.response = response
 
 
+# An HTTP date is read against the wall clock; the tests stop that clock (reflex.models.retry
+# reads ``time.time()``) so the delay is exact, however long the machine takes between the two.
+NOW = 1_800_000_000.0  # a whole second: HTTP dates have a one-second resolution
+
+
+class _StoppedClock:
+    @staticmethod
+    def time() -> float:
+        return NOW
+
+
+@pytest.fixture
+def stopped_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(retry, "time", _StoppedClock)
+
+
 def _http_date(delta: timedelta) -> str:
-    return email.utils.format_datetime(datetime.now(timezone.utc) + delta, usegmt=True)
+    when = datetime.fromtimestamp(NOW, timezone.utc) + delta
+    return email.utils.format_datetime(when, usegmt=True)
 
 
 @pytest.mark.parametrize(
@@ -121,27 +139,25 @@ def test_retry_after_seconds_from_litellm_headers(headers: Any, expected: float 
     assert retry_after_seconds(_WithHeaders(headers)) == expected
 
 
-def test_retry_after_http_date_in_future_and_past() -> None:
+def test_retry_after_http_date_in_future_and_past(stopped_clock: None) -> None:
     ahead = retry_after_seconds(_WithHeaders({"retry-after": _http_date(timedelta(seconds=30))}))
-    assert ahead is not None and 27.0 <= ahead <= 30.0
+    assert ahead == 30.0
     past = retry_after_seconds(_WithHeaders({"retry-after": _http_date(timedelta(minutes=-5))}))
     assert past == 0.0
 
 
-def test_retry_after_http_date_without_zone_is_utc() -> None:
+def test_retry_after_http_date_without_zone_is_utc(stopped_clock: None) -> None:
     # "-0000" parses to a naive datetime; reading it as local time would skew the delay by hours.
-    when = datetime.now(timezone.utc) + timedelta(seconds=60)
+    when = datetime.fromtimestamp(NOW, timezone.utc) + timedelta(seconds=60)
     value = when.strftime("%a, %d %b %Y %H:%M:%S -0000")
-    delay = retry_after_seconds(_WithHeaders({"retry-after": value}))
-    assert delay is not None and 55.0 <= delay <= 60.0
+    assert retry_after_seconds(_WithHeaders({"retry-after": value})) == 60.0
 
 
-def test_retry_after_from_httpx_response_headers() -> None:
+def test_retry_after_from_httpx_response_headers(stopped_clock: None) -> None:
     response = httpx.Response(429, headers={"Retry-After": "4"})
     assert retry_after_seconds(_WithResponse(response)) == 4.0
     dated = httpx.Response(429, headers={"retry-after": _http_date(timedelta(seconds=10))})
-    delay = retry_after_seconds(_WithResponse(dated))
-    assert delay is not None and 7.0 <= delay <= 10.0
+    assert retry_after_seconds(_WithResponse(dated)) == 10.0
 
 
 def test_retry_after_on_real_rate_limit_error(litellm: Any) -> None:
@@ -202,11 +218,15 @@ def test_garbage_retry_after_falls_back_to_backoff() -> None:
     assert 1.0 <= delay <= 2.0
 
 
-def test_policy_defaults_are_sane_and_frozen() -> None:
+def test_policy_defaults_are_sane_and_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     policy = RetryPolicy()
     assert policy.max_retries >= 1 and 0 < policy.base_delay <= policy.max_delay
     with pytest.raises(AttributeError):
         policy.max_retries = 1  # type: ignore[misc]
-    start = time.perf_counter()
-    policy.delay(1, RuntimeError(), random.Random(0))
-    assert time.perf_counter() - start < 0.1  # delay computes, it never sleeps
+
+    def no_sleep(seconds: float) -> None:
+        raise AssertionError(f"delay() slept {seconds} s: it must only compute the delay")
+
+    monkeypatch.setattr(time, "sleep", no_sleep)
+    monkeypatch.setattr(asyncio, "sleep", no_sleep)
+    assert policy.delay(1, RuntimeError(), random.Random(0)) > 0

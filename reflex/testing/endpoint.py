@@ -21,6 +21,8 @@ request gets a fresh draw. Faults: ``429`` (no advice), ``429-retry-after`` (Ret
 ``500``, ``503``, ``timeout`` (holds the connection ``hang`` seconds, then closes it),
 ``malformed`` (200 with broken JSON), ``empty`` (200 with empty content), ``drop`` (closes the
 connection without an answer). Rate limits and drops answer at once; the rest after ``latency``.
+``serve(gate=event)`` holds those answers until the ``threading.Event`` is set, so a test can
+keep calls in flight for as long as it needs instead of guessing a latency.
 """
 
 from __future__ import annotations
@@ -156,8 +158,10 @@ class EndpointServer:
         faults: FaultPlan | None = None,
         responder: Responder = echo,
         usage: tuple[int, int] | None = None,
+        gate: threading.Event | None = None,
     ) -> None:
         self.latency = latency
+        self.gate = gate
         self.faults = faults or FaultPlan()
         self.responder = responder
         self.usage = usage
@@ -250,6 +254,8 @@ class EndpointServer:
                 self._stats.in_flight -= 1
 
     async def _wait(self) -> None:
+        while self.gate is not None and not self.gate.is_set():  # set from another thread
+            await asyncio.sleep(0.005)
         if self.latency > 0:
             await asyncio.sleep(self.latency)
 
@@ -328,9 +334,12 @@ def serve(
     usage: tuple[int, int] | None = None,
     port: int = 0,
     backlog: int = 4096,
+    gate: threading.Event | None = None,
 ) -> Iterator[Endpoint]:
     """Run an endpoint on a background thread for the ``with`` block; yields its base URL."""
-    server = EndpointServer(latency=latency, faults=faults, responder=responder, usage=usage)
+    server = EndpointServer(
+        latency=latency, faults=faults, responder=responder, usage=usage, gate=gate
+    )
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="reflex-endpoint", daemon=True)
     thread.start()

@@ -8,13 +8,15 @@ that dies mid-call costs nothing but a retry.
 
 from __future__ import annotations
 
+import asyncio
 import pickle
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import make_rows
+from conftest import HANG_POLLS, make_rows, until
 from test_faults import START, TRANSIENT, answer, api_key, events, run_against, scores
 
 from reflex import OptimizationResult, PromptOptimizer
@@ -32,16 +34,16 @@ from reflex.models.runner import LoopRunner
 from reflex.testing import FakeModel
 from reflex.testing.endpoint import Endpoint, FaultPlan, serve
 
-READY_S = 180.0  # a worker imports LiteLLM first: seconds on a busy 2-core machine
-
 
 def wait_ready(pool: OffloadPool) -> OffloadPool:
-    deadline = time.monotonic() + READY_S
-    while not all(worker.ready for worker in pool.workers):
-        assert time.monotonic() < deadline, "client processes never became ready"
+    """Until every worker has imported LiteLLM (5-10 s on a loaded machine); a worker that exits
+    fails at once, one that hangs after HANG_POLLS."""
+    for _ in range(HANG_POLLS):
+        if all(worker.ready for worker in pool.workers):
+            return pool
         assert all(w.process.poll() is None for w in pool.workers), "a client process exited"
-        time.sleep(0.05)
-    return pool
+        time.sleep(0.01)
+    pytest.fail("client processes never became ready")
 
 
 @pytest.fixture(scope="module")
@@ -110,16 +112,20 @@ def test_faulty_run_through_client_processes_matches_an_in_process_run(
 
 def test_max_workers_still_bounds_requests_in_flight(api_key: str, pool: OffloadPool) -> None:
     client = ProviderClient(max_workers=3, offload=pool)
-    with serve(latency=0.05) as url:
+    gate = threading.Event()
+    with serve(latency=0.05, gate=gate) as url:
         spec = ModelSpec("openai/task", api_base=url)
 
         async def many() -> list[str]:
-            import asyncio
-
             calls = [
                 client.complete(spec, [{"role": "user", "content": f"q{i}"}]) for i in range(30)
             ]
-            return [c.text for c in await asyncio.gather(*calls)]
+            done = asyncio.ensure_future(asyncio.gather(*calls))
+            # Answers are held until max_workers requests are in flight (so the limit is
+            # reached, however slow the machine); from then on they flow.
+            await until(lambda: url.stats().in_flight == 3, "3 requests in flight")
+            gate.set()
+            return [c.text for c in await done]
 
         before = served(pool)
         texts = LoopRunner.shared().run(many())
@@ -147,19 +153,20 @@ def test_in_process_providers_stay_in_process(tmp_path: Path, pool: OffloadPool)
 def test_a_worker_that_dies_mid_call_costs_a_retry(api_key: str) -> None:
     single = wait_ready(OffloadPool(1))
     client = ProviderClient(max_workers=4, offload=single)
+    gate = threading.Event()
     try:
-        with serve(latency=0.5) as url:
+        with serve(gate=gate) as url:
             spec = ModelSpec("openai/task", api_base=url)
 
             async def killed() -> list[str]:
-                import asyncio
-
                 calls = [
                     client.complete(spec, [{"role": "user", "content": f"k{i}"}]) for i in range(4)
                 ]
                 tasks = [asyncio.ensure_future(c) for c in calls]
-                await asyncio.sleep(0.2)  # all four are in flight in the worker
+                # All four are in flight in the worker: sent, and held unanswered.
+                await until(lambda: url.stats().in_flight == 4, "4 requests in flight")
                 single.workers[0].process.kill()
+                gate.set()  # the retries are answered
                 return [c.text for c in await asyncio.gather(*tasks)]
 
             assert LoopRunner.shared().run(killed()) == [f"k{i}" for i in range(4)]
@@ -172,24 +179,32 @@ def test_an_in_process_call_ends_wire_slots_after_a_drain(api_key: str, pool: Of
     """Calls in client processes hold slots there; the first call made here waits for them."""
     FakeModel(lambda request: "here").install()
     client = ProviderClient(max_workers=4, offload=pool)
-    with serve(latency=0.3) as url:
+    gate = threading.Event()
+    with serve(gate=gate) as url:
         remote = ModelSpec("openai/task", api_base=url)
         local = ModelSpec("fake/task")
         finished: list[str] = []
 
         async def mixed() -> list[str]:
-            import asyncio
-
             async def one(spec: ModelSpec, text: str) -> str:
                 answer = (await client.complete(spec, [{"role": "user", "content": text}])).text
                 finished.append(text)
                 return answer
 
             first = [asyncio.ensure_future(one(remote, f"r{i}")) for i in range(8)]
-            await asyncio.sleep(0.1)  # the remote calls are in the client processes
-            here = await one(local, "local")
-            rest = await asyncio.gather(*first, one(remote, "after"))
-            return [here, *rest]
+            # Every remote call is admitted to the client processes (4 on the wire, held
+            # there, and 4 waiting for a wire slot) before the local call is made ...
+            await until(
+                lambda: client._wire_calls == 8 and url.stats().in_flight == 4,
+                "8 remote calls admitted, 4 on the wire",
+            )
+            here = asyncio.ensure_future(one(local, "local"))
+            # ... and the local call has ended the wire rule (it now waits for the drain)
+            # before any remote call is answered.
+            await until(lambda: not client._wire, "the local call to end the wire rule")
+            gate.set()
+            rest = await asyncio.gather(*first)
+            return [await here, *rest, await one(remote, "after")]
 
         answers = LoopRunner.shared().run(mixed())
         assert answers == ["here", *[f"r{i}" for i in range(8)], "after"]
