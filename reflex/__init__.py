@@ -25,7 +25,14 @@ if TYPE_CHECKING:
     )
     from reflex.hookspecs import hookimpl
     from reflex.optimizer import PromptOptimizer
-    from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, Sample
+    from reflex.result import (
+        EvalSnapshot,
+        IterationRecord,
+        OptimizationResult,
+        RunEnd,
+        Sample,
+        StopReason,
+    )
     from reflex.types import Example, Metric, Score, Strategy
 
 # Public names resolve on first use (PEP 562), so ``import reflex.cli`` does not pay for pydantic,
@@ -48,8 +55,10 @@ _LAZY = {
     "ProviderError": "reflex.errors",
     "ReflexError": "reflex.errors",
     "RunConfig": "reflex.config",
+    "RunEnd": "reflex.result",
     "Sample": "reflex.result",
     "Score": "reflex.types",
+    "StopReason": "reflex.result",
     "StorageError": "reflex.errors",
     "Strategy": "reflex.types",
     "TransientProviderError": "reflex.errors",
@@ -91,8 +100,10 @@ __all__ = [
     "ProviderError",
     "ReflexError",
     "RunConfig",
+    "RunEnd",
     "Sample",
     "Score",
+    "StopReason",
     "StorageError",
     "Strategy",
     "TransientProviderError",
