@@ -5,6 +5,7 @@ Each call validates its input at once, so a mistake is reported where it was mad
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -169,10 +170,10 @@ class PromptOptimizer:
                 f"{metric!r} is not a metric: it needs name, "
                 "requires_reference and score(output, example)"
             )
-        if weight < 0:
+        if not weight >= 0 or math.isinf(weight):  # also refuses nan, which passes every `<`
             raise ConfigurationError(
-                f"metric weight must be >= 0 (0 = reported and guardable, not optimized), "
-                f"got {weight}"
+                f"metric weight must be a finite number >= 0 (0 = reported and guardable, not "
+                f"optimized), got {weight}"
             )
         if any(m.name == metric.name for m in self._metrics):
             raise ConfigurationError(f"metric {metric.name!r} was added twice")
@@ -208,8 +209,10 @@ class PromptOptimizer:
 
         Add the metric itself too; with ``weight=0`` it is reported and guarded, not optimized.
         """
-        if tolerance < 0:
-            raise ConfigurationError(f"guard tolerance must be >= 0, got {tolerance}")
+        if not tolerance >= 0 or math.isinf(tolerance):  # nan would never reject anything
+            raise ConfigurationError(
+                f"guard tolerance must be a finite number >= 0, got {tolerance}"
+            )
         guards = {**self._settings.get("guards", {}), metric: tolerance}
         return self._set(guards=guards)
 

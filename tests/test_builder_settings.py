@@ -70,3 +70,12 @@ def test_models_are_parsed_once_given() -> None:
     assert settings.models == ["openai/gpt-4o-mini"] and settings.reasoning_model == "openai/o3"
     with pytest.raises(ConfigurationError, match="has no provider"):
         BaseRunConfig(models=["gpt"])
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_weights_and_tolerances_are_refused(value: float) -> None:
+    # nan passes every `< 0` check: a nan guard could never reject, a nan weight poisons scores
+    with pytest.raises(ConfigurationError, match="finite number"):
+        PromptOptimizer().add_metric("exact_match", weight=value)
+    with pytest.raises(ConfigurationError, match="finite number"):
+        PromptOptimizer().add_guard("exact_match", value)

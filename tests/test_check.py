@@ -63,6 +63,10 @@ def test_regression_exits_1_with_the_numbers(
     assert data["change"] == pytest.approx(data["current"] - 1.0)
     # A tolerance wide enough lets it pass.
     assert invoke([*args, "--baseline", str(record), "--tolerance", "1"]).exit_code == 0
+    # A tolerance that is not a number never lets it pass: nan compares false with every delta.
+    for bad in ("nan", "inf"):
+        res = invoke([*args, "--baseline", str(record), "--tolerance", bad])
+        assert res.exit_code == 2 and "is not a finite number" in res.output, res.output
 
 
 def test_score_baseline_uses_the_whole_dataset(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from reflex.cli.args import checked_params
+from reflex.cli.common import FiniteRange
 from reflex.cli.runs import RUN_DIR
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def judge_options(command: F) -> F:
 )
 @click.option(
     "--tolerance",
-    type=click.FloatRange(min=0.0),
+    type=FiniteRange(min=0.0),
     default=0.0,
     show_default=True,
     help="Allowed drop below the baseline.",

@@ -9,13 +9,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType, TracebackType
-from typing import IO, TYPE_CHECKING, Any, ParamSpec
+from typing import IO, TYPE_CHECKING, Any, ParamSpec, SupportsFloat, SupportsIndex
 
 import click
 
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
+    "FiniteFloat",
+    "FiniteRange",
     "RESUME_HINT",
     "Group",
     "hidden_credentials",
@@ -163,9 +166,50 @@ class Group(click.Group):
 
 def number(text: str, flag: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise ConfigurationError(f"{flag} {text!r}: not a number (e.g. length:0.05)") from None
+    if not math.isfinite(value):  # nan passes every comparison; inf has no meaning here
+        raise ConfigurationError(f"{flag} {text!r}: not a finite number (e.g. length:0.05)")
+    return value
+
+
+def _finite(
+    number: float,
+    kind: click.types.FloatParamType,
+    value: object,
+    param: click.Parameter | None,
+    ctx: click.Context | None,
+) -> float:
+    if not math.isfinite(number):
+        kind.fail(f"{value!r} is not a finite number", param, ctx)
+    return number
+
+
+class FiniteFloat(click.types.FloatParamType):
+    """A float option that must be a real number.
+
+    click's FLOAT (and FloatRange) accept "nan" and "inf": a nan compares false with every bound,
+    so ``--tolerance nan`` would pass any regression. No float option of ours means anything by
+    them (leave a budget option out for "no limit").
+    """
+
+    def convert(
+        self,
+        value: SupportsFloat | SupportsIndex,
+        param: click.Parameter | None,
+        ctx: click.Context | None,
+    ) -> float:
+        return _finite(super().convert(value, param, ctx), self, value, param, ctx)
+
+
+class FiniteRange(click.FloatRange):
+    """:class:`FiniteFloat` within bounds (a nan would slip through FloatRange's checks)."""
+
+    def convert(
+        self, value: float, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        return _finite(super().convert(value, param, ctx), self, value, param, ctx)
 
 
 def registry() -> Registry:

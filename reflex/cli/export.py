@@ -12,6 +12,7 @@ import click
 
 from reflex.cli.args import checked_params
 from reflex.cli.check import judge_options
+from reflex.cli.common import FiniteRange
 from reflex.cli.runs import RUN_DIR
 
 __all__ = ["ExportArgs", "export_command"]
@@ -52,7 +53,7 @@ class ExportArgs:
 )
 @click.option(
     "--min-score",
-    type=click.FloatRange(0.0, 1.0),
+    type=FiniteRange(0.0, 1.0),
     default=1.0,
     show_default=True,
     help="Keep rollouts scoring at least this.",

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from reflex.cli.common import FiniteRange
 from reflex.errors import ReflexError
 from reflex.judging.agreement import JudgeAgreement, measure_agreement
 
@@ -63,7 +64,7 @@ def _show(agreement: JudgeAgreement, as_json: bool) -> None:
 @click.option("--output-field", help="Dataset field holding the response (reference field).")
 @click.option(
     "--threshold",
-    type=click.FloatRange(0, 1),
+    type=FiniteRange(0, 1),
     default=0.5,
     show_default=True,
     help="A judge score at or above this is a pass.",

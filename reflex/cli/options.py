@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from reflex.cli.common import FiniteFloat
+
 __all__ = ["optimize_params"]
 
 o = click.Option
@@ -34,7 +36,7 @@ def _inputs() -> list[click.Parameter]:
         o(["--api-base"], help="API base URL for the task model(s)."),
         o(
             ["--temperature"],
-            type=float,
+            type=FiniteFloat(),
             default=0.0,
             show_default=True,
             help="Task-model temperature.",
@@ -62,7 +64,7 @@ def _pipeline() -> list[click.Parameter]:
         ),
         o(
             ["--pipeline-timeout"],
-            type=float,
+            type=FiniteFloat(),
             default=60.0,
             show_default=True,
             help="Seconds per example; a pipeline still running then is scored as failed.",
@@ -138,7 +140,7 @@ def _strategy() -> list[click.Parameter]:
             help="Override a reasoning prompt template with a file's text; repeat for several.",
         ),
         o(["--max-iterations"], type=int, default=5, show_default=True),
-        o(["--threshold"], type=float, help="Stop once the best val score reaches this."),
+        o(["--threshold"], type=FiniteFloat(), help="Stop once the best val score reaches this."),
         o(
             ["--batch-size"],
             type=int,
@@ -158,8 +160,8 @@ def _strategy() -> list[click.Parameter]:
 def _run() -> list[click.Parameter]:
     """Splits, concurrency, budgets, the run directory and resuming."""
     return [
-        o(["--train-split"], type=float, default=0.6, show_default=True),
-        o(["--val-split"], type=float, default=0.2, show_default=True),
+        o(["--train-split"], type=FiniteFloat(), default=0.6, show_default=True),
+        o(["--val-split"], type=FiniteFloat(), default=0.2, show_default=True),
         o(["--group-key"], help="Metadata key whose rows stay in one split."),
         o(["--seed"], type=int, default=0, show_default=True),
         o(
@@ -179,8 +181,8 @@ def _run() -> list[click.Parameter]:
         ),
         o(["--max-calls"], type=int, help="Budget: metric calls (uncached model calls)."),
         o(["--max-reasoning-calls"], type=int, help="Budget: reasoning-model calls."),
-        o(["--max-cost"], type=float, help="Budget: dollars."),
-        o(["--max-seconds"], type=float, help="Budget: wall-clock seconds."),
+        o(["--max-cost"], type=FiniteFloat(), help="Budget: dollars."),
+        o(["--max-seconds"], type=FiniteFloat(), help="Budget: wall-clock seconds."),
         o(
             ["--cache-namespace"],
             default="default",
