@@ -80,7 +80,7 @@ from reflex.types import (
 )
 
 # isort: split
-# tracking helpers (for tracker adapters) ------------------------------------------------------
+# Tracking helpers, for tracker adapters.
 from reflex.callbacks.tracking import (
     GuardedCallback,
     ParamValue,
@@ -97,8 +97,6 @@ from reflex.callbacks.tracking import (
     wanted,
 )
 from reflex.redact import redact_data, redact_url, scrub
-
-# end of tracking helpers ----------------------------------------------------------------------
 
 __all__ = [
     "BaseStrategy",

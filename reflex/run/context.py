@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -95,9 +96,10 @@ class RunContext:
         if not self._replay:
             session.end_replay(0)
 
-    @property
+    @functools.cached_property
     def settings(self) -> RunSettings:
-        """The settings a strategy may read, as a frozen copy of the run's config."""
+        """The settings a strategy may read: a frozen copy of the run's config, made once (it is
+        read in every strategy loop, and the config does not change during a run)."""
         config = self.config
         return RunSettings(
             models=tuple(config.models),
