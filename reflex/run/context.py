@@ -288,7 +288,10 @@ class RunContext:
         if not len(self.val) and failed is None and rejected is None and train is not None:
             selection = train.mean_score
         if val is not None and train is not None:
-            leaks += self._leakage.gain(train.mean_score, val.mean_score, self.best_val, change)
+            rows = (len(train.samples), len(val.samples))
+            leaks += self._leakage.gain(
+                train.mean_score, val.mean_score, self.best_val, change, rows
+            )
         rejected = rejected or self._leakage.reject(leaks) or self._guard_violation(val)
         is_best = (
             failed is None
