@@ -236,6 +236,30 @@ def test_max_iterations_and_budget_are_respected(tmp_path: Path) -> None:
     assert len(limited.iterations) == 1 and limited.usage["metric_calls"] <= 80
 
 
+@pytest.mark.parametrize("max_calls", [75, 85, 90])
+def test_no_screening_calls_are_paid_when_no_val_pass_can_follow(
+    tmp_path: Path, max_calls: int
+) -> None:
+    # Issue 17: near the end of the budget, candidates were screened on train rows although
+    # fewer calls remained than one val pass (the screening calls were wasted).
+    FakeModel(task(lambda r: False)).install()
+    result = (
+        builder(tmp_path, "fewshot", screen=True)
+        .configure(batch_size=4, early_stopping_patience=None)
+        .set_budget(max_calls=max_calls)
+        .run(START)
+    )
+    events = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
+    labels = [
+        e["label"]
+        for e in map(json.loads, events)
+        if e["type"] == "evaluation" and not e["label"].startswith("test:")
+    ]
+    assert labels[-1].startswith("val:it")  # every screened candidate was measured on val
+    assert "a candidate's val pass needs 12" in result.stop_reason
+    assert result.usage["metric_calls"] <= max_calls
+
+
 def _examples(refs: list[str]) -> list[Example]:
     return [
         Example(id=f"e{i}", messages=({"role": "user", "content": f"q{i}"},), ideal=ref)
