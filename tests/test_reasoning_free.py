@@ -260,6 +260,18 @@ def test_no_screening_calls_are_paid_when_no_val_pass_can_follow(
     assert result.usage["metric_calls"] <= max_calls
 
 
+def test_budget_stopped_auto_completes_its_last_phase_entry(tmp_path: Path) -> None:
+    # Issue 17: the phase in flight when the budget ran out had no end_score/iterations/stop.
+    FakeModel(task(needs_both)).install()
+    result = builder(tmp_path, "auto").set_budget(max_calls=100).run(START)
+    assert result.stop_reason.startswith("budget exhausted")
+    last = result.phase_history[-1]
+    assert last["stop"] == result.stop_reason
+    assert last["end_score"] == result.best_score
+    assert last["iterations"] == last["end_iteration"] - last["start_iteration"] + 1
+    assert {"end_score", "iterations", "stop"} <= set(result.phase_history[0])
+
+
 def _examples(refs: list[str]) -> list[Example]:
     return [
         Example(id=f"e{i}", messages=({"role": "user", "content": f"q{i}"},), ideal=ref)
