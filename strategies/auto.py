@@ -134,8 +134,14 @@ class AutoStrategy(BaseStrategy[AutoOptions]):
         left = ctx.settings.max_iterations - ctx.iteration
         if axis == "instructions":
             return min(self.options.instructions.max_candidates, plan["instructions"], left)
-        if axis == "fewshot":
-            return min(self.options.fewshot.num_candidates, left - plan["iterative"])
+        if axis == "fewshot":  # every iteration left, unless num_candidates was set
+            fewshot = self.options.fewshot
+            room = left - plan["iterative"]
+            return (
+                min(fewshot.num_candidates, room)
+                if "num_candidates" in fewshot.model_fields_set
+                else room
+            )
         return min(left, max(self.options.min_phase_iterations, -(-left // 2)))
 
     def _run_phase(
