@@ -40,8 +40,8 @@ from reflex.run.evaluate import Evaluator, slice_scores
 from reflex.run.pipeline_runner import PipelineRunner
 from reflex.run.resume import ResumePoint, prompt_hash
 from reflex.run.session import Session
-from reflex.run.store import RunStore
 from reflex.run.stopping import iteration_limit
+from reflex.run.store import RunStore
 from reflex.types import Metric, Strategy
 
 __all__ = ["Engine"]
