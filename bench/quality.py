@@ -146,11 +146,22 @@ def _builder(model: str, rows: Rows, run_dir: Path, task: Task, seed: int) -> Pr
     )
 
 
+def search_calls(run_dir: str) -> int:
+    """Task calls the run paid for outside its two test evaluations (counted in its events)."""
+    lines = (Path(run_dir) / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines if line.strip()]
+    return sum(
+        int(e.get("calls", 0))
+        for e in events
+        if e.get("type") == "evaluation" and not str(e.get("label", "")).startswith("test:")
+    )
+
+
 def _record(cell: Cell, seed: int, result: Any, final: bool = True) -> None:
     snapshot = result.final if final else result.baseline
     cell.scores.append(snapshot.mean_score)
-    if final:  # a reference row's calls are its test rows only: no search
-        cell.calls.append(int(result.usage.get("task", {}).get("calls", 0)))
+    if final:  # a reference row makes no search call
+        cell.calls.append(search_calls(str(result.run_dir)))
     for sample in snapshot.samples:
         if sample.score is not None:
             cell.per_row[f"{seed}:{sample.example_id}"] = sample.score
@@ -167,15 +178,15 @@ def run_reference(model: str, task: Task, prompt: str, rows: Rows, seed: int, ou
 
 def run_strategy(model: str, task: Task, strategy: str, budget: int, rows: Rows, seed: int) -> Any:
     test = sum(1 for r in rows if r["split"] == "test")
-    with tempfile.TemporaryDirectory() as tmp:
-        builder = _builder(model, rows, Path(tmp), task, seed).set_strategy(strategy)
-        builder = builder.set_budget(max_calls=budget + 2 * test)
-        try:
-            return builder.configure(allow_degenerate_seed=True).run(task.start)
-        except BudgetExhausted as exc:
-            if exc.partial is None:
-                raise
-            return exc.partial
+    run_dir = tempfile.mkdtemp(prefix="reflex-quality-")
+    builder = _builder(model, rows, Path(run_dir), task, seed).set_strategy(strategy)
+    builder = builder.set_budget(max_calls=budget + 2 * test)
+    try:
+        return builder.configure(allow_degenerate_seed=True).run(task.start)
+    except BudgetExhausted as exc:
+        if exc.partial is None:
+            raise
+        return exc.partial
 
 
 def _summary(cells: Sequence[Cell], task: str) -> list[str]:
@@ -200,7 +211,7 @@ def _summary(cells: Sequence[Cell], task: str) -> list[str]:
 
 
 HEADER = [
-    "| task | method | search budget | test mean | sd | seeds | task calls | vs best reference |",
+    "| task | method | search budget | test mean | sd | seeds | search calls | vs best reference |",
     "|---|---|---|---|---|---|---|---|",
 ]
 
