@@ -8,7 +8,8 @@ The model is served by bench/quality.py's endpoint (OpenAI-compatible, it counts
 calls its search made (counted at the endpoint), the test score of the compiled program and
 each test row's score (exact match of the answer field, stripped). ``LabeledFewShot`` (k=16)
 makes no search call; ``BootstrapFewShotWithRandomSearch`` runs with DSPy's defaults except
-``num_candidate_programs``, scaled from its default 16 at a 450-call budget.
+``num_candidate_programs``: the val passes the budget pays for, less DSPy's three baseline
+programs (its bootstrapping calls come on top, so its search calls are reported as counted).
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def main() -> None:
         max_tokens=args.max_tokens,
         cache=False,
     )
-    dspy.configure(lm=lm)
+    # An answer DSPy cannot parse scores 0 (as a wrong answer would); never abort the search.
+    dspy.configure(lm=lm, max_errors=10**6)
     with open(args.splits, encoding="utf-8") as handle:
         splits: dict[str, list[dict[str, str]]] = json.load(handle)
 
@@ -74,7 +76,9 @@ def main() -> None:
         ]
 
     program = dspy.Predict(dspy.Signature("input -> answer", instructions=args.start))
-    candidates = max(1, round(16 * args.budget / 450))
+    # Each candidate program (and DSPy's three baselines) is scored on all of val: size the
+    # search to the budget, then report the calls it really made (bootstrapping comes on top).
+    candidates = max(1, args.budget // max(1, len(splits["val"])) - 3)
     optimizers = {
         "DSPy LabeledFewShot": lambda: dspy.LabeledFewShot(k=16).compile(
             program, trainset=examples("train")

@@ -23,8 +23,13 @@ HERE = Path(__file__).resolve().parent
 
 
 def _responder(model: str) -> Any:
-    if model.startswith("fake/"):
-        return lambda request: "HassTurnOn" if "one of" in request.system else "unsure"
+    if model.startswith("fake/"):  # DSPy's chat format, right on every third input
+
+        def fake(request: Any) -> str:
+            label = "HassTurnOn" if len(request.user) % 3 == 0 else "unsure"
+            return f"[[ ## answer ## ]]\n{label}\n\n[[ ## completed ## ]]"
+
+        return fake
     from reflex.models import local
 
     def answer(request: Any) -> str:
