@@ -131,6 +131,7 @@ class Cell:
     budget: int | None
     scores: list[float] = field(default_factory=list)
     calls: list[int] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)  # the seed of each score
     per_row: dict[str, float] = field(default_factory=dict)  # "seed:id" -> test score
 
 
@@ -160,6 +161,7 @@ def search_calls(run_dir: str) -> int:
 def _record(cell: Cell, seed: int, result: Any, final: bool = True) -> None:
     snapshot = result.final if final else result.baseline
     cell.scores.append(snapshot.mean_score)
+    cell.seeds.append(seed)
     if final:  # a reference row makes no search call
         cell.calls.append(search_calls(str(result.run_dir)))
     for sample in snapshot.samples:
@@ -235,6 +237,28 @@ def write_readme(text: str, note: str) -> None:
     path.write_text(readme, encoding="utf-8")
 
 
+def merge(paths: Sequence[str]) -> dict[tuple[str, str, int | None], Cell]:
+    """Cells from earlier ``--json`` files, one score per (cell, seed): the first file wins."""
+    cells: dict[tuple[str, str, int | None], Cell] = {}
+    for path in paths:
+        for data in json.loads(Path(path).read_text(encoding="utf-8")):
+            key = (data["task"], data["method"], data["budget"])
+            cell = cells.setdefault(key, Cell(*key))
+            seeds = data.get("seeds") or sorted({int(k.split(":")[0]) for k in data["per_row"]})
+            for i, seed in enumerate(seeds):
+                if seed in cell.seeds:
+                    continue
+                cell.seeds.append(seed)
+                cell.scores.append(data["scores"][i])
+                if i < len(data["calls"]):
+                    cell.calls.append(data["calls"][i])
+                prefix = f"{seed}:"
+                cell.per_row.update(
+                    {k: v for k, v in data["per_row"].items() if k.startswith(prefix)}
+                )
+    return cells
+
+
 def _fake_model() -> str:
     from reflex.testing import FakeModel, FakeRequest
 
@@ -258,6 +282,7 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--fake", action="store_true")
     parser.add_argument("--readme", action="store_true")
     parser.add_argument("--json", default=None, help="also write every cell here")
+    parser.add_argument("--merge", default=None, help="A.json,B.json: table of earlier runs")
     return parser.parse_args(argv)
 
 
@@ -267,10 +292,15 @@ def _split_list(text: str, cast: Callable[[str], Any] = str) -> list[Any]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _args(argv)
+    if args.merge:
+        cells = merge(_split_list(args.merge))
+        tasks = list(dict.fromkeys(task for task, _, _ in cells))
+        _report(args, list(cells.values()), tasks, argv, args.model)
+        return
     model = _fake_model() if args.fake else args.model
     tasks, seeds = _split_list(args.tasks), _split_list(args.seeds, int)
     budgets = _split_list(args.budgets, int)
-    cells: dict[tuple[str, str, int | None], Cell] = {}
+    cells = {}
 
     def cell(task: str, method: str, budget: int | None) -> Cell:
         return cells.setdefault((task, method, budget), Cell(task, method, budget))
@@ -300,14 +330,23 @@ def main(argv: Sequence[str] | None = None) -> None:
                     ):
                         target = cell(name, method, budget)
                         target.scores.append(score)
+                        target.seeds.append(seed)
                         target.calls.append(calls)
                         target.per_row.update({f"{seed}:{k}": v for k, v in per_row.items()})
-    text = table(list(cells.values()), tasks)
+    _report(args, list(cells.values()), tasks, argv, model)
+
+
+def _report(
+    args: argparse.Namespace,
+    cells: list[Cell],
+    tasks: Sequence[str],
+    argv: Sequence[str] | None,
+    model: str,
+) -> None:
+    text = table(cells, tasks)
     print(text)
     if args.json:
-        Path(args.json).write_text(
-            json.dumps([c.__dict__ for c in cells.values()], indent=1), encoding="utf-8"
-        )
+        Path(args.json).write_text(json.dumps([c.__dict__ for c in cells], indent=1), "utf-8")
     if args.readme and not args.fake:
         note = (
             f"`python bench/quality.py {' '.join(argv or sys.argv[1:])}` "
