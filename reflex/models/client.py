@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
 from reflex.models import providers
 from reflex.models.cache import CachedResponse, ResponseCache, cache_key
+from reflex.models.deadline import call_deadline, within_deadline
 from reflex.models.litellm_call import Completion, call_once, litellm_listens
 from reflex.models.providers import register_provider
 from reflex.models.retry import (
@@ -257,16 +258,25 @@ class ProviderClient:
         attempt: int,
         gate: tuple[int, int] | None,
     ) -> Completion:
+        """One attempt, wherever it runs, bounded by its total deadline (models.deadline)."""
         offload = self.offload
         if offload is not None and gate is not None:
             if offload.alive():
-                return await offload.call(spec, messages, attempt, gate)
+                return await offload.call(spec, messages, attempt, gate, call_deadline(spec))
             self._wire = False  # no client process left: this call holds a slot here
             async with self._limit():
-                return await call_once(load_litellm(), spec, messages, attempt)
+                return await self._here(spec, messages, attempt)
         if offload is not None and self._offloaded(spec):
-            return await offload.call(spec, messages, attempt)
-        return await call_once(load_litellm(), spec, messages, attempt)
+            return await offload.call(spec, messages, attempt, None, call_deadline(spec))
+        return await self._here(spec, messages, attempt)
+
+    async def _here(
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int
+    ) -> Completion:
+        litellm = load_litellm()  # the first import takes seconds: not inside the deadline
+        return await within_deadline(
+            call_once(litellm, spec, messages, attempt), call_deadline(spec)
+        )
 
     def _offloadable(self, spec: ModelSpec) -> bool:
         """Whether this call may run in a client process (see :mod:`reflex.models.offload`)."""

@@ -70,7 +70,7 @@ _PERMANENT_HINTS = (
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 # A rate limit or timeout is transient whatever its message says ("... per API key" is common),
 # except an exhausted quota or billing limit, which no amount of waiting fixes.
-_ALWAYS_TRANSIENT_CLASSES = {"RateLimitError", "Timeout", "APITimeoutError"}
+_ALWAYS_TRANSIENT_CLASSES = {"RateLimitError", "Timeout", "APITimeoutError", "CallDeadlineExceeded"}
 _QUOTA_HINTS = ("insufficient_quota", "exceeded your current quota", "billing")
 
 
