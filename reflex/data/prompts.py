@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reflex.data.files import atomic_write_text
 from reflex.errors import ConfigurationError
 
 __all__ = [
@@ -200,7 +201,7 @@ def write_prompt_file(path: Path, spec: PromptSpec) -> None:
     if spec.fmt == "dir":
         path.mkdir(parents=True, exist_ok=True)
         for name, text in data.items():
-            (path / f"{name}.md").write_text(text + "\n", encoding="utf-8")
+            atomic_write_text(path / f"{name}.md", text + "\n")
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     if spec.fmt == "json":
@@ -211,7 +212,7 @@ def write_prompt_file(path: Path, spec: PromptSpec) -> None:
         body = "".join(f"{name} = {_toml_string(text)}\n" for name, text in data.items())
     else:
         body = spec.render() + "\n"
-    path.write_text(body, encoding="utf-8")
+    atomic_write_text(path, body)
 
 
 def _toml_string(text: str) -> str:
