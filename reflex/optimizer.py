@@ -394,7 +394,7 @@ class PromptOptimizer:
             run_id = (
                 resume
                 if isinstance(resume, str)
-                else find_resumable(config.run_dir, self._dataset, text)
+                else find_resumable(config.run_dir, self._dataset, text, config)
             )
             point = load_resume(config, self._dataset, text, run_id)
         engine = Engine(

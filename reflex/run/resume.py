@@ -133,20 +133,61 @@ def list_runs(run_dir: str | Path) -> list[RunInfo]:
     return sorted((r for r in runs if r is not None), key=lambda r: str(r.meta.get("started")))
 
 
-def find_resumable(run_dir: str | Path, dataset: Dataset, prompt: str) -> str:
-    """The latest unfinished run for this dataset and prompt; ConfigurationError when none."""
+def find_resumable(
+    run_dir: str | Path, dataset: Dataset, prompt: str, config: RunConfig | None = None
+) -> str:
+    """The latest unfinished run this command can continue; ConfigurationError when none.
+
+    A run matches when its dataset, starting prompt and (given ``config``) settings are this
+    command's: a run made with other settings (one that failed at its first call with a
+    misspelt model, say) is never picked. With no match the error names the closest run and
+    what differs, or the matching run that is still going, with its pid.
+    """
     fingerprint, wanted = dataset.fingerprint(), prompt_hash(prompt)
+    current = config.model_dump(mode="json") if config is not None else None
+    closest: tuple[int, RunInfo, list[str]] | None = None
     for run in reversed(list_runs(run_dir)):
-        if (
-            run.status in ("interrupted", "failed")
-            and run.meta.get("dataset_fingerprint") == (fingerprint)
-            and run.meta.get("prompt_sha256") == wanted
-        ):
+        if run.status not in ("interrupted", "failed", "running"):
+            continue
+        problems = _mismatches(run, fingerprint, wanted, current)
+        if not problems and run.status == "running":
+            raise ConfigurationError(
+                f"run {run.run_id} is still running (pid {run.meta.get('pid')}): wait for it "
+                "to end, or stop it and then use --resume"
+            )
+        if not problems:
             return run.run_id
+        if run.status != "running" and (closest is None or len(problems) < closest[0]):
+            closest = (len(problems), run, problems)
+    if closest is not None:
+        _, run, problems = closest
+        raise ConfigurationError(
+            f"no unfinished run in {run_dir} matches this command; the closest, {run.run_id}, "
+            f"differs in {'; '.join(problems)} (run without --resume, or use the original "
+            "settings)"
+        )
     raise ConfigurationError(
         f"no unfinished run for this dataset and prompt in {run_dir}: run without --resume, "
         "or name one with --resume-from ID (see `aevyra-reflex runs`)"
     )
+
+
+def _mismatches(
+    run: RunInfo, fingerprint: str, prompt_sha: str, current: Mapping[str, object] | None
+) -> list[str]:
+    """What keeps ``run`` from being continued with this dataset, prompt and settings."""
+    problems = []
+    if current is not None:
+        saved = _read(run.path / "config.json")
+        if saved is None:
+            problems.append("config.json: missing or unreadable")
+        else:
+            problems.extend(_differences(saved, current))
+    if run.meta.get("dataset_fingerprint") != fingerprint:
+        problems.append("dataset: the file's rows changed since the run started")
+    if run.meta.get("prompt_sha256") != prompt_sha:
+        problems.append("prompt: the starting prompt changed since the run started")
+    return problems
 
 
 def _differences(saved: Mapping[str, object], current: Mapping[str, object]) -> list[str]:
@@ -183,11 +224,9 @@ def load_resume(config: RunConfig, dataset: Dataset, prompt: str, run_id: str) -
         raise ConfigurationError(f"run {run_id} already completed; nothing to resume")
     if run.status == "running":
         raise ConfigurationError(f"run {run_id} is still running (pid {run.meta.get('pid')})")
-    problems = _differences(_read(path / "config.json") or {}, config.model_dump(mode="json"))
-    if run.meta.get("dataset_fingerprint") != dataset.fingerprint():
-        problems.append("dataset: the file's rows changed since the run started")
-    if run.meta.get("prompt_sha256") != prompt_hash(prompt):
-        problems.append("prompt: the starting prompt changed since the run started")
+    problems = _mismatches(
+        run, dataset.fingerprint(), prompt_hash(prompt), config.model_dump(mode="json")
+    )
     if problems:
         raise ConfigurationError(
             f"cannot resume run {run_id}: "
