@@ -54,6 +54,7 @@ from types import ModuleType
 from typing import TypeVar
 
 from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.files import file_problem
 from reflex.errors import ConfigurationError, DatasetError
 
 __all__ = [
@@ -206,6 +207,11 @@ def load_inputs(source: str | Path | Sequence[object]) -> Dataset:
             [_input_record(item, where, i) for i, item in enumerate(source, 1)], name="inputs"
         )
     path = Path(source)
+    problem = file_problem(path, "inputs file")
+    if problem is not None:
+        raise DatasetError(
+            problem.replace("; check the path", "; check --inputs-file, the path"), path=str(path)
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reflex.data.files import atomic_write_text
+from reflex.data.files import atomic_write_text, file_problem
 from reflex.errors import ConfigurationError
 
 __all__ = [
@@ -118,6 +118,9 @@ def _check(where: str, components: Mapping[str, object], template: object) -> Pr
 
 
 def _read_text(path: Path) -> str:
+    problem = file_problem(path, "prompt file")
+    if problem is not None:
+        raise ConfigurationError(f"{path}: {problem}")
     try:
         text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:

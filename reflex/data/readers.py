@@ -15,6 +15,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from reflex.data.files import file_problem
 from reflex.errors import DatasetError
 
 if TYPE_CHECKING:
@@ -63,8 +64,9 @@ class Where(NamedTuple):  # a tuple: one is built per row, so it must be cheap
 def read_file(path: Path, label: str, input_field: str | None) -> list[Row]:
     if path.is_dir():
         raise DatasetError("is a directory; pass the dataset file inside it", path=label)
-    if not path.is_file():
-        raise DatasetError("file not found; check the path and the working directory", path=label)
+    problem = file_problem(path)
+    if problem is not None:
+        raise DatasetError(problem, path=label)
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return _read_csv(path, label, input_field)
