@@ -184,6 +184,7 @@ def _parse_record(
             f"record is not a JSON object (got {_kind(record)}); write one object per line"
             + (hint if isinstance(record, list) else "")
         )
+    _refuse_lone_surrogates(record, where)
     messages, ideal, used = _extract(record, where, input_field, output_field)
     return Example(
         id=_record_id(record, where),
@@ -192,6 +193,20 @@ def _parse_record(
         metadata=_metadata(record, used, where),
         split=_record_split(record.get("split"), where),
     )
+
+
+def _refuse_lone_surrogates(record: Mapping[str, object], where: Where) -> None:
+    """A ``\\ud800``-style escape decodes to half a character that no file, cache or provider
+    can store (UnicodeEncodeError, a half-written run): refused here, before anything runs."""
+    text = json.dumps(record, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.end].encode("utf-8", "backslashreplace").decode("ascii")
+        raise where.error(
+            f"holds a lone surrogate ({bad}), half of a character that cannot be stored; "
+            "fix the \\u escape (a pair such as \\ud83d\\ude00 is one character)"
+        ) from None
 
 
 def _extract(

@@ -86,7 +86,7 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
             if not text.strip():
                 continue
             try:
-                value = json.loads(text)
+                value = load_json(text)
             except json.JSONDecodeError as exc:
                 problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
                 if not (sniff and not rows):
@@ -105,6 +105,23 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
     if not rows:
         raise DatasetError("empty file; write one JSON object per line", path=label, line=1)
     return rows
+
+
+def load_json(text: str) -> object:
+    """``json.loads``, where every failure is a JSONDecodeError with a message a user can act on.
+
+    ``json.loads`` also raises RecursionError (arrays nested ~1,000 deep) and ValueError (an
+    integer of more than 4,300 digits): tracebacks, before this.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        problem = "values nested too deeply (over ~1,000 levels)"
+    except ValueError as exc:
+        problem = f"a number too long to read ({str(exc).split(':')[-1].strip()}); quote it"
+    raise json.JSONDecodeError(problem, text, 0) from None
 
 
 def _decode_line(raw: bytes, label: str, number: int) -> str:

@@ -114,14 +114,53 @@ def _status(meta: Mapping[str, object], result: Mapping[str, object] | None) -> 
     return "interrupted" if end is RunEnd.INTERRUPTED else "failed"
 
 
+# The checkpoint's fields a resume reads, and their JSON types (others are the strategy's own).
+_CHECKPOINT_TYPES: dict[str, tuple[type, ...]] = {
+    "stage": (str,),
+    "iteration": (int,),
+    "iterations": (list,),
+    "state": (dict,),
+    "ledger": (dict,),
+    "metric_calls": (int,),
+    "elapsed_s": (int, float),
+}
+
+
+def checkpoint_problem(checkpoint: object) -> str | None:
+    """What is wrong with a parsed checkpoint.json (None: usable)."""
+    if not isinstance(checkpoint, dict):
+        return f"not a JSON object (got {type(checkpoint).__name__})"
+    for key, types in _CHECKPOINT_TYPES.items():
+        value = checkpoint.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            return f"{key!r} is {type(value).__name__}, not {types[0].__name__}"
+    records = checkpoint.get("iterations") or []
+    if not all(isinstance(r, dict) and isinstance(r.get("iteration"), int) for r in records):
+        return "'iterations' holds records that are not iteration objects"
+    return None
+
+
+def _read_checkpoint(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The checkpoint and what is wrong with it: (None, None) when there is none."""
+    try:
+        text = (path / "checkpoint.json").read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None, None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, "not valid JSON"
+    problem = checkpoint_problem(data)
+    return (None, problem) if problem else (data, None)
+
+
 def load_run(path: Path) -> RunInfo | None:
     meta = _read(path / "run.json")
     if meta is None:
         return None
     result = _read(path / "result.json")
-    return RunInfo(
-        path.name, path, _status(meta, result), meta, result, _read(path / "checkpoint.json")
-    )
+    checkpoint, _ = _read_checkpoint(path)  # a damaged one is refused by load_resume
+    return RunInfo(path.name, path, _status(meta, result), meta, result, checkpoint)
 
 
 def list_runs(run_dir: str | Path) -> list[RunInfo]:
@@ -233,5 +272,11 @@ def load_resume(config: RunConfig, dataset: Dataset, prompt: str, run_id: str) -
             + "; ".join(problems)
             + " (use the original settings, or start a new run)"
         )
+    checkpoint, problem = _read_checkpoint(path)
+    if problem is not None:
+        raise ConfigurationError(
+            f"cannot resume run {run_id}: its checkpoint.json is damaged ({problem}); start a "
+            "new run (answers already paid for are in the cache and are not paid again)"
+        )
     splits = _read(path / "splits.json") or {}
-    return ResumePoint(run_id, {k: list(v) for k, v in splits.items()}, run.checkpoint)
+    return ResumePoint(run_id, {k: list(v) for k, v in splits.items()}, checkpoint)
