@@ -91,7 +91,7 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
                 problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
                 if not (sniff and not rows):
                     raise DatasetError(
-                        f"{problem}; each line must be one JSON object", path=label, line=number
+                        f"{problem}; {_json_hint(text)}", path=label, line=number
                     ) from None
                 value = None
             if sniff and not rows and not isinstance(value, dict):
@@ -105,6 +105,17 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
     if not rows:
         raise DatasetError("empty file; write one JSON object per line", path=label, line=1)
     return rows
+
+
+def _json_hint(text: str) -> str:
+    """The likely cause of a line that is not JSON, when the bytes show one."""
+    if "\x00" in text:
+        return (
+            "the file looks like UTF-16 without a byte-order mark (NUL bytes): re-save it as UTF-8"
+        )
+    if "\r" in text.rstrip("\r\n"):
+        return "the lines end in CR only (old Mac line endings): convert them to LF or CRLF"
+    return "each line must be one JSON object"
 
 
 def load_json(text: str) -> object:

@@ -53,6 +53,7 @@ _TRANSIENT_CLASSES = {
     "ReadTimeout",
     "ConnectTimeout",
     "ReadError",
+    "MalformedAnswer",
 }
 _PERMANENT_HINTS = (
     "missing credentials",

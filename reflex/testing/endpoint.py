@@ -21,9 +21,10 @@ request gets a fresh draw. Faults: ``429`` (no advice), ``429-retry-after`` (Ret
 ``500``, ``503``, ``timeout`` (holds the connection ``hang`` seconds, then closes it),
 ``malformed`` (200 with broken JSON), ``empty`` (200 with empty content), ``drop`` (closes the
 connection without an answer). Rate limits and drops answer at once; the rest after ``latency``.
-One more kind is only served when named (it is not in the default mix): ``trickle`` sends the
-headers at once and then a correct answer one byte every ``drip`` seconds, so no single read
-ever waits long (a per-read timeout never fires) while the whole answer takes minutes.
+More kinds are only served when named (they are not in the default mix): ``trickle`` sends
+the headers at once and then a correct answer one byte every ``drip`` seconds, so no single
+read ever waits long (a per-read timeout never fires) while the whole answer takes minutes;
+``no-choices`` and ``null-message`` are 200 answers with ``choices: []`` or a null message.
 ``serve(gate=event)`` holds those answers until the ``threading.Event`` is set, so a test can
 keep calls in flight for as long as it needs instead of guessing a latency.
 """
@@ -48,7 +49,7 @@ from reflex.testing.http import Request, error_body, read_request, send, send_ra
 
 __all__ = [
     "FAULT_KINDS",
-    "SLOW_KINDS",
+    "EXTRA_KINDS",
     "ChatRequest",
     "Endpoint",
     "EndpointServer",
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 FAULT_KINDS = ("429", "429-retry-after", "500", "503", "timeout", "malformed", "empty", "drop")
-SLOW_KINDS = ("trickle",)  # served only when named in ``kinds`` or ``script``
+EXTRA_KINDS = ("trickle", "no-choices", "null-message")  # served only when named
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ class FaultPlan:
     def __post_init__(self) -> None:
         if not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"fault rate must be in [0, 1], got {self.rate}")
-        known = (*FAULT_KINDS, *SLOW_KINDS)
+        known = (*FAULT_KINDS, *EXTRA_KINDS)
         unknown = [k for k in [*self.kinds, *self.script] if k is not None and k not in known]
         if unknown or (self.rate > 0 and not self.kinds):
             raise ValueError(f"unknown fault kinds {unknown or self.kinds}; use {known}")
@@ -285,6 +286,10 @@ class EndpointServer:
         if kind == "trickle":
             body = json.dumps(self._completion(request, self.responder(request))).encode()
             return await send_slowly(writer, 200, body, self.faults.drip)
+        if kind in ("no-choices", "null-message"):
+            broken = self._completion(request, "")
+            broken["choices"] = [] if kind == "no-choices" else [{"index": 0, "message": None}]
+            return await send(writer, 200, broken)
         if kind == "malformed":
             return await send_raw(writer, 200, b'{"id": "chatcmpl-broken", "choices": [{"inde')
         if kind == "empty":

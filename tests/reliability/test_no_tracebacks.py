@@ -23,6 +23,7 @@ ROWS = "".join(json.dumps(r) + "\n" for r in make_rows(30))
 MODELS = ("-m", "fake/task", "--reasoning-model", "fake/reasoner", "--max-iterations", "1")
 DEEP = '{"input": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
 BIG_INT = '{"input": "x", "ideal": ' + "9" * 5000 + "}\n"
+PIPELINE = ("--pipeline-file", "pipe.py")
 SURROGATE = '{"id": "s1", "input": "bad \\ud800 here", "ideal": "a"}\n'
 
 
@@ -72,8 +73,7 @@ def test_hostile_inputs_file_lines_are_one_error(
     (workdir / "inputs.jsonl").write_text(DEEP, encoding="utf-8")
     (workdir / "pipe.py").write_text("def run(prompt, input, call):\n    return input\n")
     line = one_line(
-        ["optimize", "--inputs-file", "inputs.jsonl", "prompt.md", "--pipeline-file", "pipe.py"]
-        + list(MODELS),
+        ["optimize", "--inputs-file", "inputs.jsonl", "prompt.md", *PIPELINE, *MODELS],
         capsys,
     )
     assert "nested too deeply" in line, line
