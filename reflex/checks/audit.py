@@ -181,7 +181,7 @@ def verify_run(run: Path, key: str | None = None) -> Verification:
     key = key if key is not None else os.environ.get(KEY_ENV) or None
     now = fingerprint(run)
     sealed_files = seal.get("files") or {}
-    changes = _changes(sealed_files, now["files"])
+    changes = _changes(sealed_files, now["files"]) + _unreadable_events(run)
     recomputed = _sha(_canonical({n: e.get("sha256") for n, e in sealed_files.items()}))
     if recomputed != seal.get("digest"):
         changes.insert(0, f"{SEAL_FILE}: the digest does not match its file list (seal edited)")
@@ -207,6 +207,25 @@ def verify_run(run: Path, key: str | None = None) -> Verification:
         )
     note = "signature checked" if signed else "fingerprint only (unsigned: set KEY_ENV to sign)"
     return Verification("verified", signed, note=note.replace("KEY_ENV", KEY_ENV))
+
+
+def _unreadable_events(run: Path) -> list[str]:
+    """events.jsonl lines that are not one JSON object each (a torn or edited line)."""
+    try:
+        lines = (run / "events.jsonl").read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return []
+    bad = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            ok = isinstance(json.loads(line), dict)
+        except ValueError:
+            ok = False
+        if not ok:
+            bad.append(f"events.jsonl:{number}: not one JSON event (a torn or edited line)")
+    return bad[:5]
 
 
 def _read_seal(run: Path) -> Any:
