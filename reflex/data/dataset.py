@@ -246,10 +246,23 @@ def _extract(
     return tuple(messages), ideal, used
 
 
+_ROLES = ("system", "developer", "user", "assistant")
+_TOOL_KEYS = ("tool_calls", "function_call", "tool_call_id")
+
+
 def _openai_message(item: object, field: str, where: Where) -> dict[str, str]:
+    tool = [k for k in _TOOL_KEYS if isinstance(item, dict) and item.get(k) is not None]
+    if tool or (isinstance(item, dict) and item.get("role") in ("tool", "function")):
+        what = f"{tool[0]!r}" if tool else f"role {item['role']!r}"  # type: ignore[index]
+        raise where.error(
+            f"{field} is part of a tool-call conversation ({what}), which reflex cannot send "
+            "faithfully yet (the calls would be dropped); remove the tool turns from this row"
+        )
     if not isinstance(item, dict) or "role" not in item or "content" not in item:
         raise where.error(f"{field} must be an object with 'role' and 'content', got {_kind(item)}")
     role = _text(item["role"], f"{field}.role", where)
+    if role not in _ROLES:
+        raise where.error(f"{field}.role is {role!r}; allowed: {', '.join(_ROLES)}")
     return {"role": role, "content": _text(item["content"], f"{field}.content", where)}
 
 
