@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 from collections.abc import Iterable
 from types import ModuleType
 
@@ -42,14 +43,16 @@ def check_models(specs: Iterable[ModelSpec]) -> None:
     imported when another provider is named.
     """
     remote = [s for s in specs if not providers.is_custom(s.model.partition("/")[0])]
-    if not remote:
+    for spec in remote:  # first the keys, which need no LiteLLM (its import takes seconds)
+        _check_key(spec)
+    unknown = [s for s in remote if s.model.partition("/")[0] not in KEY_VARIABLES]
+    if not unknown:
         return
     from reflex.models.client import load_litellm
 
     litellm = load_litellm()
-    for spec in remote:
+    for spec in unknown:
         _check_provider(litellm, spec)
-        _check_key(litellm, spec)
 
 
 def _check_provider(litellm: ModuleType, spec: ModelSpec) -> None:
@@ -70,15 +73,16 @@ def _check_provider(litellm: ModuleType, spec: ModelSpec) -> None:
         ) from None
 
 
-def _check_key(litellm: ModuleType, spec: ModelSpec) -> None:
+def _check_key(spec: ModelSpec) -> None:
     variables = KEY_VARIABLES.get(spec.model.partition("/")[0])
     if variables is None or spec.extra.get("api_key"):
         return
     if any(os.environ.get(name) for name in variables):
         return
     provider = spec.model.partition("/")[0]
+    litellm = sys.modules.get("litellm")  # settings made in Python on the litellm module
     if getattr(litellm, "api_key", None) or getattr(litellm, f"{provider}_key", None):
-        return  # set in Python on the litellm module
+        return
     names = " or ".join(variables)
     local = " (a local server that needs no key takes any value)" if spec.api_base else ""
     raise ConfigurationError(
