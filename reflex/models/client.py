@@ -10,6 +10,7 @@ import contextlib
 import logging
 import random
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -104,6 +105,7 @@ class ProviderClient:
         # Run-wide back-off: a 429 pauses every call of the run (loop time), not just its own.
         self._resume_at = 0.0
         self.backoff_waits = 0  # calls that waited for the shared back-off
+        self._last_answer: float | None = None  # monotonic time of the run's latest answer
         # Client processes for LiteLLM's per-call CPU (models.offload): ``offload``, or a shared
         # pool of ``processes`` started by the first call that can leave this process.
         self.offload = offload
@@ -222,13 +224,16 @@ class ProviderClient:
             attempt += 1
             await self._respect_backoff()
             try:
-                return await self._attempt(spec, messages, attempt, gate)
+                completion = await self._attempt(spec, messages, attempt, gate)
+                self._last_answer = time.monotonic()
+                return completion
             except Exception as exc:  # classified right below: permanent or transient
                 if not is_transient(exc):
                     raise ProviderError(
                         permanent_message(spec.model, exc, spec.api_base), model=spec.model
                     ) from exc
-                if attempt > self.retry.max_retries:
+                since = None if self._last_answer is None else time.monotonic() - self._last_answer
+                if self.retry.gives_up(attempt, since):
                     raise TransientProviderError(
                         f"{spec.model}: still failing after {attempt} attempts: "
                         f"{first_line(exc, spec.api_base)}; check the provider status or lower "
