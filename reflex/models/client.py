@@ -65,7 +65,8 @@ def client_pool(processes: int) -> OffloadPool | None:
     return OffloadPool.shared(processes)
 
 
-RetryListener = Callable[[str, int, BaseException, float], None]
+# (model, attempt, error, delay, role): a retry about to be made.
+RetryListener = Callable[[str, int, BaseException, float, Role], None]
 
 
 class ProviderClient:
@@ -243,7 +244,7 @@ class ProviderClient:
                 delay = self.retry.delay(attempt, exc, self._rng)
                 self.ledger.add_retry(role)
                 if self._on_retry is not None:
-                    self._on_retry(spec.model, attempt, exc, delay)
+                    self._on_retry(spec.model, attempt, exc, delay, role)
                 logger.info(
                     "retrying %s in %.2fs after %s",
                     spec.model,

@@ -39,7 +39,7 @@ from reflex.run.budget import Budget
 from reflex.run.context import RunContext
 from reflex.run.evaluate import Evaluator, slice_scores
 from reflex.run.pipeline_runner import PipelineRunner
-from reflex.run.resume import ResumePoint, prompt_hash
+from reflex.run.resume import ResumePoint, earlier_retries, prompt_hash
 from reflex.run.session import Session
 from reflex.run.store import RunStore
 from reflex.types import Metric, Strategy
@@ -264,9 +264,10 @@ class Engine:
             cache_namespace=config.cache_namespace,
             seed=config.seed,
             owner=store.run_id,
-            on_retry=lambda model, attempt, exc, delay: session.event(
+            on_retry=lambda model, attempt, exc, delay, role: session.event(
                 "retry",
                 model=model,
+                role=role,
                 attempt=attempt,
                 delay=round(delay, 3),
                 error=scrub(f"{error_name(exc)}: {exc}", *urls)[:200],
@@ -286,6 +287,9 @@ class Engine:
                 "callback_failure", callback=name, hook=hook, error=scrub(str(exc), *urls)
             ),
         )
+        if resume is not None:  # the retries of earlier segments are only in events.jsonl
+            for role, count in earlier_retries(store.path).items():
+                client.ledger.add_retries(role, count)
         budget = Budget(config.budget, client.ledger)
         if resume is not None and resume.checkpoint:
             budget.elapsed_before = float(resume.checkpoint.get("elapsed_s", 0.0))

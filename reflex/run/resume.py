@@ -20,9 +20,18 @@ from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.data.json_types import JSONDict
 from reflex.errors import ConfigurationError
+from reflex.models.usage import ROLES, Role
 from reflex.result import RunEnd
 
-__all__ = ["ResumePoint", "RunInfo", "find_resumable", "list_runs", "load_resume", "prompt_hash"]
+__all__ = [
+    "ResumePoint",
+    "RunInfo",
+    "earlier_retries",
+    "find_resumable",
+    "list_runs",
+    "load_resume",
+    "prompt_hash",
+]
 
 # Settings a resume may change: they bound the work, they do not change its results.
 MUTABLE_ON_RESUME = {
@@ -227,6 +236,28 @@ def _mismatches(
     if run.meta.get("prompt_sha256") != prompt_sha:
         problems.append("prompt: the starting prompt changed since the run started")
     return problems
+
+
+def earlier_retries(path: Path) -> dict[Role, int]:
+    """The retries recorded in a run's events.jsonl, by role (a resumed run's ledger starts from
+    the cache, which holds answers, not the retries it took to get them)."""
+    counts: dict[Role, int] = {}
+    try:
+        lines = (path / "events.jsonl").read_bytes().splitlines()
+    except FileNotFoundError:
+        return counts
+    for line in lines:
+        if b'"retry"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("type") == "retry":
+            role = event.get("role")
+            key: Role = role if role in ROLES else "task"  # events written before roles
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def _differences(saved: Mapping[str, object], current: Mapping[str, object]) -> list[str]:

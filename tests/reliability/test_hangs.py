@@ -38,7 +38,9 @@ class Retries:
         self.errors: list[BaseException] = []
         self.lock = threading.Lock()
 
-    def __call__(self, model: str, attempt: int, exc: BaseException, delay: float) -> None:
+    def __call__(
+        self, model: str, attempt: int, exc: BaseException, delay: float, role: str
+    ) -> None:
         with self.lock:
             self.errors.append(exc)
 

@@ -91,3 +91,41 @@ def test_verify_rejects_a_sealed_torn_line(
         main(["verify", interrupted.name])
     out = capsys.readouterr().out
     assert exit_info.value.code == 1 and "not one JSON event" in out, out
+
+
+def test_retries_of_every_segment_are_counted_after_a_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ledger of a resumed run comes from the cache, which has no retries: they used to be
+    counted for the last segment only (12 of 179 retry events in the report)."""
+    import litellm
+    from conftest import responder
+
+    from reflex.testing import FakeRequest
+
+    def flaky(request: FakeRequest, number: int) -> BaseException | None:
+        if number % 7 == 0:  # some calls of the first segment fail once, then are answered
+            return litellm.InternalServerError(message="busy", llm_provider="x", model="m")
+        return None
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data.jsonl").write_text(ROWS, encoding="utf-8")
+    (tmp_path / "prompt.md").write_text("Classify the sentiment.\n", encoding="utf-8")
+    FakeModel(responder, fault=flaky).install()
+    with pytest.raises(SystemExit):
+        main(RUN)
+    (run,) = (tmp_path / ".reflex" / "runs").iterdir()
+    first = json.loads((run / "result.json").read_text(encoding="utf-8"))
+    assert first["usage"]["total"]["retries"] > 0
+    (run / "result.json").unlink()
+    (run / "record.sig.json").unlink()
+    FakeModel(responder).install()  # the second segment meets no fault
+    with pytest.raises(SystemExit) as exit_info:
+        main([*RUN, "--resume"])
+    assert exit_info.value.code == 0, capsys.readouterr().err
+    result = json.loads((run / "result.json").read_text(encoding="utf-8"))
+    lines = (run / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines if line.strip()]
+    retried = [e for e in events if e["type"] == "retry"]
+    assert result["usage"]["total"]["retries"] == len(retried) == first["usage"]["total"]["retries"]
+    assert {e["role"] for e in retried} <= {"task", "reasoning"}
