@@ -24,6 +24,7 @@ from reflex.cli import main
 from reflex.testing import FakeModel, FakeRequest
 from reflex.testing.endpoint import serve
 
+CHECK = ("check", "--prompt", "prompt.md", "--dataset", "data.jsonl", "--baseline", "0.5")
 ROWS = "".join(json.dumps(r) + "\n" for r in make_rows(30))
 
 
@@ -162,3 +163,17 @@ def test_resume_says_when_the_matching_run_is_still_running(
         )
     (line,) = capsys.readouterr().err.splitlines()
     assert f"run {failed} is still running (pid {os.getppid()})" in line, line
+
+
+def test_check_refuses_a_missing_key_before_any_call(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    _inputs(tmp_path)
+    with serve() as url, pytest.raises(SystemExit) as exit_info:
+        main([*CHECK, "-m", "anthropic/claude-3-5-haiku", "--api-base", url])
+    (line,) = capsys.readouterr().err.splitlines()
+    assert exit_info.value.code == 2 and "set ANTHROPIC_API_KEY" in line, line
