@@ -198,7 +198,12 @@ def first_line(exc: BaseException, api_base: str | None = None) -> str:
     """``Class: first line`` of an error, with URL credentials scrubbed."""
     # Providers echo the request URL back; credentials inside --api-base must not follow it.
     text = scrub(str(exc), api_base).strip().splitlines()
-    return f"{_class_names(exc)[0]}: {text[0] if text else ''}"
+    line = text[0] if text else ""
+    marker = line.find("Traceback (most recent call last)")
+    if marker >= 0:  # LiteLLM glued a traceback on: keep what precedes it and its last line
+        last = next((t.strip() for t in reversed(text[1:]) if t.strip()), "")
+        line = " ".join(part for part in (line[:marker].strip(" :-"), last) if part)
+    return f"{_class_names(exc)[0]}: {line}"
 
 
 def permanent_message(model: str, exc: BaseException, api_base: str | None = None) -> str:

@@ -122,3 +122,23 @@ def test_show_warns_when_the_record_was_tampered_with(
     assert exit_info.value.code == 0
     assert f"warning: run {run.name} changed since it was sealed" in err, err
     assert "result.json" in err
+
+
+def test_an_error_that_carries_a_traceback_is_one_clean_line() -> None:
+    from reflex.models.retry import first_line, permanent_message
+
+    class APIError(Exception):
+        pass
+
+    error = APIError(
+        "litellm.APIError: OpenAIException - Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in f\n'
+        "TypeError: 'NoneType' object is not subscriptable\n"
+    )
+    line = first_line(error)
+    assert "Traceback" not in line and "\n" not in line
+    assert line == (
+        "APIError: litellm.APIError: OpenAIException "
+        "TypeError: 'NoneType' object is not subscriptable"
+    )
+    assert "Traceback" not in permanent_message("openai/m", error)
