@@ -19,7 +19,7 @@ from reflex.errors import ConfigurationError
 from reflex.models import providers
 from reflex.models.spec import ModelSpec
 
-__all__ = ["check_models"]
+__all__ = ["check_models", "judge_specs"]
 
 # Providers whose API key has no other source than these variables (or api_key= / litellm's
 # module settings). Others (bedrock, vertex_ai, azure, ollama, huggingface, ...) can take their
@@ -34,6 +34,12 @@ KEY_VARIABLES: dict[str, tuple[str, ...]] = {
     "xai": ("XAI_API_KEY",),
     "openrouter": ("OPENROUTER_API_KEY", "OR_API_KEY"),
 }
+
+
+def judge_specs(metrics: Iterable[object]) -> list[ModelSpec]:
+    """The models of the model-graded metrics among ``metrics`` (an LLMJudge's ``judge``)."""
+    found = (getattr(metric, "judge", None) for metric in metrics)
+    return [spec for spec in found if isinstance(spec, ModelSpec)]
 
 
 def check_models(specs: Iterable[ModelSpec]) -> None:

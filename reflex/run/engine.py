@@ -29,7 +29,7 @@ from reflex.errors import (
 )
 from reflex.models.cache import ResponseCache
 from reflex.models.client import ModelSpec, ProviderClient
-from reflex.models.preflight import check_models
+from reflex.models.preflight import check_models, judge_specs
 from reflex.models.retry import error_name
 from reflex.models.runner import LoopRunner
 from reflex.plugins import build_options
@@ -78,7 +78,9 @@ class Engine:
                 "--reasoning-model provider/model (builder: .set_reasoning_model(...))"
             )
         self.callbacks = list(callbacks)
-        check_models(self._model_specs())  # a misspelt provider or a missing key: fail now
+        reasoning = [spec] if (spec := self._reasoning_spec()) else []
+        tasks = [self._task_spec(m) for m in config.models]
+        check_models([*tasks, *reasoning, *judge_specs(self.metrics)])  # before any call
         if resume is not None:
             self.split: Split = Split.from_ids(dataset, resume.split_ids)
         else:
@@ -335,15 +337,6 @@ class Engine:
             spec=self.prompt_spec,
             trace_metrics=frozenset(config.trace_metrics),
         )
-
-    def _model_specs(self) -> list[ModelSpec]:
-        """Every model the run will call: task models, the reasoning model, metric judges."""
-        specs = [self._task_spec(m) for m in self.config.models]
-        reasoning = self._reasoning_spec()
-        judges = [getattr(m, "judge", None) for m in self.metrics]
-        return [*specs, *([reasoning] if reasoning else [])] + [
-            j for j in judges if isinstance(j, ModelSpec)
-        ]
 
     def _task_spec(self, model: str) -> ModelSpec:
         return ModelSpec(

@@ -20,7 +20,7 @@ from reflex.data.dataset import Dataset
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.models.cache import ResponseCache
 from reflex.models.client import ModelSpec, ProviderClient
-from reflex.models.preflight import check_models
+from reflex.models.preflight import check_models, judge_specs
 from reflex.models.runner import LoopRunner
 from reflex.result import EvalSnapshot
 from reflex.run.evaluate import Evaluator, render_messages
@@ -205,8 +205,7 @@ def build_evaluator(
         )
         for m in config.models
     ]
-    judges = [getattr(metric, "judge", None) for metric in metrics]
-    check_models([*specs, *(j for j in judges if isinstance(j, ModelSpec))])  # before any call
+    check_models([*specs, *judge_specs(metrics)])  # a missing key: before any call
     client = ProviderClient(
         max_workers=config.max_workers,
         processes=config.client_processes,

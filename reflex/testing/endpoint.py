@@ -21,10 +21,9 @@ request gets a fresh draw. Faults: ``429`` (no advice), ``429-retry-after`` (Ret
 ``500``, ``503``, ``timeout`` (holds the connection ``hang`` seconds, then closes it),
 ``malformed`` (200 with broken JSON), ``empty`` (200 with empty content), ``drop`` (closes the
 connection without an answer). Rate limits and drops answer at once; the rest after ``latency``.
-More kinds are only served when named (they are not in the default mix): ``trickle`` sends
-the headers at once and then a correct answer one byte every ``drip`` seconds, so no single
-read ever waits long (a per-read timeout never fires) while the whole answer takes minutes;
-``no-choices`` and ``null-message`` are 200 answers with ``choices: []`` or a null message.
+Only when named (not in the default mix): ``trickle`` (the headers, then the answer one byte
+every ``drip`` seconds: no read waits long, the whole answer takes minutes), ``no-choices`` and
+``null-message`` (200 with ``choices: []`` or a null message).
 ``serve(gate=event)`` holds those answers until the ``threading.Event`` is set, so a test can
 keep calls in flight for as long as it needs instead of guessing a latency.
 """
