@@ -138,6 +138,8 @@ _values = st.one_of(
     st.sampled_from(["nan", "inf", "-inf", "NaN", "1e309", "", " ", "abc", "0x10", "1_000"]),
 )
 ROWS = "".join(json.dumps(r) + "\n" for r in make_rows(30))
+CLI_TAIL = ("-m", "fake/task", "-o", "best.md", "--reasoning-model", "fake/reasoner")
+CLI_TAIL += ("--max-iterations", "1")
 
 
 @contextlib.contextmanager
@@ -187,3 +189,26 @@ def test_numeric_options_run_or_exit_2_with_one_line_and_nothing_written(
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), (option, value, err)
     assert written == (False, False) and len(fake.requests) == paid, (option, value, err)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(content=_files(), suffix=st.sampled_from([".jsonl", ".csv", ".json", ".txt"]))
+def test_random_dataset_files_through_the_cli_run_or_are_one_line(
+    content: bytes, suffix: str, fake: FakeModel
+) -> None:
+    fake.install()
+    paid = len(fake.requests)
+    stderr = io.StringIO()
+    with _fresh_workdir() as root, contextlib.redirect_stderr(stderr):
+        (root / f"rows{suffix}").write_bytes(content)
+        with pytest.raises(SystemExit) as exit_info:
+            main(["optimize", f"rows{suffix}", "prompt.md", *CLI_TAIL])
+        code = exit_info.value.code
+        written = (root / "best.md").exists(), (root / ".reflex" / "runs").exists()
+    err = stderr.getvalue()
+    assert "Traceback" not in err, err
+    if code == 0:
+        return
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert written == (False, False) and len(fake.requests) == paid, err
