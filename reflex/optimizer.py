@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from reflex.callbacks import AnyCallback
 from reflex.config import BaseRunConfig, BudgetConfig, RunConfig, metric_specs
 from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.files import file_problem
 from reflex.data.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
 from reflex.data.prompts import PromptSpec, is_components_path, load_prompt_file, spec_from_mapping
 from reflex.errors import ConfigurationError
@@ -45,6 +46,9 @@ def validation_message(exc: ValidationError, names: Mapping[str, str] | None = N
 def read_prompt(prompt: str | Path) -> str:
     """A prompt given as text, or as a Path to a UTF-8 text file; empty prompts are refused."""
     if isinstance(prompt, Path):
+        problem = file_problem(prompt, "prompt file")  # a FIFO would block the read forever
+        if problem is not None:
+            raise ConfigurationError(f"{prompt}: {problem}")
         try:
             text = prompt.read_bytes().decode("utf-8")
         except FileNotFoundError:
@@ -394,7 +398,7 @@ class PromptOptimizer:
             run_id = (
                 resume
                 if isinstance(resume, str)
-                else find_resumable(config.run_dir, self._dataset, text)
+                else find_resumable(config.run_dir, self._dataset, text, config)
             )
             point = load_resume(config, self._dataset, text, run_id)
         engine = Engine(

@@ -37,7 +37,8 @@ class LlmTracing:
 
         mlflow.set_tracking_uri(self.tracking_uri)  # traces use the fluent API's store
         self._previous = list(get_config().span_processors)
-        mlflow.tracing.configure(span_processors=[*self._previous, self._redact])
+        # A plain one-argument function: MLflow refuses a bound method (it counts ``self``).
+        mlflow.tracing.configure(span_processors=[*self._previous, _redactor(self.urls)])
         mlflow.litellm.autolog()
         on_model_thread(_activate(self.run_id))
 
@@ -51,10 +52,30 @@ class LlmTracing:
             mlflow.tracing.configure(span_processors=self._previous)
             self._previous = None
 
-    def _redact(self, span: LiveSpan) -> None:
+
+def _redactor(urls: tuple[str | None, ...]) -> Callable[[LiveSpan], None]:
+    """The span processor: every attribute of an ending span through the one redactor."""
+
+    def redact(span: LiveSpan) -> None:
         attributes = span.attributes
-        clean = redact_data(attributes, *self.urls)
+        clean = redact_data(attributes, *urls)
         span.set_attributes({k: v for k, v in clean.items() if v != attributes.get(k)})
+        _redact_events(span, urls)
+
+    return redact
+
+
+def _redact_events(span: LiveSpan, urls: tuple[str | None, ...]) -> None:
+    """The attributes of the span's events too: an ``exception`` event holds the provider's
+    error message, which echoes the request URL. MLflow has no setter for recorded events, so
+    the OpenTelemetry span's own are rewritten (left alone if that layout ever changes)."""
+    for event in getattr(getattr(span, "_span", None), "_events", None) or ():
+        attributes = getattr(event, "_attributes", None)
+        if not attributes:
+            continue
+        clean = redact_data(dict(attributes), *urls)
+        if clean != dict(attributes):
+            event._attributes = clean
 
 
 async def _activate(run_id: str) -> None:

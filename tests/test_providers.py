@@ -163,7 +163,7 @@ def test_transient_faults_are_retried_and_usage_counted_once(
     fake = faulty(lambda n: rate_limit(litellm) if n <= 2 else None)
     seen: list[tuple[str, int, str, float]] = []
     client = ProviderClient(
-        retry=FAST, on_retry=lambda m, a, e, d: seen.append((m, a, type(e).__name__, d))
+        retry=FAST, on_retry=lambda m, a, e, d, r: seen.append((m, a, type(e).__name__, d))
     )
     out = call(runner, client)
     assert out.text == "hello there" and out.attempts == 3
@@ -217,7 +217,7 @@ def test_permanent_fault_raises_provider_error_after_one_attempt(
         lambda n: error(message=f"{message}\nsecond line", llm_provider="openai", model="m")
     )
     retried: list[int] = []
-    client = ProviderClient(retry=FAST, on_retry=lambda m, a, e, d: retried.append(a))
+    client = ProviderClient(retry=FAST, on_retry=lambda m, a, e, d, r: retried.append(a))
     with pytest.raises(ProviderError) as info:
         call(runner, client, "fake/precise")
     assert not isinstance(info.value, TransientProviderError)
@@ -234,7 +234,7 @@ def test_retries_exhausted_raise_transient_provider_error(runner: LoopRunner, li
     attempts: list[int] = []
     client = ProviderClient(
         retry=RetryPolicy(max_retries=2, base_delay=0.0),
-        on_retry=lambda m, a, e, d: attempts.append(a),
+        on_retry=lambda m, a, e, d, r: attempts.append(a),
     )
     with pytest.raises(TransientProviderError) as info:
         call(runner, client)
@@ -269,7 +269,7 @@ def test_retry_after_from_the_provider_is_used_end_to_end(runner: LoopRunner, li
     # base_delay=30 would hang the test if the Retry-After header were ignored.
     client = ProviderClient(
         retry=RetryPolicy(base_delay=30.0, max_delay=60.0),
-        on_retry=lambda m, a, e, d: delays.append(d),
+        on_retry=lambda m, a, e, d, r: delays.append(d),
     )
     assert call(runner, client).attempts == 2
     assert delays == [0.01]

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from reflex.checks.leakage import leakage_warnings
 from reflex.data.files import atomic_write_text
@@ -175,11 +175,13 @@ def _changes(sealed: Mapping[str, FileEntry], now: Mapping[str, FileEntry]) -> l
 
 def verify_run(run: Path, key: str | None = None) -> Verification:
     """Compare ``run`` with its seal; FileNotFoundError when it was never sealed."""
-    seal = json.loads((run / SEAL_FILE).read_text(encoding="utf-8"))
+    seal = _read_seal(run)
+    if isinstance(seal, str):  # not a seal at all: edited or damaged, which verify must catch
+        return Verification("tampered", False, [f"{SEAL_FILE}: {seal} (seal edited or damaged)"])
     key = key if key is not None else os.environ.get(KEY_ENV) or None
     now = fingerprint(run)
     sealed_files = seal.get("files") or {}
-    changes = _changes(sealed_files, now["files"])
+    changes = _changes(sealed_files, now["files"]) + _unreadable_events(run)
     recomputed = _sha(_canonical({n: e.get("sha256") for n, e in sealed_files.items()}))
     if recomputed != seal.get("digest"):
         changes.insert(0, f"{SEAL_FILE}: the digest does not match its file list (seal edited)")
@@ -205,6 +207,40 @@ def verify_run(run: Path, key: str | None = None) -> Verification:
         )
     note = "signature checked" if signed else "fingerprint only (unsigned: set KEY_ENV to sign)"
     return Verification("verified", signed, note=note.replace("KEY_ENV", KEY_ENV))
+
+
+def _unreadable_events(run: Path) -> list[str]:
+    """events.jsonl lines that are not one JSON object each (a torn or edited line)."""
+    try:
+        lines = (run / "events.jsonl").read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return []
+    bad = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            ok = isinstance(json.loads(line), dict)
+        except ValueError:
+            ok = False
+        if not ok:
+            bad.append(f"events.jsonl:{number}: not one JSON event (a torn or edited line)")
+    return bad[:5]
+
+
+def _read_seal(run: Path) -> Any:
+    """The seal (a dict), or what is wrong with it (a str); FileNotFoundError when there is none."""
+    text = (run / SEAL_FILE).read_bytes().decode("utf-8", "replace")
+    try:
+        seal = json.loads(text)
+    except (ValueError, RecursionError):
+        return "not valid JSON"
+    if not isinstance(seal, dict):
+        return f"not a JSON object (got {type(seal).__name__})"
+    files = seal.get("files") or {}
+    if not isinstance(files, dict) or not all(isinstance(e, dict) for e in files.values()):
+        return "its file list is not a mapping of file entries"
+    return seal
 
 
 def seal_after_run(run: Path) -> None:

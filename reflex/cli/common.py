@@ -33,6 +33,7 @@ __all__ = [
     "FiniteRange",
     "RESUME_HINT",
     "Group",
+    "RunDir",
     "hidden_credentials",
     "number",
     "pairs",
@@ -210,6 +211,18 @@ class FiniteRange(click.FloatRange):
         self, value: float, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
         return _finite(super().convert(value, param, ctx), self, value, param, ctx)
+
+
+class RunDir(click.Path):
+    """``--run-dir``: a directory path that is not empty (``""`` used to mean the current one)."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail("is empty: give a directory for the runs (default .reflex)", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def registry() -> Registry:

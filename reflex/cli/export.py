@@ -98,7 +98,9 @@ def export_command(**params: Any) -> None:
 
 
 def _export(args: ExportArgs) -> None:
+    from reflex.cli.outputs import refuse_clobbering
     from reflex.data.dataset import load_dataset
+    from reflex.data.files import atomic_write_text
     from reflex.errors import ConfigurationError
     from reflex.run.export import held_out_warning, plan_export, training_examples
     from reflex.run.gate import supplied_judge
@@ -115,6 +117,7 @@ def _export(args: ExportArgs) -> None:
     source = args.dataset_path or read_json(path / "run.json").get("dataset_source")
     if not source:
         raise ConfigurationError("the run recorded no dataset file: pass --dataset FILE")
+    refuse_clobbering({"--training-jsonl": args.output}, {"dataset": source, "run": path})
     dataset = load_dataset(source, input_field=args.input_field, output_field=args.output_field)
     judges = supplied_judge(args.judge, args.judge_criteria)
     plan = plan_export(path, dataset, split, api_base=args.api_base, supplied=judges)
@@ -130,8 +133,7 @@ def _export(args: ExportArgs) -> None:
     snapshot = plan.rollouts()
     rows = training_examples(plan, snapshot, args.min_score)
     output = args.output
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    atomic_write_text(output, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     paid = f", {plan.uncached} paid calls" if plan.uncached else ", all from the cache"
     click.echo(
         f"wrote {len(rows)} of {len(snapshot.samples)} {split} rollouts "

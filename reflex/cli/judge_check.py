@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from reflex.cli.common import FiniteRange
+from reflex.cli.common import FiniteRange, RunDir
 from reflex.errors import ReflexError
 from reflex.judging.agreement import JudgeAgreement, measure_agreement
 
@@ -74,7 +74,7 @@ def _show(agreement: JudgeAgreement, as_json: bool) -> None:
     "--run-dir",
     default=".reflex",
     show_default=True,
-    type=click.Path(file_okay=False),
+    type=RunDir(),
     help="Where the response cache lives.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")

@@ -14,6 +14,8 @@ from reflex.cli.args import OptimizeArgs
 from reflex.cli.build import build_optimizer
 from reflex.cli.common import RESUME_HINT, hidden_credentials, with_errors
 from reflex.cli.options import optimize_params
+from reflex.cli.outputs import refuse_clobbering
+from reflex.data.files import atomic_write_text
 
 if TYPE_CHECKING:
     from reflex.callbacks import Callback
@@ -37,6 +39,7 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
     from reflex.cli.console import ConsoleReporter, print_summary
     from reflex.optimizer import prompt_spec
 
+    refuse_clobbering({"-o": args.output, "--results-json": args.results_json}, _inputs(args))
     optimizer = build_optimizer(args)
     prompt = prompt_spec(args.prompt)
     reporter = ConsoleReporter()
@@ -47,12 +50,24 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
     if args.output is not None:
         _write_best(args.output, prompt, result)
     if args.results_json is not None:
-        args.results_json.parent.mkdir(parents=True, exist_ok=True)
-        args.results_json.write_text(
-            json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8"
-        )
+        atomic_write_text(args.results_json, json.dumps(result.to_dict(), indent=2) + "\n")
     print_summary(result)
     _print_slices(result.slices)
+
+
+def _inputs(args: OptimizeArgs) -> dict[str, Path | str | None]:
+    """Every file ``optimize`` reads that an output path could name."""
+    inputs: dict[str, Path | str | None] = {
+        "dataset": args.dataset,
+        "prompt": args.prompt,
+        "inputs file": args.inputs_file,
+        "pipeline file": args.pipeline_file,
+        "judge criteria": args.judge_criteria,
+    }
+    for item in args.reasoning_templates:
+        name, _, path = item.partition("=")
+        inputs[f"reasoning template {name}"] = path
+    return inputs
 
 
 def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> None:
@@ -66,7 +81,7 @@ def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> Non
                 f"note: the strategy edited the assembled prompt; {path} holds it as one text",
                 err=True,
             )
-        path.write_text(result.best_prompt + "\n", encoding="utf-8")
+        atomic_write_text(path, result.best_prompt + "\n")
         return
     write_prompt_file(path, spec.replace(result.best_components))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from reflex.cli.common import FiniteFloat
+from reflex.cli.common import FiniteFloat, RunDir
 
 __all__ = ["optimize_params"]
 
@@ -194,7 +194,7 @@ def _run() -> list[click.Parameter]:
             show_default=True,
             help="Change to ignore earlier cached responses.",
         ),
-        o(["--run-dir"], default=".reflex", show_default=True, type=click.Path(file_okay=False)),
+        o(["--run-dir"], default=".reflex", show_default=True, type=RunDir()),
         o(
             ["--resume"],
             is_flag=True,

@@ -33,11 +33,14 @@ def report_command(run: str, run_dir: str, output: Path) -> None:
 
 
 def _report(run: str, run_dir: str, output: Path) -> None:
+    from reflex.cli.outputs import refuse_clobbering
     from reflex.cli.report_html import render_report
+    from reflex.data.files import atomic_write_text
     from reflex.errors import ConfigurationError
     from reflex.run.records import read_json, resolve_run
 
     path = resolve_run(run, run_dir)
+    refuse_clobbering({"-o": output}, {"run": path})
     if not (path / "result.json").is_file():
         raise ConfigurationError(
             f"run {path.name} has no result.json yet (still running or killed before the end); "
@@ -45,8 +48,7 @@ def _report(run: str, run_dir: str, output: Path) -> None:
         )
     result = read_json(path / "result.json")
     meta = read_json(path / "run.json") if (path / "run.json").is_file() else {}
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(render_report(result, meta), encoding="utf-8")
+    atomic_write_text(output, render_report(result, meta))
     click.echo(f"wrote {output}")
 
 

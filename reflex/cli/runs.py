@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from reflex.checks.leakage import describe as describe_leak
+from reflex.cli.common import RunDir
 from reflex.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -18,9 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["runs_command", "show_command"]
 
-RUN_DIR = click.option(
-    "--run-dir", default=".reflex", show_default=True, type=click.Path(file_okay=False)
-)
+RUN_DIR = click.option("--run-dir", default=".reflex", show_default=True, type=RunDir())
 
 
 def _fmt(value: object) -> str:
@@ -94,6 +93,7 @@ def show_command(run_id: str, run_dir: str, as_json: bool) -> None:
 
 def _show(run_id: str, run_dir: str, as_json: bool) -> None:
     run = _find(run_dir, run_id)
+    _warn_if_tampered(run.path)
     result = run.result or {}
     iterations = result.get("iterations") or (run.checkpoint or {}).get("iterations") or []
     initial = _read_text(run.path / "prompts" / "initial.txt")
@@ -159,3 +159,19 @@ def _read_text(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return ""
+
+
+def _warn_if_tampered(path: Path) -> None:
+    """A warning on stderr when the sealed record changed since its run ended (see verify)."""
+    from reflex.checks.audit import SEAL_FILE, verify_run
+
+    if not (path / SEAL_FILE).is_file():
+        return
+    outcome = verify_run(path)
+    if outcome.status == "tampered":
+        changed = "; ".join(outcome.changes[:3])
+        click.echo(
+            f"warning: run {path.name} changed since it was sealed ({changed}); what follows may "
+            f"not be what the run recorded (aevyra-reflex verify {path.name})",
+            err=True,
+        )

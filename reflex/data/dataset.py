@@ -184,6 +184,7 @@ def _parse_record(
             f"record is not a JSON object (got {_kind(record)}); write one object per line"
             + (hint if isinstance(record, list) else "")
         )
+    _refuse_lone_surrogates(record, where)
     messages, ideal, used = _extract(record, where, input_field, output_field)
     return Example(
         id=_record_id(record, where),
@@ -192,6 +193,20 @@ def _parse_record(
         metadata=_metadata(record, used, where),
         split=_record_split(record.get("split"), where),
     )
+
+
+def _refuse_lone_surrogates(record: Mapping[str, object], where: Where) -> None:
+    """A ``\\ud800``-style escape decodes to half a character that no file, cache or provider
+    can store (UnicodeEncodeError, a half-written run): refused here, before anything runs."""
+    text = json.dumps(record, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.end].encode("utf-8", "backslashreplace").decode("ascii")
+        raise where.error(
+            f"holds a lone surrogate ({bad}), half of a character that cannot be stored; "
+            "fix the \\u escape (a pair such as \\ud83d\\ude00 is one character)"
+        ) from None
 
 
 def _extract(
@@ -231,10 +246,23 @@ def _extract(
     return tuple(messages), ideal, used
 
 
+_ROLES = ("system", "developer", "user", "assistant")
+_TOOL_KEYS = ("tool_calls", "function_call", "tool_call_id")
+
+
 def _openai_message(item: object, field: str, where: Where) -> dict[str, str]:
+    tool = [k for k in _TOOL_KEYS if isinstance(item, dict) and item.get(k) is not None]
+    if tool or (isinstance(item, dict) and item.get("role") in ("tool", "function")):
+        what = f"{tool[0]!r}" if tool else f"role {item['role']!r}"  # type: ignore[index]
+        raise where.error(
+            f"{field} is part of a tool-call conversation ({what}), which reflex cannot send "
+            "faithfully yet (the calls would be dropped); remove the tool turns from this row"
+        )
     if not isinstance(item, dict) or "role" not in item or "content" not in item:
         raise where.error(f"{field} must be an object with 'role' and 'content', got {_kind(item)}")
     role = _text(item["role"], f"{field}.role", where)
+    if role not in _ROLES:
+        raise where.error(f"{field}.role is {role!r}; allowed: {', '.join(_ROLES)}")
     return {"role": role, "content": _text(item["content"], f"{field}.content", where)}
 
 

@@ -54,6 +54,8 @@ from types import ModuleType
 from typing import TypeVar
 
 from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.files import file_problem
+from reflex.data.readers import load_json
 from reflex.errors import ConfigurationError, DatasetError
 
 __all__ = [
@@ -206,6 +208,11 @@ def load_inputs(source: str | Path | Sequence[object]) -> Dataset:
             [_input_record(item, where, i) for i, item in enumerate(source, 1)], name="inputs"
         )
     path = Path(source)
+    problem = file_problem(path, "inputs file")
+    if problem is not None:
+        raise DatasetError(
+            problem.replace("; check the path", "; check --inputs-file, the path"), path=str(path)
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -222,16 +229,18 @@ def load_inputs(source: str | Path | Sequence[object]) -> Dataset:
 def _items(text: str, path: Path) -> list[tuple[int, object]]:
     if text.lstrip().startswith("["):
         try:
-            data = json.loads(text)
+            data = load_json(text)
         except json.JSONDecodeError as exc:
             message = f"invalid JSON array: {exc.msg}"
             raise DatasetError(message, path=str(path), line=exc.lineno) from None
+        if not isinstance(data, list):
+            raise DatasetError("not a JSON array of inputs", path=str(path))
         return [(i, item) for i, item in enumerate(data, start=1)]
     items: list[tuple[int, object]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                items.append((number, json.loads(line)))
+                items.append((number, load_json(line)))
             except json.JSONDecodeError as exc:
                 message = f"invalid JSON: {exc.msg}; write a JSON array or one value per line"
                 raise DatasetError(message, path=str(path), line=number) from None

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reflex.data.files import atomic_write_text, file_problem
 from reflex.errors import ConfigurationError
 
 __all__ = [
@@ -117,6 +118,9 @@ def _check(where: str, components: Mapping[str, object], template: object) -> Pr
 
 
 def _read_text(path: Path) -> str:
+    problem = file_problem(path, "prompt file")
+    if problem is not None:
+        raise ConfigurationError(f"{path}: {problem}")
     try:
         text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
@@ -200,7 +204,7 @@ def write_prompt_file(path: Path, spec: PromptSpec) -> None:
     if spec.fmt == "dir":
         path.mkdir(parents=True, exist_ok=True)
         for name, text in data.items():
-            (path / f"{name}.md").write_text(text + "\n", encoding="utf-8")
+            atomic_write_text(path / f"{name}.md", text + "\n")
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     if spec.fmt == "json":
@@ -211,7 +215,7 @@ def write_prompt_file(path: Path, spec: PromptSpec) -> None:
         body = "".join(f"{name} = {_toml_string(text)}\n" for name, text in data.items())
     else:
         body = spec.render() + "\n"
-    path.write_text(body, encoding="utf-8")
+    atomic_write_text(path, body)
 
 
 def _toml_string(text: str) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from reflex.data.files import file_problem
 from reflex.errors import DatasetError
 
 if TYPE_CHECKING:
@@ -63,8 +64,9 @@ class Where(NamedTuple):  # a tuple: one is built per row, so it must be cheap
 def read_file(path: Path, label: str, input_field: str | None) -> list[Row]:
     if path.is_dir():
         raise DatasetError("is a directory; pass the dataset file inside it", path=label)
-    if not path.is_file():
-        raise DatasetError("file not found; check the path and the working directory", path=label)
+    problem = file_problem(path)
+    if problem is not None:
+        raise DatasetError(problem, path=label)
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return _read_csv(path, label, input_field)
@@ -84,12 +86,12 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
             if not text.strip():
                 continue
             try:
-                value = json.loads(text)
+                value = load_json(text)
             except json.JSONDecodeError as exc:
                 problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
                 if not (sniff and not rows):
                     raise DatasetError(
-                        f"{problem}; each line must be one JSON object", path=label, line=number
+                        f"{problem}; {_json_hint(text)}", path=label, line=number
                     ) from None
                 value = None
             if sniff and not rows and not isinstance(value, dict):
@@ -103,6 +105,34 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
     if not rows:
         raise DatasetError("empty file; write one JSON object per line", path=label, line=1)
     return rows
+
+
+def _json_hint(text: str) -> str:
+    """The likely cause of a line that is not JSON, when the bytes show one."""
+    if "\x00" in text:
+        return (
+            "the file looks like UTF-16 without a byte-order mark (NUL bytes): re-save it as UTF-8"
+        )
+    if "\r" in text.rstrip("\r\n"):
+        return "the lines end in CR only (old Mac line endings): convert them to LF or CRLF"
+    return "each line must be one JSON object"
+
+
+def load_json(text: str) -> object:
+    """``json.loads``, where every failure is a JSONDecodeError with a message a user can act on.
+
+    ``json.loads`` also raises RecursionError (arrays nested ~1,000 deep) and ValueError (an
+    integer of more than 4,300 digits): tracebacks, before this.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        problem = "values nested too deeply (over ~1,000 levels)"
+    except ValueError as exc:
+        problem = f"a number too long to read ({str(exc).split(':')[-1].strip()}); quote it"
+    raise json.JSONDecodeError(problem, text, 0) from None
 
 
 def _decode_line(raw: bytes, label: str, number: int) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reflex.errors import storage_error
+from reflex.errors import StorageError, storage_error
 
 __all__ = ["CachedResponse", "ResponseCache", "cache_key"]
 
@@ -42,6 +42,13 @@ def cache_key(
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+_COLUMNS = {"key", "text", "prompt_tokens", "completion_tokens", "cost"}
+
+
+class _NotACache(Exception):
+    """A sqlite file whose ``responses`` table is someone else's."""
+
+
 class ResponseCache:
     """sqlite-backed cache; ``path=None`` keeps it in memory (for one process only)."""
 
@@ -50,7 +57,21 @@ class ResponseCache:
         self._lock = threading.Lock()
         try:
             self._db = self._open(path)
-        except (OSError, sqlite3.Error) as exc:  # a read-only or full run directory
+        except _NotACache as exc:
+            raise StorageError(
+                f"{path} is not a usable response cache ({exc}); delete it (it only holds saved "
+                "answers, which a new run pays for again) or pass --run-dir elsewhere",
+                path=str(path),
+            ) from None
+        except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc) or "malformed" in str(exc):
+                raise StorageError(
+                    f"{path} is damaged ({exc}); delete it (it only holds saved answers, which "
+                    "a new run pays for again) or pass --run-dir elsewhere",
+                    path=str(path),
+                ) from None
+            raise storage_error(path or ":memory:", exc) from exc
+        except OSError as exc:  # a read-only or full run directory
             raise storage_error(path or ":memory:", exc) from exc
         self.path = path
         self._closing = False
@@ -73,6 +94,10 @@ class ResponseCache:
                 " prompt_tokens INTEGER, completion_tokens INTEGER, cost REAL, owner TEXT)"
             )
             columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+            missing = sorted(_COLUMNS - columns)
+            if missing:
+                db.close()
+                raise _NotACache(f"its responses table has no {', '.join(missing)} column")
             if "owner" not in columns:  # caches written before the owner column existed
                 db.execute("ALTER TABLE responses ADD COLUMN owner TEXT")
             db.commit()

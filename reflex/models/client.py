@@ -10,6 +10,7 @@ import contextlib
 import logging
 import random
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
 from reflex.models import providers
 from reflex.models.cache import CachedResponse, ResponseCache, cache_key
+from reflex.models.deadline import call_deadline, within_deadline
 from reflex.models.litellm_call import Completion, call_once, litellm_listens
 from reflex.models.providers import register_provider
 from reflex.models.retry import (
@@ -63,7 +65,8 @@ def client_pool(processes: int) -> OffloadPool | None:
     return OffloadPool.shared(processes)
 
 
-RetryListener = Callable[[str, int, BaseException, float], None]
+# (model, attempt, error, delay, role): a retry about to be made.
+RetryListener = Callable[[str, int, BaseException, float, Role], None]
 
 
 class ProviderClient:
@@ -103,6 +106,7 @@ class ProviderClient:
         # Run-wide back-off: a 429 pauses every call of the run (loop time), not just its own.
         self._resume_at = 0.0
         self.backoff_waits = 0  # calls that waited for the shared back-off
+        self._last_answer: float | None = None  # monotonic time of the run's latest answer
         # Client processes for LiteLLM's per-call CPU (models.offload): ``offload``, or a shared
         # pool of ``processes`` started by the first call that can leave this process.
         self.offload = offload
@@ -221,13 +225,16 @@ class ProviderClient:
             attempt += 1
             await self._respect_backoff()
             try:
-                return await self._attempt(spec, messages, attempt, gate)
+                completion = await self._attempt(spec, messages, attempt, gate)
+                self._last_answer = time.monotonic()
+                return completion
             except Exception as exc:  # classified right below: permanent or transient
                 if not is_transient(exc):
                     raise ProviderError(
                         permanent_message(spec.model, exc, spec.api_base), model=spec.model
                     ) from exc
-                if attempt > self.retry.max_retries:
+                since = None if self._last_answer is None else time.monotonic() - self._last_answer
+                if self.retry.gives_up(attempt, since):
                     raise TransientProviderError(
                         f"{spec.model}: still failing after {attempt} attempts: "
                         f"{first_line(exc, spec.api_base)}; check the provider status or lower "
@@ -237,7 +244,7 @@ class ProviderClient:
                 delay = self.retry.delay(attempt, exc, self._rng)
                 self.ledger.add_retry(role)
                 if self._on_retry is not None:
-                    self._on_retry(spec.model, attempt, exc, delay)
+                    self._on_retry(spec.model, attempt, exc, delay, role)
                 logger.info(
                     "retrying %s in %.2fs after %s",
                     spec.model,
@@ -257,16 +264,25 @@ class ProviderClient:
         attempt: int,
         gate: tuple[int, int] | None,
     ) -> Completion:
+        """One attempt, wherever it runs, bounded by its total deadline (models.deadline)."""
         offload = self.offload
         if offload is not None and gate is not None:
             if offload.alive():
-                return await offload.call(spec, messages, attempt, gate)
+                return await offload.call(spec, messages, attempt, gate, call_deadline(spec))
             self._wire = False  # no client process left: this call holds a slot here
             async with self._limit():
-                return await call_once(load_litellm(), spec, messages, attempt)
+                return await self._here(spec, messages, attempt)
         if offload is not None and self._offloaded(spec):
-            return await offload.call(spec, messages, attempt)
-        return await call_once(load_litellm(), spec, messages, attempt)
+            return await offload.call(spec, messages, attempt, None, call_deadline(spec))
+        return await self._here(spec, messages, attempt)
+
+    async def _here(
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int
+    ) -> Completion:
+        litellm = load_litellm()  # the first import takes seconds: not inside the deadline
+        return await within_deadline(
+            call_once(litellm, spec, messages, attempt), call_deadline(spec)
+        )
 
     def _offloadable(self, spec: ModelSpec) -> bool:
         """Whether this call may run in a client process (see :mod:`reflex.models.offload`)."""

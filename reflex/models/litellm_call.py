@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from reflex.models.client import ModelSpec
 
-__all__ = ["Completion", "call_once", "litellm_listens"]
+__all__ = ["Completion", "MalformedAnswer", "call_once", "litellm_listens"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,10 @@ class Completion:
     cost: float | None
     cached: bool
     attempts: int
+
+
+class MalformedAnswer(Exception):
+    """A 200 answer without the parts every answer has (retried like a malformed body)."""
 
 
 class _Message(Protocol):
@@ -54,6 +58,8 @@ async def call_once(
     finally:
         if quiet is not None:
             quiet.var.reset(quiet)
+    if not response.choices or getattr(response.choices[0], "message", None) is None:
+        raise MalformedAnswer("the provider's answer has no choices[0].message")
     choice = response.choices[0]
     text = choice.message.content
     if text is None:

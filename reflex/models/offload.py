@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from reflex.models.deadline import CallDeadlineExceeded, within_deadline
 from reflex.models.litellm_call import Completion
 from reflex.models.offload_protocol import (
     RemoteError,
@@ -188,11 +189,13 @@ class OffloadPool:
         messages: Sequence[Mapping[str, str]],
         attempt: int,
         gate: tuple[int, int] | None = None,
+        deadline: float | None = None,
     ) -> Completion:
         """One attempt in a worker; a provider error comes back as :class:`RemoteError`.
 
         ``gate=(key, max_workers)``: the worker holds one of its share of that run's slots
         while the request is on the wire; None: the caller holds a slot for the whole call.
+        ``deadline``: seconds the attempt may take once a worker has it (models.deadline).
         """
         index, worker = await self._worker_for(None if gate is None else gate[1])
         self._ids += 1
@@ -209,8 +212,8 @@ class OffloadPool:
             send(worker.sock, worker.lock, rid, message)
             if worker.gone:  # it died as the call was handed over: its reader may have missed it
                 raise OSError("client process exited")
-            return await future
-        except asyncio.CancelledError:
+            return await within_deadline(future, deadline)
+        except (asyncio.CancelledError, CallDeadlineExceeded):
             worker.pending.pop(rid, None)
             with contextlib.suppress(OSError):
                 send(worker.sock, worker.lock, rid, ("cancel",))  # cancel it there too

@@ -7,6 +7,7 @@ itself without importing the client that calls it.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -82,6 +83,23 @@ def load_litellm() -> ModuleType:
         import litellm
 
         litellm.suppress_debug_info = True
+        _quiet_cancelled_calls()
         _LOADED["litellm"] = litellm
     _install_custom_providers(_LOADED["litellm"])
     return _LOADED["litellm"]
+
+
+def _quiet_cancelled_calls() -> None:
+    """No ``RuntimeWarning: coroutine '...acompletion' was never awaited`` for cancelled calls.
+
+    LiteLLM's ``acompletion`` builds the provider's coroutine in a worker thread and awaits it
+    once the thread returns. A call cancelled meanwhile (the run stopping at a permanent error,
+    Ctrl-C, a call deadline) leaves that coroutine unawaited, and Python warns on stderr when it
+    is collected: noise about a call that was never sent. Only LiteLLM's completion coroutines
+    are silenced; any other unawaited coroutine still warns.
+    """
+    warnings.filterwarnings(
+        "ignore",
+        message=r"coroutine '[\w.<>]*(?:[Cc]ompletion|[Ss]tream)[\w.<>]*' was never awaited",
+        category=RuntimeWarning,
+    )

@@ -68,6 +68,11 @@ class Ledger:
             if cost is not None:
                 usage.cached_cost += cost
 
+    def add_retries(self, role: Role, count: int) -> None:
+        """``count`` retries made earlier (by the segments before a resume)."""
+        with self._lock:
+            self.by_role[role].retries += count
+
     def add_retry(self, role: Role) -> None:
         with self._lock:
             self.by_role[role].retries += 1

@@ -29,6 +29,7 @@ from reflex.errors import (
 )
 from reflex.models.cache import ResponseCache
 from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.preflight import check_models, judge_specs
 from reflex.models.retry import error_name
 from reflex.models.runner import LoopRunner
 from reflex.plugins import build_options
@@ -38,7 +39,7 @@ from reflex.run.budget import Budget
 from reflex.run.context import RunContext
 from reflex.run.evaluate import Evaluator, slice_scores
 from reflex.run.pipeline_runner import PipelineRunner
-from reflex.run.resume import ResumePoint, prompt_hash
+from reflex.run.resume import ResumePoint, earlier_retries, prompt_hash
 from reflex.run.session import Session
 from reflex.run.stopping import iteration_limit
 from reflex.run.store import RunStore
@@ -78,6 +79,9 @@ class Engine:
                 "--reasoning-model provider/model (builder: .set_reasoning_model(...))"
             )
         self.callbacks = list(callbacks)
+        reasoning = [spec] if (spec := self._reasoning_spec()) else []
+        tasks = [self._task_spec(m) for m in config.models]
+        check_models([*tasks, *reasoning, *judge_specs(self.metrics)])  # before any call
         if resume is not None:
             self.split: Split = Split.from_ids(dataset, resume.split_ids)
         else:
@@ -277,9 +281,10 @@ class Engine:
             cache_namespace=config.cache_namespace,
             seed=config.seed,
             owner=store.run_id,
-            on_retry=lambda model, attempt, exc, delay: session.event(
+            on_retry=lambda model, attempt, exc, delay, role: session.event(
                 "retry",
                 model=model,
+                role=role,
                 attempt=attempt,
                 delay=round(delay, 3),
                 error=scrub(f"{error_name(exc)}: {exc}", *urls)[:200],
@@ -299,6 +304,9 @@ class Engine:
                 "callback_failure", callback=name, hook=hook, error=scrub(str(exc), *urls)
             ),
         )
+        if resume is not None:  # the retries of earlier segments are only in events.jsonl
+            for role, count in earlier_retries(store.path).items():
+                client.ledger.add_retries(role, count)
         budget = Budget(config.budget, client.ledger)
         if resume is not None and resume.checkpoint:
             budget.elapsed_before = float(resume.checkpoint.get("elapsed_s", 0.0))

@@ -20,6 +20,7 @@ from reflex.data.dataset import Dataset
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.models.cache import ResponseCache
 from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.preflight import check_models, judge_specs
 from reflex.models.runner import LoopRunner
 from reflex.result import EvalSnapshot
 from reflex.run.evaluate import Evaluator, render_messages
@@ -194,13 +195,6 @@ def build_evaluator(
     ``cache``: a response cache file (e.g. a run directory's ``cache.sqlite``): answers already
     there cost nothing, new ones are added to it.
     """
-    client = ProviderClient(
-        max_workers=config.max_workers,
-        processes=config.client_processes,
-        cache=ResponseCache(cache) if cache is not None else None,
-        cache_namespace=config.cache_namespace,
-        seed=config.seed,
-    )
     specs = [
         ModelSpec(
             model=m,
@@ -211,6 +205,14 @@ def build_evaluator(
         )
         for m in config.models
     ]
+    check_models([*specs, *judge_specs(metrics)])  # a missing key: before any call
+    client = ProviderClient(
+        max_workers=config.max_workers,
+        processes=config.client_processes,
+        cache=ResponseCache(cache) if cache is not None else None,
+        cache_namespace=config.cache_namespace,
+        seed=config.seed,
+    )
     return Evaluator(
         client=client,
         models=specs,

@@ -114,7 +114,11 @@ class PipelineRunner:
         fn, takes_call = self.pipeline.fn, self.pipeline.takes_call
         if inspect.iscoroutinefunction(fn):  # Pipeline.is_async, asked here so fn is awaitable
             async_call = self._async_call(spec, outcome)
-            return await fn(*(prompt, example.input, async_call)[: 3 if takes_call else 2])
+            try:
+                return await fn(*(prompt, example.input, async_call)[: 3 if takes_call else 2])
+            except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+                # Past this task a SystemExit would stop the event loop itself: the run hung.
+                raise UserCodeExit(exc) from exc
         call = self._sync_call(spec, outcome)
         return await _in_thread(
             fn, (prompt, example.input, call)[: 3 if takes_call else 2], example.id
@@ -168,6 +172,17 @@ class PipelineRunner:
         return completion.text
 
 
+class UserCodeExit(Exception):
+    """The pipeline's ``run()`` raised SystemExit / KeyboardInterrupt / GeneratorExit itself.
+
+    That fails its example like any exception (it must not end the run, nor, raised on the event
+    loop, stop the loop and hang the run).
+    """
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"run() raised {type(exc).__name__}({exc!s}); return a value instead")
+
+
 async def _in_thread(fn: Callable[..., object], args: Sequence[object], name: str) -> object:
     """``fn(*args)`` on a daemon thread: a hung pipeline can neither block the loop nor exit."""
     loop = asyncio.get_running_loop()
@@ -184,8 +199,10 @@ async def _in_thread(fn: Callable[..., object], args: Sequence[object], name: st
     def work() -> None:
         try:
             value, error = fn(*args), None
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+        except Exception as exc:  # noqa: BLE001 - handed to the awaiting coroutine
             value, error = None, exc
+        except BaseException as exc:  # noqa: BLE001 - sys.exit() in run(): this row's failure
+            value, error = None, UserCodeExit(exc)
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
             loop.call_soon_threadsafe(settle, value, error)
 

@@ -20,9 +20,18 @@ from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.data.json_types import JSONDict
 from reflex.errors import ConfigurationError
+from reflex.models.usage import ROLES, Role
 from reflex.result import RunEnd
 
-__all__ = ["ResumePoint", "RunInfo", "find_resumable", "list_runs", "load_resume", "prompt_hash"]
+__all__ = [
+    "ResumePoint",
+    "RunInfo",
+    "earlier_retries",
+    "find_resumable",
+    "list_runs",
+    "load_resume",
+    "prompt_hash",
+]
 
 # Settings a resume may change: they bound the work, they do not change its results.
 MUTABLE_ON_RESUME = {
@@ -115,14 +124,53 @@ def _status(meta: Mapping[str, object], result: Mapping[str, object] | None) -> 
     return "interrupted" if end is RunEnd.INTERRUPTED else "failed"
 
 
+# The checkpoint's fields a resume reads, and their JSON types (others are the strategy's own).
+_CHECKPOINT_TYPES: dict[str, tuple[type, ...]] = {
+    "stage": (str,),
+    "iteration": (int,),
+    "iterations": (list,),
+    "state": (dict,),
+    "ledger": (dict,),
+    "metric_calls": (int,),
+    "elapsed_s": (int, float),
+}
+
+
+def checkpoint_problem(checkpoint: object) -> str | None:
+    """What is wrong with a parsed checkpoint.json (None: usable)."""
+    if not isinstance(checkpoint, dict):
+        return f"not a JSON object (got {type(checkpoint).__name__})"
+    for key, types in _CHECKPOINT_TYPES.items():
+        value = checkpoint.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            return f"{key!r} is {type(value).__name__}, not {types[0].__name__}"
+    records = checkpoint.get("iterations") or []
+    if not all(isinstance(r, dict) and isinstance(r.get("iteration"), int) for r in records):
+        return "'iterations' holds records that are not iteration objects"
+    return None
+
+
+def _read_checkpoint(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The checkpoint and what is wrong with it: (None, None) when there is none."""
+    try:
+        text = (path / "checkpoint.json").read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None, None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, "not valid JSON"
+    problem = checkpoint_problem(data)
+    return (None, problem) if problem else (data, None)
+
+
 def load_run(path: Path) -> RunInfo | None:
     meta = _read(path / "run.json")
     if meta is None:
         return None
     result = _read(path / "result.json")
-    return RunInfo(
-        path.name, path, _status(meta, result), meta, result, _read(path / "checkpoint.json")
-    )
+    checkpoint, _ = _read_checkpoint(path)  # a damaged one is refused by load_resume
+    return RunInfo(path.name, path, _status(meta, result), meta, result, checkpoint)
 
 
 def list_runs(run_dir: str | Path) -> list[RunInfo]:
@@ -134,20 +182,83 @@ def list_runs(run_dir: str | Path) -> list[RunInfo]:
     return sorted((r for r in runs if r is not None), key=lambda r: str(r.meta.get("started")))
 
 
-def find_resumable(run_dir: str | Path, dataset: Dataset, prompt: str) -> str:
-    """The latest unfinished run for this dataset and prompt; ConfigurationError when none."""
+def find_resumable(
+    run_dir: str | Path, dataset: Dataset, prompt: str, config: RunConfig | None = None
+) -> str:
+    """The latest unfinished run this command can continue; ConfigurationError when none.
+
+    A run matches when its dataset, starting prompt and (given ``config``) settings are this
+    command's: a run made with other settings (one that failed at its first call with a
+    misspelt model, say) is never picked. With no match the error names the closest run and
+    what differs, or the matching run that is still going, with its pid.
+    """
     fingerprint, wanted = dataset.fingerprint(), prompt_hash(prompt)
+    current = config.model_dump(mode="json") if config is not None else None
+    closest: tuple[int, RunInfo, list[str]] | None = None
     for run in reversed(list_runs(run_dir)):
-        if (
-            run.status in ("interrupted", "failed")
-            and run.meta.get("dataset_fingerprint") == (fingerprint)
-            and run.meta.get("prompt_sha256") == wanted
-        ):
+        if run.status not in ("interrupted", "failed", "running"):
+            continue
+        problems = _mismatches(run, fingerprint, wanted, current)
+        if not problems and run.status == "running":
+            raise ConfigurationError(
+                f"run {run.run_id} is still running (pid {run.meta.get('pid')}): wait for it "
+                "to end, or stop it and then use --resume"
+            )
+        if not problems:
             return run.run_id
+        if run.status != "running" and (closest is None or len(problems) < closest[0]):
+            closest = (len(problems), run, problems)
+    if closest is not None:
+        _, run, problems = closest
+        raise ConfigurationError(
+            f"no unfinished run in {run_dir} matches this command; the closest, {run.run_id}, "
+            f"differs in {'; '.join(problems)} (run without --resume, or use the original "
+            "settings)"
+        )
     raise ConfigurationError(
         f"no unfinished run for this dataset and prompt in {run_dir}: run without --resume, "
         "or name one with --resume-from ID (see `aevyra-reflex runs`)"
     )
+
+
+def _mismatches(
+    run: RunInfo, fingerprint: str, prompt_sha: str, current: Mapping[str, object] | None
+) -> list[str]:
+    """What keeps ``run`` from being continued with this dataset, prompt and settings."""
+    problems = []
+    if current is not None:
+        saved = _read(run.path / "config.json")
+        if saved is None:
+            problems.append("config.json: missing or unreadable")
+        else:
+            problems.extend(_differences(saved, current))
+    if run.meta.get("dataset_fingerprint") != fingerprint:
+        problems.append("dataset: the file's rows changed since the run started")
+    if run.meta.get("prompt_sha256") != prompt_sha:
+        problems.append("prompt: the starting prompt changed since the run started")
+    return problems
+
+
+def earlier_retries(path: Path) -> dict[Role, int]:
+    """The retries recorded in a run's events.jsonl, by role (a resumed run's ledger starts from
+    the cache, which holds answers, not the retries it took to get them)."""
+    counts: dict[Role, int] = {}
+    try:
+        lines = (path / "events.jsonl").read_bytes().splitlines()
+    except FileNotFoundError:
+        return counts
+    for line in lines:
+        if b'"retry"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("type") == "retry":
+            role = event.get("role")
+            key: Role = role if role in ROLES else "task"  # events written before roles
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def _differences(saved: Mapping[str, object], current: Mapping[str, object]) -> list[str]:
@@ -184,16 +295,20 @@ def load_resume(config: RunConfig, dataset: Dataset, prompt: str, run_id: str) -
         raise ConfigurationError(f"run {run_id} already completed; nothing to resume")
     if run.status == "running":
         raise ConfigurationError(f"run {run_id} is still running (pid {run.meta.get('pid')})")
-    problems = _differences(_read(path / "config.json") or {}, config.model_dump(mode="json"))
-    if run.meta.get("dataset_fingerprint") != dataset.fingerprint():
-        problems.append("dataset: the file's rows changed since the run started")
-    if run.meta.get("prompt_sha256") != prompt_hash(prompt):
-        problems.append("prompt: the starting prompt changed since the run started")
+    problems = _mismatches(
+        run, dataset.fingerprint(), prompt_hash(prompt), config.model_dump(mode="json")
+    )
     if problems:
         raise ConfigurationError(
             f"cannot resume run {run_id}: "
             + "; ".join(problems)
             + " (use the original settings, or start a new run)"
         )
+    checkpoint, problem = _read_checkpoint(path)
+    if problem is not None:
+        raise ConfigurationError(
+            f"cannot resume run {run_id}: its checkpoint.json is damaged ({problem}); start a "
+            "new run (answers already paid for are in the cache and are not paid again)"
+        )
     splits = _read(path / "splits.json") or {}
-    return ResumePoint(run_id, {k: list(v) for k, v in splits.items()}, run.checkpoint)
+    return ResumePoint(run_id, {k: list(v) for k, v in splits.items()}, checkpoint)

@@ -39,6 +39,25 @@ class RunStore:
         except OSError as exc:
             raise storage_error(self.path, exc) from exc
         self._lock = threading.Lock()
+        if run_id is not None:
+            self._repair_events()
+
+    def _repair_events(self) -> None:
+        """Drop a torn last line of events.jsonl (a process killed mid-write), so the events a
+        resumed run appends start on a line of their own; the repair is an event itself."""
+        target = self.path / "events.jsonl"
+        try:
+            with open(target, "rb+") as handle:
+                data = handle.read()
+                if not data or data.endswith(b"\n"):
+                    return
+                keep = data.rfind(b"\n") + 1
+                handle.truncate(keep)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise storage_error(target, exc) from exc
+        self.event("events_repaired", dropped_bytes=len(data) - keep)
 
     @property
     def cache_path(self) -> Path:

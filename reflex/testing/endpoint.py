@@ -21,6 +21,9 @@ request gets a fresh draw. Faults: ``429`` (no advice), ``429-retry-after`` (Ret
 ``500``, ``503``, ``timeout`` (holds the connection ``hang`` seconds, then closes it),
 ``malformed`` (200 with broken JSON), ``empty`` (200 with empty content), ``drop`` (closes the
 connection without an answer). Rate limits and drops answer at once; the rest after ``latency``.
+Only when named (not in the default mix): ``trickle`` (the headers, then the answer one byte
+every ``drip`` seconds: no read waits long, the whole answer takes minutes), ``no-choices`` and
+``null-message`` (200 with ``choices: []`` or a null message).
 ``serve(gate=event)`` holds those answers until the ``threading.Event`` is set, so a test can
 keep calls in flight for as long as it needs instead of guessing a latency.
 """
@@ -41,10 +44,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from reflex.data.json_types import JSONDict
-from reflex.testing.http import Request, error_body, read_request, send, send_raw
+from reflex.testing.http import Request, error_body, read_request, send, send_raw, send_slowly
 
 __all__ = [
     "FAULT_KINDS",
+    "EXTRA_KINDS",
     "ChatRequest",
     "Endpoint",
     "EndpointServer",
@@ -56,6 +60,7 @@ __all__ = [
 ]
 
 FAULT_KINDS = ("429", "429-retry-after", "500", "503", "timeout", "malformed", "empty", "drop")
+EXTRA_KINDS = ("trickle", "no-choices", "null-message")  # served only when named
 
 
 @dataclass(frozen=True)
@@ -103,15 +108,17 @@ class FaultPlan:
     seed: int = 0
     retry_after: float = 0.05
     hang: float = 30.0
+    drip: float = 0.05
     max_per_request: int | None = None
     script: Sequence[str | None] = ()
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"fault rate must be in [0, 1], got {self.rate}")
-        unknown = [k for k in [*self.kinds, *self.script] if k is not None and k not in FAULT_KINDS]
+        known = (*FAULT_KINDS, *EXTRA_KINDS)
+        unknown = [k for k in [*self.kinds, *self.script] if k is not None and k not in known]
         if unknown or (self.rate > 0 and not self.kinds):
-            raise ValueError(f"unknown fault kinds {unknown or self.kinds}; use {FAULT_KINDS}")
+            raise ValueError(f"unknown fault kinds {unknown or self.kinds}; use {known}")
 
     def choose(self, digest: str, attempt: int, arrival: int) -> str | None:
         """The fault for the ``attempt``-th sight (0-based) of a body, or None to answer it."""
@@ -275,6 +282,13 @@ class EndpointServer:
             writer.transport.abort()
             return False
         await self._wait()
+        if kind == "trickle":
+            body = json.dumps(self._completion(request, self.responder(request))).encode()
+            return await send_slowly(writer, 200, body, self.faults.drip)
+        if kind in ("no-choices", "null-message"):
+            broken = self._completion(request, "")
+            broken["choices"] = [] if kind == "no-choices" else [{"index": 0, "message": None}]
+            return await send(writer, 200, broken)
         if kind == "malformed":
             return await send_raw(writer, 200, b'{"id": "chatcmpl-broken", "choices": [{"inde')
         if kind == "empty":

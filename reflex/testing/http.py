@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from reflex.data.json_types import JSONLike
 
-__all__ = ["Request", "error_body", "read_request", "send", "send_raw"]
+__all__ = ["Request", "error_body", "read_request", "send", "send_raw", "send_slowly"]
 
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}
 _REASONS |= {500: "Internal Server Error", 503: "Service Unavailable"}
@@ -67,6 +67,23 @@ async def send_raw(
     body: bytes,
     headers: dict[str, str] | None = None,
 ) -> bool:
+    writer.write(_head(status, body, headers) + body)
+    await writer.drain()
+    return True
+
+
+async def send_slowly(writer: asyncio.StreamWriter, status: int, body: bytes, drip: float) -> bool:
+    """The head at once, then ``body`` one byte every ``drip`` seconds (a slow-drip provider)."""
+    writer.write(_head(status, body, None))
+    await writer.drain()
+    for index in range(len(body)):
+        await asyncio.sleep(drip)
+        writer.write(body[index : index + 1])
+        await writer.drain()
+    return True
+
+
+def _head(status: int, body: bytes, headers: dict[str, str] | None) -> bytes:
     lines = [
         f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
         "Content-Type: application/json",
@@ -74,6 +91,4 @@ async def send_raw(
         "Connection: keep-alive",
         *(f"{name}: {value}" for name, value in (headers or {}).items()),
     ]
-    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
-    await writer.drain()
-    return True
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
