@@ -34,7 +34,8 @@ def _responder(model: str) -> Any:
 
     def answer(request: Any) -> str:
         messages = [dict(m) for m in request.messages]
-        result: Any = local._generate(model, messages, request.params)
+        name = model.split("/", 1)[1]  # "local/<name>": the name llama.cpp's loader resolves
+        result: Any = local._generate(name, messages, request.params)
         return str(result["choices"][0]["message"]["content"] or "")
 
     return answer
