@@ -281,6 +281,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--dspy-python", default=None)
     parser.add_argument("--fake", action="store_true")
     parser.add_argument("--readme", action="store_true")
+    parser.add_argument(
+        "--no-references", action="store_true", help="skip the reference rows (merge them)"
+    )
     parser.add_argument("--json", default=None, help="also write every cell here")
     parser.add_argument("--merge", default=None, help="A.json,B.json: table of earlier runs")
     return parser.parse_args(argv)
@@ -309,9 +312,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         task = TASKS[name]
         for seed in seeds:
             rows = stratified(task.rows(), task.sizes, seed)
-            run_reference(model, task, task.start, rows, seed, cell(name, "bare prompt", None))
-            prompt = task.hand_written(rows)
-            run_reference(model, task, prompt, rows, seed, cell(name, "hand-written", None))
+            if not args.no_references:
+                run_reference(model, task, task.start, rows, seed, cell(name, "bare prompt", None))
+                prompt = task.hand_written(rows)
+                run_reference(model, task, prompt, rows, seed, cell(name, "hand-written", None))
             for budget in budgets:
                 for strategy in _split_list(args.strategies):
                     result = run_strategy(model, task, strategy, budget, rows, seed)
