@@ -25,9 +25,9 @@ from reflex.testing.endpoint import FaultPlan, serve
 __all__ = ["api_key"]
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.01)
-# A long answer, so the drip outlasts the deadline many times over (~400 bytes x 50 ms).
+# A long answer, so the drip (~400 bytes x 50 ms = ~20 s) outlasts the deadline several times.
 QUESTION = [{"role": "user", "content": " ".join(["tell me a story"] * 12)}]
-# The drip: one byte each 50 ms, far below the 1 s per-read timeout the call also has.
+# The drip: one byte each 50 ms, far below any per-read timeout the call also has.
 TRICKLE_ONCE = FaultPlan(script=["trickle"], drip=0.05)
 
 
@@ -52,10 +52,13 @@ def runner() -> Iterator[LoopRunner]:
     loop.close()
 
 
-def ask(runner: LoopRunner, url: str, **client: Any) -> tuple[Any, Retries]:
+def ask(runner: LoopRunner, url: str, timeout: float = 5.0, **client: Any) -> tuple[Any, Retries]:
+    """One call with a total deadline of ``timeout``: 5 s leaves a busy machine room to answer
+    the retry (a client process's first call imports and warms LiteLLM), yet is far below the
+    ~20 s drip."""
     retries = Retries()
     provider = ProviderClient(retry=FAST, on_retry=retries, **client)
-    spec = ModelSpec("openai/slow", api_base=url, timeout=1.0, extra={"api_key": "sk-none"})
+    spec = ModelSpec("openai/slow", api_base=url, timeout=timeout, extra={"api_key": "sk-none"})
     return runner.run(provider.complete(spec, QUESTION)), retries
 
 
@@ -67,7 +70,7 @@ def test_a_trickling_answer_hits_the_total_deadline_and_is_retried(runner: LoopR
     assert stats.faults == {"trickle": 1} and stats.completions == 1
     (error,) = retries.errors
     assert error_name(error) == "CallDeadlineExceeded" and is_transient(error)
-    assert "1s" in str(error) and "whole body" in str(error)
+    assert "5s" in str(error) and "whole body" in str(error)
 
 
 def test_the_deadline_holds_through_client_processes(api_key: str) -> None:
@@ -88,7 +91,7 @@ def test_a_deadline_that_persists_fails_the_call_with_one_line(runner: LoopRunne
 
     plan = FaultPlan(script=["trickle"] * 4, drip=0.05)
     with serve(faults=plan) as url, pytest.raises(TransientProviderError) as caught:
-        ask(runner, url)
+        ask(runner, url, timeout=1.0)  # every attempt trickles: no answer to wait for
     message = str(caught.value)
     assert "still failing after 4 attempts" in message and "CallDeadlineExceeded" in message
     assert "\n" not in message
