@@ -41,9 +41,11 @@ LEAN_PROVIDERS: dict[str, tuple[tuple[str, ...], str | None, tuple[str, ...]]] =
     # provider: (base URL env vars, default base, key settings on the litellm module)
     "openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), "https://api.openai.com/v1", ("openai_key",)),
     "hosted_vllm": (("HOSTED_VLLM_API_BASE",), None, ()),
-    "groq": (("GROQ_API_BASE",), "https://api.groq.com/openai/v1", ("groq_key",)),
 }
-_KEY_ENV = {"openai": ("OPENAI_API_KEY",), "groq": ("GROQ_API_KEY",), "hosted_vllm": ()}
+# Providers LiteLLM calls through the OpenAI SDK (the rest through its own HTTP handler): they
+# differ in how a lost connection or an unreadable answer is reported.
+_SDK_PATH = frozenset({"openai"})
+_KEY_ENV = {"openai": ("OPENAI_API_KEY",), "hosted_vllm": ()}
 # Decoding parameters passed through LiteLLM's parameter mapping; anything else (tools,
 # response_format, extra_body, headers ...) takes LiteLLM's full path.
 _PLAIN_PARAMS = frozenset({"top_p", "stop", "presence_penalty", "frequency_penalty", "user"})
@@ -83,10 +85,8 @@ _SETTING_ENV = (
     "OPENAI_API_BASE",
     "HOSTED_VLLM_API_BASE",
     "HOSTED_VLLM_API_KEY",
-    "GROQ_API_KEY",
-    "GROQ_API_BASE",
 )
-_SETTING_NAMES = ("api_key", "api_base", "drop_params", "openai_key", "groq_key", "ssl_verify")
+_SETTING_NAMES = ("api_key", "api_base", "drop_params", "openai_key", "ssl_verify")
 
 
 def lean_route(litellm: ModuleType, spec: ModelSpec) -> Route | None:
@@ -100,11 +100,11 @@ def lean_route(litellm: ModuleType, spec: ModelSpec) -> Route | None:
     if known is not None and known[0] is spec and known[1] == settings:
         return known[2]
     try:
-        fields = (spec.model, spec.api_base, spec.temperature, spec.max_tokens, spec.seed)
-        key = (*fields, spec.timeout, tuple(sorted(spec.extra.items())), settings)
-        hash(key)
-    except TypeError:  # an unhashable parameter value: not a plain call
+        extra = json.dumps(dict(spec.extra), sort_keys=True)
+    except (TypeError, ValueError):  # a parameter JSON cannot carry: not a plain call
         return None
+    fields = (spec.model, spec.api_base, spec.temperature, spec.max_tokens, spec.seed)
+    key = (*fields, spec.timeout, extra, settings)
     if key not in _ROUTES:
         if len(_ROUTES) > 256:  # settings keep changing (a test suite): start again
             _ROUTES.clear()
@@ -196,6 +196,8 @@ def _build(
     if not isinstance(merged, dict):
         return None
     params.update(merged)
+    if params.get("stream") is False:  # what LiteLLM sends for a non-streaming call
+        del params["stream"]
     return Route(model, provider, str(url), dict(headers), params, spec.timeout)
 
 
@@ -253,16 +255,17 @@ async def send(
             llm_provider=route.provider,
         ) from exc
     except (aiohttp.ClientError, OSError) as exc:
-        raise litellm.APIConnectionError(
-            message=f"{type(exc).__name__}: {exc}", llm_provider=route.provider, model=route.model
-        ) from exc
+        # What LiteLLM raises for a lost connection: the OpenAI SDK's "Connection error.", or
+        # the transport's own message on LiteLLM's HTTP handler, as a 500 of the provider.
+        message = "Connection error." if route.provider in _SDK_PATH else str(exc)
+        raise _provider_error(route, 500, message, {}) from exc
     if status >= 400:
-        raise _provider_error(litellm, route, status, raw, headers)
-    return _answer(litellm, route, raw)
+        raise _provider_error(route, status, raw.decode("utf-8", "replace"), headers)
+    return _answer(litellm, route, raw, status, headers)
 
 
 def _provider_error(
-    litellm: Any, route: Route, status: int, raw: bytes, headers: Mapping[str, str]
+    route: Route, status: int, message: str, headers: Mapping[str, str]
 ) -> BaseException:
     """The exception LiteLLM raises for this HTTP failure (same class, status and headers)."""
     import httpx
@@ -272,7 +275,7 @@ def _provider_error(
 
     config = ProviderConfigManager.get_provider_chat_config(route.model, LlmProviders(route.provider))
     plain = httpx.Headers(list(headers.items()))
-    error = config.get_error_class(raw.decode("utf-8", "replace"), status, plain)
+    error = config.get_error_class(message, status, plain)
     try:
         exception_type(model=route.model, original_exception=error, custom_llm_provider=route.provider)
     except Exception as mapped:  # noqa: BLE001 - what exception_type raises is the answer
@@ -280,18 +283,21 @@ def _provider_error(
     return error
 
 
-def _answer(litellm: Any, route: Route, raw: bytes) -> WireAnswer:
+def _answer(
+    litellm: Any, route: Route, raw: bytes, status: int, headers: Mapping[str, str]
+) -> WireAnswer:
     try:
         payload = json.loads(raw)
         text = payload["choices"][0]["message"].get("content")
         usage = payload.get("usage") or {}
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise litellm.APIError(
-            status_code=500,
-            message=f"unreadable response from {route.url}: {raw[:200]!r} ({exc})",
-            llm_provider=route.provider,
-            model=route.model,
-        ) from exc
+        # As LiteLLM reports an unreadable answer: the SDK's parse error as a 500, or its HTTP
+        # handler's "Unable to get json response" with the answer's own status.
+        if route.provider in _SDK_PATH:
+            raise _provider_error(route, 500, str(exc), headers) from exc
+        text = raw.decode("utf-8", "replace")
+        message = f"Unable to get json response - {exc}, Original Response: {text}"
+        raise _provider_error(route, status, message, headers) from exc
     prompt_tokens = int(usage.get("prompt_tokens") or 0)
     completion_tokens = int(usage.get("completion_tokens") or 0)
     cost = price(litellm, route, usage)
