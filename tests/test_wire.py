@@ -194,12 +194,15 @@ def test_a_call_cancelled_by_a_deadline_leaves_the_transport_usable(
         ("anthropic/claude-3-5-haiku-latest", {}),  # not an OpenAI-wire provider
         ("openai/gpt-4o-mini", {"response_format": {"type": "json_object"}}),  # not a plain param
         ("openai/gpt-4o-mini", {"extra_headers": {"X-A": "1"}}),
+        ("openai/gpt-4o-mini", {"api_base": "http://127.0.0.1:9/v1?api-key=q"}),  # SDK's join
+        ("openai/gpt-4o-mini", {"api_base": "http://u:p@127.0.0.1:9/v1"}),  # LiteLLM refuses
     ],
 )
 def test_other_providers_and_parameters_take_litellms_full_path(
     litellm: Any, model: str, extra: dict[str, object]
 ) -> None:
-    spec = ModelSpec(model, api_base="http://127.0.0.1:9/v1", extra={"api_key": "k", **extra})
+    base = str(extra.pop("api_base", "http://127.0.0.1:9/v1"))
+    spec = ModelSpec(model, api_base=base, extra={"api_key": "k", **extra})
     assert lean_route(litellm, spec) is None
 
 

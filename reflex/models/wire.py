@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from reflex.models.runner import LoopRunner
 
@@ -149,6 +150,9 @@ def _resolve(litellm: Any, spec: ModelSpec) -> Route | None:
     api_key = _first(given_key, found_key, *key_sources, *map(os.environ.get, _KEY_ENV[provider]))
     if api_base is None or (api_key is None and provider != "hosted_vllm"):
         return None  # LiteLLM's full path raises the missing-setting error
+    parts = urlsplit(str(api_base))
+    if parts.query or parts.fragment or parts.username or parts.password:
+        return None  # the SDK joins such a URL its own way; credentials: LiteLLM's refusal
     return _build(litellm, spec, model, provider, str(api_base), api_key, extra)
 
 
