@@ -11,7 +11,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -27,6 +27,7 @@ __all__ = [
     "Row",
     "Where",
     "frame_rows",
+    "iter_file",
     "read_file",
 ]
 
@@ -61,19 +62,25 @@ class Where(NamedTuple):  # a tuple: one is built per row, so it must be cheap
 
 
 def read_file(path: Path, label: str, input_field: str | None) -> list[Row]:
+    return list(iter_file(path, label, input_field))
+
+
+def iter_file(path: Path, label: str, input_field: str | None) -> Iterator[Row]:
+    """The file's records one by one (JSON Lines are parsed as they are read, so a caller that
+    keeps only what it builds from each record never holds the whole file's parsed JSON)."""
     if path.is_dir():
         raise DatasetError("is a directory; pass the dataset file inside it", path=label)
     if not path.is_file():
         raise DatasetError("file not found; check the path and the working directory", path=label)
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return _read_csv(path, label, input_field)
+        return iter(_read_csv(path, label, input_field))
     return _read_jsonl(path, label, sniff=suffix not in _JSONL_SUFFIXES)
 
 
-def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
+def _read_jsonl(path: Path, label: str, *, sniff: bool) -> Iterator[Row]:
     """Read JSON Lines; with ``sniff`` (unknown suffix) a first line that is not an object fails."""
-    rows: list[Row] = []
+    rows = 0
     with path.open("rb") as handle:
         number = 0
         while raw := handle.readline(MAX_RECORD_BYTES + 1):
@@ -84,7 +91,7 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
             if not text.strip():
                 continue
             try:
-                value = json.loads(text)
+                value = _loads(text)
             except json.JSONDecodeError as exc:
                 problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
                 if not (sniff and not rows):
@@ -99,10 +106,28 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
                     path=label,
                     line=number,
                 )
-            rows.append((number, value))
+            rows += 1
+            yield number, value
     if not rows:
         raise DatasetError("empty file; write one JSON object per line", path=label, line=1)
-    return rows
+
+
+_SCAN = json.JSONDecoder().scan_once
+
+
+def _loads(text: str) -> object:
+    """``json.loads(text)``, minus its per-call overhead for the usual ``{...}\n`` line.
+
+    The same C scanner ``json.loads`` uses, called at the first character; anything else
+    (leading whitespace, trailing data, an error to report) goes through ``json.loads``.
+    """
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text) and not text[end:].isspace():
+        return json.loads(text)  # raises "Extra data" with its position
+    return value
 
 
 def _decode_line(raw: bytes, label: str, number: int) -> str:
