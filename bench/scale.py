@@ -50,7 +50,9 @@ print(json.dumps({"wall": wall, "rss": rss, "pandas": "pandas" in sys.modules}))
 """
 
 
-def load_and_split(path: Path, python: str = sys.executable, child: str = CHILD) -> dict[str, float]:
+def load_and_split(
+    path: Path, python: str = sys.executable, child: str = CHILD
+) -> dict[str, float]:
     # cwd: not this checkout, whose aevyra_reflex shim would shadow the peer's package.
     done = subprocess.run(
         [python, "-c", child, str(path.resolve())],

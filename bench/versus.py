@@ -30,8 +30,17 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from _common import MODEL, EndpointProcess, Row, emit, endpoint, examples, make_session, warm_up
-from _common import write_jsonl
+from _common import (
+    MODEL,
+    EndpointProcess,
+    Row,
+    emit,
+    endpoint,
+    examples,
+    make_session,
+    warm_up,
+    write_jsonl,
+)
 
 LATENCY = 0.1
 
@@ -41,7 +50,9 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_peer(peer: str, url: EndpointProcess, n: int, c: int, work: Path, tag: str) -> dict[str, float]:
+def run_peer(
+    peer: str, url: EndpointProcess, n: int, c: int, work: Path, tag: str
+) -> dict[str, float]:
     """0.2.0 on ``n`` fresh rows: calls, window at the endpoint, process wall and CPU."""
     data = write_jsonl(
         [{"input": f"{tag} question {i}", "ideal": f"{tag} question {i}"} for i in range(n)],

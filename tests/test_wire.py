@@ -95,7 +95,9 @@ def test_same_request_text_usage_and_cost_as_litellm(
     with serve(capture=captured, usage=(1234, 56)) as url:
         spec = spec_for(model, url)
         assert lean_route(litellm, spec) is not None
-        lean, full = both(runner, litellm, monkeypatch, lambda: call_once(litellm, spec, MESSAGES, 1))
+        lean, full = both(
+            runner, litellm, monkeypatch, lambda: call_once(litellm, spec, MESSAGES, 1)
+        )
     assert isinstance(lean, Completion) and isinstance(full, Completion), (lean, full)
     lean_request, full_request = captured
     assert json.loads(lean_request.body) == json.loads(full_request.body)
@@ -108,7 +110,7 @@ def test_same_request_text_usage_and_cost_as_litellm(
     )
     assert lean.text == "what is 2 + 2?" and lean.prompt_tokens == 1234
     if full.cost is None:
-        assert lean.cost is None and model.endswith("unpriced-bench") or "hosted_vllm" in model
+        assert (lean.cost is None and model.endswith("unpriced-bench")) or "hosted_vllm" in model
     else:
         assert lean.cost == pytest.approx(full.cost, rel=1e-9) and lean.cost > 0
     assert lean.cost is None if full.cost is None else lean.cost is not None
@@ -123,7 +125,9 @@ def test_failures_classify_as_litellm_does(
 ) -> None:
     with serve(faults=FaultPlan(script=[kind, kind], retry_after=7)) as url:
         spec = spec_for(model, url)
-        lean, full = both(runner, litellm, monkeypatch, lambda: call_once(litellm, spec, MESSAGES, 1))
+        lean, full = both(
+            runner, litellm, monkeypatch, lambda: call_once(litellm, spec, MESSAGES, 1)
+        )
     assert isinstance(lean, Exception) and isinstance(full, Exception), (lean, full)
     assert error_name(lean) == error_name(full), (lean, full)
     assert is_transient(lean) is is_transient(full)
@@ -140,7 +144,9 @@ def test_a_hung_request_times_out_as_litellm_does(
 ) -> None:
     with serve(faults=FaultPlan(script=["timeout", "timeout"], hang=30)) as url:
         spec = ModelSpec(model, api_base=url, timeout=0.5, extra={"api_key": "k"})
-        lean, full = both(runner, litellm, monkeypatch, lambda: call_once(litellm, spec, MESSAGES, 1))
+        lean, full = both(
+            runner, litellm, monkeypatch, lambda: call_once(litellm, spec, MESSAGES, 1)
+        )
     assert error_name(lean) == error_name(full) == "Timeout"
     assert is_transient(lean) and is_transient(full)
 
@@ -149,7 +155,10 @@ def test_retries_ledger_and_cache_identical_through_the_client(
     runner: LoopRunner, litellm: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     faults = FaultPlan(
-        rate=0.5, kinds=("429-retry-after", "500", "503", "drop"), max_per_request=2, retry_after=0.01
+        rate=0.5,
+        kinds=("429-retry-after", "500", "503", "drop"),
+        max_per_request=2,
+        retry_after=0.01,
     )
     ledgers, requests = [], []
     for lean in (True, False):

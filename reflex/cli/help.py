@@ -26,8 +26,7 @@ COMMANDS = {
     "compare": "Compare strategies on DATASET and PROMPT at the same metric-call budget "
     "(--max-calls): mean and sd of the final test score over seeds, mean calls, tokens, cost, "
     "and a paired sign-flip p-value against the best.",
-    "export": "Write the best prompt's rewarded rollouts of RUN as chat-format training "
-    "examples.",
+    "export": "Write the best prompt's rewarded rollouts of RUN as chat-format training examples.",
     "judge-check": "Measure the judge's agreement with human pass/fail labels (TPR, TNR) on "
     "DATASET.",
     "optimize": "Optimize PROMPT on DATASET (JSONL or CSV).",

@@ -40,7 +40,11 @@ __all__ = ["LEAN_PROVIDERS", "Route", "WireAnswer", "lean_route", "send"]
 # own dispatch does for each (``litellm.main``). Each is proven against LiteLLM in the tests.
 LEAN_PROVIDERS: dict[str, tuple[tuple[str, ...], str | None, tuple[str, ...]]] = {
     # provider: (base URL env vars, default base, key settings on the litellm module)
-    "openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), "https://api.openai.com/v1", ("openai_key",)),
+    "openai": (
+        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+        "https://api.openai.com/v1",
+        ("openai_key",),
+    ),
     "hosted_vllm": (("HOSTED_VLLM_API_BASE",), None, ()),
 }
 # Providers LiteLLM calls through the OpenAI SDK (the rest through its own HTTP handler): they
@@ -51,7 +55,11 @@ _KEY_ENV = {"openai": ("OPENAI_API_KEY",), "hosted_vllm": ()}
 # response_format, extra_body, headers ...) takes LiteLLM's full path.
 _PLAIN_PARAMS = frozenset({"top_p", "stop", "presence_penalty", "frequency_penalty", "user"})
 # Settings that change what LiteLLM would send: with any of them set, the full path.
-_FULL_PATH_ENV = ("OPENAI_ORGANIZATION", "OPENAI_PROJECT_ID", "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER")
+_FULL_PATH_ENV = (
+    "OPENAI_ORGANIZATION",
+    "OPENAI_PROJECT_ID",
+    "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER",
+)
 _PROBE = [{"role": "system", "content": "probe-s"}, {"role": "user", "content": "probe-u"}]
 
 
@@ -190,7 +198,9 @@ def _build(
     optional = get_optional_params(model=model, custom_llm_provider=provider, **chosen)
     if optional.get("stream") or optional.get("extra_headers"):
         return None
-    headers = config.validate_environment({}, model, list(_PROBE), dict(optional), {}, api_key, api_base)
+    headers = config.validate_environment(
+        {}, model, list(_PROBE), dict(optional), {}, api_key, api_base
+    )
     url = config.get_complete_url(api_base, api_key, model, dict(optional), {}, stream=False)
     body = config.transform_request(model, [dict(m) for m in _PROBE], dict(optional), {}, headers)
     if body.get("messages") != _PROBE or body.get("model") != model:
@@ -277,11 +287,15 @@ def _provider_error(
     from litellm.types.utils import LlmProviders
     from litellm.utils import ProviderConfigManager
 
-    config = ProviderConfigManager.get_provider_chat_config(route.model, LlmProviders(route.provider))
+    config = ProviderConfigManager.get_provider_chat_config(
+        route.model, LlmProviders(route.provider)
+    )
     plain = httpx.Headers(list(headers.items()))
     error = config.get_error_class(message, status, plain)
     try:
-        exception_type(model=route.model, original_exception=error, custom_llm_provider=route.provider)
+        exception_type(
+            model=route.model, original_exception=error, custom_llm_provider=route.provider
+        )
     except Exception as mapped:  # noqa: BLE001 - what exception_type raises is the answer
         return mapped
     return error
@@ -319,7 +333,9 @@ def price(litellm: Any, route: Route, usage: Mapping[str, Any]) -> float | None:
         return None
     prompt_tokens = int(usage.get("prompt_tokens") or 0)
     completion_tokens = int(usage.get("completion_tokens") or 0)
-    plain = not (_detail(usage, "prompt_tokens_details") or _detail(usage, "completion_tokens_details"))
+    plain = not (
+        _detail(usage, "prompt_tokens_details") or _detail(usage, "completion_tokens_details")
+    )
     key = (*name, prompt_tokens, completion_tokens)
     if plain and key in _PRICES:
         return _PRICES[key]
