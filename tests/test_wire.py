@@ -203,6 +203,9 @@ def test_a_call_cancelled_by_a_deadline_leaves_the_transport_usable(
         ("anthropic/claude-3-5-haiku-latest", {}),  # not an OpenAI-wire provider
         ("openai/gpt-4o-mini", {"response_format": {"type": "json_object"}}),  # not a plain param
         ("openai/gpt-4o-mini", {"extra_headers": {"X-A": "1"}}),
+        ("openai/responses/gpt-4o-mini", {}),  # LiteLLM bridges it to the Responses API
+        ("openai/o1-pro", {}),  # a Responses-only model
+        ("openai/gpt-5", {}),  # temperature 0 refused by LiteLLM: its full path raises it
         ("openai/gpt-4o-mini", {"api_base": "http://127.0.0.1:9/v1?api-key=q"}),  # SDK's join
         ("openai/gpt-4o-mini", {"api_base": "http://u:p@127.0.0.1:9/v1"}),  # LiteLLM refuses
     ],

@@ -161,7 +161,25 @@ def _resolve(litellm: Any, spec: ModelSpec) -> Route | None:
     parts = urlsplit(str(api_base))
     if parts.query or parts.fragment or parts.username or parts.password:
         return None  # the SDK joins such a URL its own way; credentials: LiteLLM's refusal
-    return _build(litellm, spec, model, provider, str(api_base), api_key, extra)
+    if _bridged_to_responses(model, provider, str(api_base)):
+        return None  # LiteLLM sends this model to the Responses API, not chat completions
+    try:
+        return _build(litellm, spec, model, provider, str(api_base), api_key, extra)
+    except Exception:  # noqa: BLE001 - e.g. a parameter the model refuses: LiteLLM's full path
+        return None  # raises its own error for it, classified as before
+
+
+def _bridged_to_responses(model: str, provider: str, api_base: str) -> bool:
+    """Whether LiteLLM would bridge this chat call to OpenAI's Responses API (its own check)."""
+    try:
+        from litellm.responses.bridge_check import responses_api_bridge_check
+
+        info, _ = responses_api_bridge_check(
+            model=model, custom_llm_provider=provider, api_base=api_base
+        )
+    except Exception:  # noqa: BLE001 - a LiteLLM without the check: stay on its full path
+        return True
+    return info.get("mode") == "responses"
 
 
 def _plain_settings(litellm: ModuleType) -> bool:
