@@ -9,8 +9,9 @@ For each C (and each rep, interleaved): 0.2.0 runs ``optimize`` on N rows agains
 then we make exactly that many calls through a full Session (sqlite cache, ledger, budget,
 events), both at L = 100 ms and against a zero-latency endpoint (T0, the client's CPU floor).
 The peer's time is read at the endpoint, from its first request to its last answer, so its
-start-up is not counted; ours is the wall time of ``Session.evaluate`` (which includes the time
-before the first request). Client CPU per call: ours is the process CPU of the evaluation at
+start-up is not counted; ours is the wall time of ``Session.evaluate`` (which also includes the
+time before the first request and after the last answer; the endpoint's window for ours is
+printed too). Client CPU per call: ours is the process CPU of the evaluation at
 L = 0; the peer's is its child CPU at L = 0 minus that of a 20-row run, over the extra calls.
 
 Targets (issue 21): T_ours <= T_peer and T_ours <= 1.10 x max(N*L/C, T0_peer) on every row;
@@ -76,15 +77,20 @@ def run_peer(
     return {"calls": calls, "T": window, "wall": wall, "cpu": cpu}
 
 
-def ours(url: str, calls: int, c: int, tag: str, processes: int = 0) -> dict[str, float]:
+def ours(
+    url: EndpointProcess, calls: int, c: int, tag: str, processes: int = 0
+) -> dict[str, float]:
+    """Our evaluation of ``calls`` fresh rows: wall time, endpoint window and process CPU."""
     session = make_session(url, c, processes=processes)
     rows = examples(calls, tag)
+    url.mark()
     cpu, wall = time.process_time(), time.perf_counter()
     snapshot = session.evaluate("Answer briefly.", rows, "test:versus")
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     session.close()
     assert snapshot.n_errors == 0 and len(snapshot.samples) == calls
-    return {"T": wall, "cpu": cpu}
+    after = url.stats()
+    return {"T": wall, "window": after["last_answer"] - after["first_request"], "cpu": cpu}
 
 
 def bare(url: str, calls: int, c: int, tag: str) -> float:
@@ -150,6 +156,7 @@ def measure(
     got[c, "peer_wall"].append(peer["wall"])
     got[c, "peer0"].append(peer0["T"])
     got[c, "ours"].append(mine["T"])
+    got[c, "ours_window"].append(mine["window"])
     got[c, "ours0"].append(mine0["T"])
     got[c, "ours_cpu"].append(mine0["cpu"] / calls)
     extra = peer0["calls"] - small["calls"]
@@ -173,7 +180,8 @@ def report_row(
     reps = len(got[c, "calls"])
     print(
         f"{'  rep' if partial else 'C'}={c:<4} {calls:.0f} calls, N*L/C {ideal:.2f}s: "
-        f"ours {med['ours']:.2f}s (T0 {med['ours0']:.2f}s){extra}; 0.2.0 {med['peer']:.2f}s "
+        f"ours {med['ours']:.2f}s (at the endpoint {med['ours_window']:.2f}s, T0 "
+        f"{med['ours0']:.2f}s){extra}; 0.2.0 {med['peer']:.2f}s "
         f"(T0 {med['peer0']:.2f}s, process wall {med['peer_wall']:.2f}s); ours/peer {ratio:.2f}, "
         f"ours/(1.10 max(NL/C, T0_peer)) {med['ours'] / bound:.2f}; CPU/call ours "
         f"{med['ours_cpu'] * 1e3:.2f} ms, 0.2.0 {med['peer_cpu'] * 1e3:.2f} ms "

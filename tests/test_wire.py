@@ -26,7 +26,7 @@ from reflex.models.retry import (
 )
 from reflex.models.runner import LoopRunner
 from reflex.models.spec import ModelSpec
-from reflex.models.wire import lean_route
+from reflex.models.wire import lean_candidate, lean_route
 from reflex.testing.endpoint import FaultPlan, serve
 from reflex.testing.http import Request
 
@@ -255,3 +255,17 @@ def test_a_registered_litellm_callback_sends_calls_through_litellm(
         spec = ModelSpec("openai/gpt-4o-mini", api_base=url, extra={"api_key": "k"})
         assert runner.run(call_once(litellm, spec, MESSAGES, 1)).text == "what is 2 + 2?"
     assert seen == ["openai/gpt-4o-mini"]
+
+
+def test_lean_calls_stay_in_the_run_process_with_client_processes_set(
+    runner: LoopRunner, litellm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = ProviderClient(max_workers=4, processes=2)
+    with serve() as url:
+        spec = ModelSpec("openai/gpt-4o-mini", api_base=url, extra={"api_key": "k"})
+        assert runner.run(client.complete(spec, MESSAGES)).text == "what is 2 + 2?"
+    assert client.offload is None  # no client process was started for it
+    assert lean_candidate(spec) and not lean_candidate(ModelSpec("anthropic/claude-x"))
+    assert not lean_candidate(ModelSpec("openai/x", extra={"response_format": {"type": "x"}}))
+    monkeypatch.setenv("REFLEX_LEAN_TRANSPORT", "0")  # then client processes take them
+    assert not lean_candidate(spec)

@@ -11,7 +11,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -112,7 +112,7 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> Iterator[Row]:
         raise DatasetError("empty file; write one JSON object per line", path=label, line=1)
 
 
-_SCAN = json.JSONDecoder().scan_once
+_SCAN: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _loads(text: str) -> object:

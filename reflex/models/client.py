@@ -28,6 +28,7 @@ from reflex.models.retry import (
 )
 from reflex.models.spec import ModelSpec, parse_model
 from reflex.models.usage import Ledger, Role
+from reflex.models.wire import lean_candidate
 
 if TYPE_CHECKING:
     from reflex.models.offload import OffloadPool
@@ -274,6 +275,8 @@ class ProviderClient:
             return False
         if providers.is_custom(spec.model.partition("/")[0]):
             return False  # in-process providers live in this process
+        if lean_candidate(spec):
+            return False  # the lean transport here costs less CPU than a client process
         from reflex.models.offload import OffloadPool
 
         if not OffloadPool.portable(spec):

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from reflex.models.spec import ModelSpec
 
-__all__ = ["LEAN_PROVIDERS", "Route", "WireAnswer", "lean_route", "send"]
+__all__ = ["LEAN_PROVIDERS", "Route", "WireAnswer", "lean_candidate", "lean_route", "send"]
 
 # Providers whose chat calls are a plain JSON POST to ``<api_base>/chat/completions``, and how
 # LiteLLM finds their base URL and key (arg > module setting > environment > default), as its
@@ -60,7 +60,10 @@ _FULL_PATH_ENV = (
     "OPENAI_PROJECT_ID",
     "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER",
 )
-_PROBE = [{"role": "system", "content": "probe-s"}, {"role": "user", "content": "probe-u"}]
+_PROBE: list[Any] = [
+    {"role": "system", "content": "probe-s"},
+    {"role": "user", "content": "probe-u"},
+]
 
 
 @dataclass(frozen=True)
@@ -135,8 +138,23 @@ def _settings(litellm: ModuleType) -> tuple[object, ...]:
     return tuple(values)
 
 
+def _switched_off() -> bool:
+    return os.environ.get("REFLEX_LEAN_TRANSPORT", "1").strip().lower() in ("0", "false", "off")
+
+
+def lean_candidate(spec: ModelSpec) -> bool:
+    """Whether ``spec`` is likely to take the lean transport (decided without LiteLLM).
+
+    The client keeps such calls in the run's process rather than in a client process, where
+    LiteLLM's full path costs several times the CPU (bench/README.md).
+    """
+    provider = spec.model.partition("/")[0]
+    plain = all(name == "api_key" or name in _PLAIN_PARAMS for name in spec.extra)
+    return provider in LEAN_PROVIDERS and plain and not _switched_off()
+
+
 def _resolve(litellm: Any, spec: ModelSpec) -> Route | None:
-    if os.environ.get("REFLEX_LEAN_TRANSPORT", "1").strip().lower() in ("0", "false", "no", "off"):
+    if _switched_off():
         return None
     extra = dict(spec.extra)
     given_key = extra.pop("api_key", None)
@@ -195,6 +213,14 @@ def _first(*values: object) -> str | None:
     return next((str(value) for value in values if value), None)
 
 
+def _chat_config(model: str, provider: str) -> Any:
+    """LiteLLM's chat config for the provider (request, headers, URL, error classes)."""
+    from litellm.types.utils import LlmProviders
+    from litellm.utils import ProviderConfigManager
+
+    return ProviderConfigManager.get_provider_chat_config(model, LlmProviders(provider))
+
+
 def _build(
     litellm: Any,
     spec: ModelSpec,
@@ -204,21 +230,22 @@ def _build(
     api_key: str | None,
     extra: dict[str, object],
 ) -> Route | None:
-    from litellm.types.utils import LlmProviders
-    from litellm.utils import ProviderConfigManager, get_optional_params
+    from litellm.utils import get_optional_params
 
-    config = ProviderConfigManager.get_provider_chat_config(model, LlmProviders(provider))
+    config = _chat_config(model, provider)
     if config is None:
         return None
-    decoding = {"temperature": spec.temperature, "max_tokens": spec.max_tokens, "seed": spec.seed}
-    decoding.update(extra)
-    chosen = {name: value for name, value in decoding.items() if value is not None}
+    decoding: dict[str, object] = {
+        "temperature": spec.temperature,
+        "max_tokens": spec.max_tokens,
+        "seed": spec.seed,
+        **extra,
+    }
+    chosen: dict[str, Any] = {name: value for name, value in decoding.items() if value is not None}
     optional = get_optional_params(model=model, custom_llm_provider=provider, **chosen)
     if optional.get("stream") or optional.get("extra_headers"):
         return None
-    headers = config.validate_environment(
-        {}, model, list(_PROBE), dict(optional), {}, api_key, api_base
-    )
+    headers = config.validate_environment({}, model, _PROBE, dict(optional), {}, api_key, api_base)
     url = config.get_complete_url(api_base, api_key, model, dict(optional), {}, stream=False)
     body = config.transform_request(model, [dict(m) for m in _PROBE], dict(optional), {}, headers)
     if body.get("messages") != _PROBE or body.get("model") != model:
@@ -301,17 +328,15 @@ def _provider_error(
 ) -> BaseException:
     """The exception LiteLLM raises for this HTTP failure (same class, status and headers)."""
     import httpx
-    from litellm.litellm_core_utils.exception_mapping_utils import exception_type
-    from litellm.types.utils import LlmProviders
-    from litellm.utils import ProviderConfigManager
+    from litellm.litellm_core_utils import exception_mapping_utils
 
-    config = ProviderConfigManager.get_provider_chat_config(
-        route.model, LlmProviders(route.provider)
-    )
+    mapping: Any = exception_mapping_utils  # untyped in LiteLLM
     plain = httpx.Headers(list(headers.items()))
-    error = config.get_error_class(message, status, plain)
+    error: BaseException = _chat_config(route.model, route.provider).get_error_class(
+        message, status, plain
+    )
     try:
-        exception_type(
+        mapping.exception_type(
             model=route.model, original_exception=error, custom_llm_provider=route.provider
         )
     except Exception as mapped:  # noqa: BLE001 - what exception_type raises is the answer
