@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from reflex.models import litellm_call
 from reflex.models.client import ProviderClient, load_litellm
 from reflex.models.litellm_call import Completion, call_once
 from reflex.models.retry import (
@@ -42,12 +43,12 @@ def litellm() -> Any:
     return load_litellm()
 
 
-@pytest.fixture
-def full_path(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
-    def switch() -> None:
-        monkeypatch.setenv("REFLEX_LEAN_TRANSPORT", "0")
-
-    return switch
+@pytest.fixture(autouse=True)
+def no_litellm_callbacks(litellm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No LiteLLM callback registered (earlier tests in the process may have left one, which
+    rightly sends every call through LiteLLM's full path)."""
+    for name in litellm_call._LITELLM_CALLBACK_LISTS:
+        monkeypatch.setattr(litellm, name, [])
 
 
 def forbid_litellm(litellm: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:

@@ -122,6 +122,8 @@ def lean_route(litellm: ModuleType, spec: ModelSpec) -> Route | None:
             _ROUTES.clear()
             _BY_SPEC.clear()
         _ROUTES[key] = _resolve(litellm, spec)
+    if len(_BY_SPEC) > 1024:  # specs made afresh for each call: keep the memo small
+        _BY_SPEC.clear()
     _BY_SPEC[id(spec)] = (spec, settings, _ROUTES[key])
     return _ROUTES[key]
 
