@@ -117,6 +117,12 @@ def iteration_cost(url: str, path: Path, repeats: int = 5) -> float:
     return statistics.median(times)
 
 
+def only_peer(size: int, python: str, repeats: int, rows: str | None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_jsonl(rows_for(size, f"s{size}_"), Path(tmp) / f"rows{size}.jsonl")
+        emit(versus_peer(path, python, repeats), rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
@@ -126,10 +132,7 @@ def main() -> None:
     parser.add_argument("--rows", default=None)
     args = parser.parse_args()
     if args.only_peer:
-        with tempfile.TemporaryDirectory() as tmp:
-            size = max(args.sizes)
-            path = write_jsonl(rows_for(size, f"s{size}_"), Path(tmp) / f"rows{size}.jsonl")
-            emit(versus_peer(path, args.peer_python, args.repeats), args.rows)
+        only_peer(max(args.sizes), args.peer_python, args.repeats, args.rows)
         return
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp, endpoint(0.0) as url:

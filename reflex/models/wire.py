@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from reflex.models.pricing import price
 from reflex.models.runner import LoopRunner
 
 if TYPE_CHECKING:
@@ -88,8 +89,6 @@ class WireAnswer:
 
 _ROUTES: dict[tuple[object, ...], Route | None] = {}
 _BY_SPEC: dict[int, tuple[ModelSpec, tuple[object, ...], Route | None]] = {}
-_PRICES: dict[tuple[str, str, int, int], float] = {}
-_UNPRICED: set[tuple[str, str]] = set()
 _SETTING_ENV = (
     "REFLEX_LEAN_TRANSPORT",
     "OPENAI_API_KEY",
@@ -363,55 +362,5 @@ def _answer(
         raise _provider_error(route, status, message, headers) from exc
     prompt_tokens = int(usage.get("prompt_tokens") or 0)
     completion_tokens = int(usage.get("completion_tokens") or 0)
-    cost = price(litellm, route, usage)
+    cost = price(litellm, route.model, route.provider, usage)
     return WireAnswer("" if text is None else str(text), prompt_tokens, completion_tokens, cost)
-
-
-def price(litellm: Any, route: Route, usage: Mapping[str, Any]) -> float | None:
-    """LiteLLM's price for this usage (None for a model it cannot price).
-
-    ``cost_per_token`` costs ~0.2 ms of CPU per call, so plain usage numbers (no cached or
-    reasoning tokens) are priced once per (model, prompt tokens, completion tokens).
-    """
-    name = (route.model, route.provider)
-    if name in _UNPRICED:
-        return None
-    prompt_tokens = int(usage.get("prompt_tokens") or 0)
-    completion_tokens = int(usage.get("completion_tokens") or 0)
-    plain = not (
-        _detail(usage, "prompt_tokens_details") or _detail(usage, "completion_tokens_details")
-    )
-    key = (*name, prompt_tokens, completion_tokens)
-    if plain and key in _PRICES:
-        return _PRICES[key]
-    try:
-        if plain:
-            parts = litellm.cost_per_token(
-                model=route.model,
-                custom_llm_provider=route.provider,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-            )
-        else:
-            from litellm.types.utils import Usage
-
-            parts = litellm.cost_per_token(
-                model=route.model, custom_llm_provider=route.provider, usage_object=Usage(**usage)
-            )
-    except Exception:  # noqa: BLE001 - unknown models have no price; cost stays unknown
-        _UNPRICED.add(name)
-        return None
-    cost = float(parts[0]) + float(parts[1])
-    if plain:
-        if len(_PRICES) > 65536:
-            _PRICES.clear()
-        _PRICES[key] = cost
-    return cost
-
-
-def _detail(usage: Mapping[str, Any], name: str) -> bool:
-    """Whether a usage details block holds any non-zero count (cached, reasoning, audio...)."""
-    details = usage.get(name)
-    return isinstance(details, Mapping) and any(
-        isinstance(value, (int, float)) and value for value in details.values()
-    )
