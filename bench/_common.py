@@ -60,6 +60,11 @@ class EndpointProcess(str):
         with urllib.request.urlopen(f"{self}/stats") as response:
             return dict(json.load(response))
 
+    def mark(self) -> None:
+        """Start a new timing window: ``first_request`` is the next request's arrival."""
+        with urllib.request.urlopen(f"{self}/stats/mark") as response:
+            response.read()
+
 
 @contextlib.contextmanager
 def endpoint(latency: float = 0.0, *extra: str) -> Iterator[EndpointProcess]:

@@ -1,11 +1,15 @@
 """Target 6: load + split a 100,000-row JSONL in <= 2 s with peak RSS <= 400 MB, and one
 minibatch iteration whose cost does not grow with the dataset (1k, 10k, 100k rows).
 
-    python bench/scale.py [--sizes 1000 10000 100000] [--rows FILE]
+    python bench/scale.py [--sizes 1000 10000 100000] [--repeats 3] [--peer-python PY] [--rows FILE]
 
 Load + split runs in a fresh child process, so its peak RSS is the whole cost of a 100k dataset.
 An iteration = draw a seeded train minibatch (batch_size 8) + evaluate a new prompt on it through
 the full Session against a zero-latency endpoint (median of 5).
+
+Issue 21: the same load + split of the largest file through aevyra-reflex 0.2.0 (its
+``Dataset.from_jsonl`` and 3-way split, in ``--peer-python``, default /tmp/peer-venv/bin/python),
+interleaved with ours, ``--repeats`` times; medians of wall time and peak RSS.
 """
 
 from __future__ import annotations
@@ -33,11 +37,65 @@ print(json.dumps({"wall": wall, "rss": rss, "pandas": "pandas" in sys.modules}))
 """
 
 
-def load_and_split(path: Path) -> dict[str, float]:
+PEER_CHILD = """
+import json, resource, sys, time
+started = time.perf_counter()
+from aevyra_verdict.dataset import Dataset
+from aevyra_reflex.optimizer import PromptOptimizer
+data = Dataset.from_jsonl(sys.argv[1], input_field="input", output_field="ideal")
+split = PromptOptimizer._split_dataset_3way(data, 0.8, 0.2, seed=0)
+wall = time.perf_counter() - started
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"wall": wall, "rss": rss, "pandas": "pandas" in sys.modules}))
+"""
+
+
+def load_and_split(
+    path: Path, python: str = sys.executable, child: str = CHILD
+) -> dict[str, float]:
+    # cwd: not this checkout, whose aevyra_reflex shim would shadow the peer's package.
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, check=True
+        [python, "-c", child, str(path.resolve())],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tempfile.gettempdir(),
     )
     return dict(json.loads(done.stdout))
+
+
+def versus_peer(path: Path, python: str, repeats: int) -> list[Row]:
+    """Ours and 0.2.0's load + split of ``path``, interleaved; medians."""
+    ours, peer = [], []
+    for _ in range(repeats):
+        ours.append(load_and_split(path))
+        peer.append(load_and_split(path, python, PEER_CHILD))
+    med = {
+        (who, key): statistics.median(run[key] for run in runs)
+        for who, runs in (("ours", ours), ("peer", peer))
+        for key in ("wall", "rss")
+    }
+    print(
+        f"load+split {path.stem}: ours {med['ours', 'wall']:.2f}s / {med['ours', 'rss']:.0f} MB, "
+        f"0.2.0 {med['peer', 'wall']:.2f}s / {med['peer', 'rss']:.0f} MB (median of {repeats})",
+        flush=True,
+    )
+    return [
+        Row(
+            "21",
+            f"load+split {path.stem}: ours / 0.2.0 wall",
+            f"{med['ours', 'wall']:.2f}/{med['peer', 'wall']:.2f}s",
+            "ours <= peer",
+            med["ours", "wall"] <= med["peer", "wall"],
+        ),
+        Row(
+            "21",
+            f"load+split {path.stem}: ours / 0.2.0 peak RSS",
+            f"{med['ours', 'rss']:.0f}/{med['peer', 'rss']:.0f} MB",
+            "ours <= peer",
+            med["ours", "rss"] <= med["peer", "rss"],
+        ),
+    ]
 
 
 def iteration_cost(url: str, path: Path, repeats: int = 5) -> float:
@@ -59,11 +117,23 @@ def iteration_cost(url: str, path: Path, repeats: int = 5) -> float:
     return statistics.median(times)
 
 
+def only_peer(size: int, python: str, repeats: int, rows: str | None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_jsonl(rows_for(size, f"s{size}_"), Path(tmp) / f"rows{size}.jsonl")
+        emit(versus_peer(path, python, repeats), rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--peer-python", default="/tmp/peer-venv/bin/python")
+    parser.add_argument("--only-peer", action="store_true", help="just the 0.2.0 comparison")
     parser.add_argument("--rows", default=None)
     args = parser.parse_args()
+    if args.only_peer:
+        only_peer(max(args.sizes), args.peer_python, args.repeats, args.rows)
+        return
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp, endpoint(0.0) as url:
         warm_up(url)
@@ -78,6 +148,8 @@ def main() -> None:
                 f"one minibatch iteration {costs[size] * 1e3:.1f} ms",
                 flush=True,
             )
+            if size == max(args.sizes) and Path(args.peer_python).exists():
+                rows += versus_peer(path, args.peer_python, args.repeats)
             if size == max(args.sizes):
                 rows.append(
                     Row(

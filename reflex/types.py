@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel
+if TYPE_CHECKING:  # pydantic is imported where option models are built, not to read data
+    from pydantic import BaseModel
 
-if TYPE_CHECKING:
     from reflex.data.dataset import Dataset
     from reflex.data.prompts import PromptSpec
     from reflex.judging.pairwise import PairOutcome
@@ -172,7 +172,7 @@ class BudgetView:
     elapsed_s: float
 
 
-OptionsT = TypeVar("OptionsT", bound=BaseModel)
+OptionsT = TypeVar("OptionsT", bound="BaseModel")
 
 
 class StrategyContext(Protocol):

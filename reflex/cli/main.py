@@ -12,7 +12,7 @@ import sys
 import click
 
 from reflex.cli.common import EXIT_USAGE, Group, registry
-from reflex.cli.optimize import make_optimize
+from reflex.cli.help import help_only, summary_cli
 from reflex.errors import ReflexError
 
 __all__ = ["build_cli", "main"]
@@ -54,6 +54,8 @@ def build_cli() -> click.Group:
     except ReflexError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    from reflex.cli.optimize import make_optimize
+
     cli.add_command(make_optimize(reg))
     cli.add_command(_plugins_command())
     from reflex.cli.runs import runs_command, show_command
@@ -74,4 +76,9 @@ def build_cli() -> click.Group:
 
 def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if help_only(sys.argv[1:] if argv is None else argv):  # no plugin loaded for the list
+        from reflex import __version__
+
+        summary_cli(Group, __version__).main(args=argv, prog_name="aevyra-reflex")
+        return
     build_cli().main(args=argv, prog_name="aevyra-reflex")

@@ -11,7 +11,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -28,6 +28,7 @@ __all__ = [
     "Row",
     "Where",
     "frame_rows",
+    "iter_file",
     "read_file",
 ]
 
@@ -62,6 +63,12 @@ class Where(NamedTuple):  # a tuple: one is built per row, so it must be cheap
 
 
 def read_file(path: Path, label: str, input_field: str | None) -> list[Row]:
+    return list(iter_file(path, label, input_field))
+
+
+def iter_file(path: Path, label: str, input_field: str | None) -> Iterator[Row]:
+    """The file's records one by one (JSON Lines are parsed as they are read, so a caller that
+    keeps only what it builds from each record never holds the whole file's parsed JSON)."""
     if path.is_dir():
         raise DatasetError("is a directory; pass the dataset file inside it", path=label)
     problem = file_problem(path)
@@ -69,13 +76,13 @@ def read_file(path: Path, label: str, input_field: str | None) -> list[Row]:
         raise DatasetError(problem, path=label)
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return _read_csv(path, label, input_field)
+        return iter(_read_csv(path, label, input_field))
     return _read_jsonl(path, label, sniff=suffix not in _JSONL_SUFFIXES)
 
 
-def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
+def _read_jsonl(path: Path, label: str, *, sniff: bool) -> Iterator[Row]:
     """Read JSON Lines; with ``sniff`` (unknown suffix) a first line that is not an object fails."""
-    rows: list[Row] = []
+    rows = 0
     with path.open("rb") as handle:
         number = 0
         while raw := handle.readline(MAX_RECORD_BYTES + 1):
@@ -101,10 +108,28 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> list[Row]:
                     path=label,
                     line=number,
                 )
-            rows.append((number, value))
+            rows += 1
+            yield number, value
     if not rows:
         raise DatasetError("empty file; write one JSON object per line", path=label, line=1)
-    return rows
+
+
+_SCAN: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _loads(text: str) -> object:
+    """``json.loads(text)``, minus its per-call overhead for the usual ``{...}\n`` line.
+
+    The same C scanner ``json.loads`` uses, called at the first character; anything else
+    (leading whitespace, trailing data, an error to report) goes through ``json.loads``.
+    """
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text) and not text[end:].isspace():
+        return json.loads(text)  # raises "Extra data" with its position
+    return value
 
 
 def _json_hint(text: str) -> str:
@@ -125,7 +150,7 @@ def load_json(text: str) -> object:
     integer of more than 4,300 digits): tracebacks, before this.
     """
     try:
-        return json.loads(text)
+        return _loads(text)
     except json.JSONDecodeError:
         raise
     except RecursionError:

@@ -93,10 +93,7 @@ def split_dataset(
     for example in dataset:  # one pass, in dataset order
         buckets[assignment[example.id]].append(example)
     split = Split(
-        **{
-            name: Dataset(rows, name=f"{dataset.name}:{name}", source=dataset.source)
-            for name, rows in buckets.items()
-        }
+        **{name: dataset.subset(rows, f"{dataset.name}:{name}") for name, rows in buckets.items()}
     )
     _check_sizes(split, fractions, dataset, n_groups)
     return split

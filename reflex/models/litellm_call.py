@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
+from reflex.models.wire import lean_route, send
+
 if TYPE_CHECKING:
     from reflex.models.client import ModelSpec
 
@@ -50,6 +52,18 @@ class _Response(Protocol):
 async def call_once(
     litellm: ModuleType, spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int
 ) -> Completion:
+    """One attempt: over the lean transport when LiteLLM routes ``spec`` there, else LiteLLM's."""
+    route = None if litellm_listens(litellm) else lean_route(litellm, spec)
+    if route is not None:
+        answer = await send(litellm, route, messages)
+        return Completion(
+            answer.text,
+            answer.prompt_tokens,
+            answer.completion_tokens,
+            answer.cost,
+            cached=False,
+            attempts=attempt,
+        )
     quiet = _skip_litellm_logging(litellm)
     try:
         response: _Response = await litellm.acompletion(

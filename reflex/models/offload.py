@@ -18,6 +18,9 @@ the run makes its first call in its own process (an in-process provider such as 
 waits until the calls in client processes are done and from then on holds a slot for the whole
 call, wherever it runs.
 
+Calls the lean transport can take (:func:`reflex.models.wire.lean_candidate`) stay in the run's
+process: there they cost a fraction of a client process's LiteLLM call.
+
 Settings made on the ``litellm`` module in the run's process are not seen by the workers;
 environment variables are (changes are sent before the next call). A worker that dies costs its
 calls a retry (on another worker); if none is left, calls run in the run's process, each holding

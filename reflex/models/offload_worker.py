@@ -132,9 +132,12 @@ def entry() -> None:
 def serve(sock: socket.socket) -> None:
     """Answer call messages until the socket closes."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import gc
+
     import litellm
 
     litellm.suppress_debug_info = True
+    gc.freeze()  # as in providers.load_litellm: keep LiteLLM's objects out of every collection
     litellm.aclient_session = _wire_client()
     caller = _Caller(litellm)
     loop = asyncio.new_event_loop()

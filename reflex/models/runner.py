@@ -12,7 +12,7 @@ import asyncio
 import atexit
 import os
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import ClassVar, TypeVar
 
 __all__ = ["LoopRunner"]
@@ -37,6 +37,11 @@ class LoopRunner:
             return cls._shared
 
     @classmethod
+    def current(cls) -> LoopRunner | None:
+        """The process-wide runner if it was started (never starts one)."""
+        return cls._shared
+
+    @classmethod
     def _forget_after_fork(cls) -> None:
         # A forked child has no loop thread: it must start its own on first use.
         cls._shared = None
@@ -48,6 +53,11 @@ class LoopRunner:
             target=self._loop.run_forever, name="reflex-loop", daemon=True
         )
         self._thread.start()
+        self._closers: list[Callable[[], Awaitable[object]]] = []
+
+    def at_close(self, closer: Callable[[], Awaitable[object]]) -> None:
+        """Await ``closer()`` on the loop when the runner closes (e.g. an HTTP session's close)."""
+        self._closers.append(closer)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -77,6 +87,9 @@ class LoopRunner:
         if self._loop.is_closed():
             return
         if self._thread.is_alive():
+            closers, self._closers = self._closers, []
+            for closer in closers:
+                self.run(_quietly(closer))
             self.run(_cancel_pending())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
@@ -91,6 +104,13 @@ async def _signalling(
         return await coro
     finally:
         settled.set()
+
+
+async def _quietly(closer: Callable[[], Awaitable[object]]) -> None:
+    try:
+        await closer()
+    except Exception:  # noqa: BLE001 - closing at exit: nothing left to report it to
+        return
 
 
 async def _cancel_pending() -> None:

@@ -61,6 +61,8 @@ __all__ = [
 
 FAULT_KINDS = ("429", "429-retry-after", "500", "503", "timeout", "malformed", "empty", "drop")
 EXTRA_KINDS = ("trickle", "no-choices", "null-message")  # served only when named
+# Permanent failures a test can script or choose explicitly (never drawn by default).
+PERMANENT_KINDS = ("400", "401", "404")
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ class FaultPlan:
     def __post_init__(self) -> None:
         if not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"fault rate must be in [0, 1], got {self.rate}")
-        known = (*FAULT_KINDS, *EXTRA_KINDS)
+        known = (*FAULT_KINDS, *EXTRA_KINDS, *PERMANENT_KINDS)
         unknown = [k for k in [*self.kinds, *self.script] if k is not None and k not in known]
         if unknown or (self.rate > 0 and not self.kinds):
             raise ValueError(f"unknown fault kinds {unknown or self.kinds}; use {known}")
@@ -142,12 +144,16 @@ class Stats:
     distinct: int = 0
     in_flight: int = 0
     peak_in_flight: int = 0
+    # time.monotonic() of the first request and of the last answer (benchmarks time a client at
+    # the endpoint, without its start-up): not compared, two runs never share them.
+    first_request: float = field(default=0.0, compare=False)
+    last_answer: float = field(default=0.0, compare=False)
 
     @property
     def fault_total(self) -> int:
         return sum(self.faults.values())
 
-    def to_dict(self) -> dict[str, int | dict[str, int]]:
+    def to_dict(self) -> dict[str, float | dict[str, int]]:
         return asdict(self)
 
     @classmethod
@@ -166,8 +172,10 @@ class EndpointServer:
         responder: Responder = echo,
         usage: tuple[int, int] | None = None,
         gate: threading.Event | None = None,
+        capture: list[Request] | None = None,
     ) -> None:
         self.latency = latency
+        self.capture = capture  # every chat request (headers and body) is appended here
         self.gate = gate
         self.faults = faults or FaultPlan()
         self.responder = responder
@@ -214,7 +222,13 @@ class EndpointServer:
     async def _route(self, request: Request, writer: asyncio.StreamWriter) -> bool:
         """Answer one request; False closes the connection."""
         if request.method == "POST" and request.path.endswith("/chat/completions"):
+            if self.capture is not None:
+                self.capture.append(request)
             return await self._chat(request.body, writer)
+        if request.method == "GET" and request.path.rstrip("/").endswith("/stats/mark"):
+            with self._lock:  # the next request starts a new timing window
+                self._stats.first_request = 0.0
+            return await send(writer, 200, self.stats().to_dict())
         if request.method == "GET" and request.path.rstrip("/").endswith("/stats"):
             return await send(writer, 200, self.stats().to_dict())
         if request.method == "GET" and request.path.endswith("/models"):
@@ -240,6 +254,7 @@ class EndpointServer:
             stats = self._stats
             arrival = stats.requests
             stats.requests += 1
+            stats.first_request = stats.first_request or time.monotonic()
             stats.in_flight += 1
             stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
             attempt = self._seen[digest]
@@ -259,6 +274,7 @@ class EndpointServer:
         finally:
             with self._lock:
                 self._stats.in_flight -= 1
+                self._stats.last_answer = time.monotonic()
 
     async def _wait(self) -> None:
         while self.gate is not None and not self.gate.is_set():  # set from another thread
@@ -349,10 +365,14 @@ def serve(
     port: int = 0,
     backlog: int = 4096,
     gate: threading.Event | None = None,
+    capture: list[Request] | None = None,
 ) -> Iterator[Endpoint]:
-    """Run an endpoint on a background thread for the ``with`` block; yields its base URL."""
+    """Run an endpoint on a background thread for the ``with`` block; yields its base URL.
+
+    ``capture``: a list that receives every chat request as it arrives (headers and body).
+    """
     server = EndpointServer(
-        latency=latency, faults=faults, responder=responder, usage=usage, gate=gate
+        latency=latency, faults=faults, responder=responder, usage=usage, gate=gate, capture=capture
     )
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="reflex-endpoint", daemon=True)

@@ -12,7 +12,7 @@ from reflex.data.json_types import JSONLike
 __all__ = ["Request", "error_body", "read_request", "send", "send_raw", "send_slowly"]
 
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}
-_REASONS |= {500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS |= {401: "Unauthorized", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 
 @dataclass

@@ -46,6 +46,13 @@ def wait_ready(pool: OffloadPool) -> OffloadPool:
     pytest.fail("client processes never became ready")
 
 
+@pytest.fixture(autouse=True)
+def litellm_full_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests send ``openai/`` calls to client processes, which only LiteLLM's full path
+    does: the lean transport (reflex.models.wire) keeps such calls in the run's process."""
+    monkeypatch.setenv("REFLEX_LEAN_TRANSPORT", "0")
+
+
 @pytest.fixture(scope="module")
 def pool() -> Iterator[OffloadPool]:
     shared = wait_ready(OffloadPool.shared(2))

@@ -1,0 +1,366 @@
+"""A lean transport for providers that speak OpenAI's chat-completions wire format.
+
+LiteLLM spends 3-8 ms of CPU per call building the request through its generic machinery,
+building pydantic response objects, logging and pricing, where the HTTP exchange itself costs
+well under 1 ms. For the providers listed in :data:`LEAN_PROVIDERS`, LiteLLM still decides
+everything, once per model spec (and again whenever the environment or LiteLLM's module
+settings change): the provider, model name, endpoint URL, API key and headers
+(``get_llm_provider``, the provider config's ``validate_environment`` / ``get_complete_url``),
+the request parameters (``get_optional_params``, ``transform_request``), the error class of a
+failed request (the config's ``get_error_class`` and LiteLLM's ``exception_type``) and the price
+of the usage (``cost_per_token``). Only the request itself goes over one shared ``aiohttp``
+session per event loop. Every other provider, every call with a parameter outside
+:data:`_PLAIN_PARAMS`, and every call made while a LiteLLM callback is registered (someone reads
+LiteLLM's logging) takes LiteLLM's full path. ``REFLEX_LEAN_TRANSPORT=0`` turns this off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from reflex.models.pricing import price
+from reflex.models.runner import LoopRunner
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from reflex.models.spec import ModelSpec
+
+__all__ = ["LEAN_PROVIDERS", "Route", "WireAnswer", "lean_candidate", "lean_route", "send"]
+
+# Providers whose chat calls are a plain JSON POST to ``<api_base>/chat/completions``, and how
+# LiteLLM finds their base URL and key (arg > module setting > environment > default), as its
+# own dispatch does for each (``litellm.main``). Each is proven against LiteLLM in the tests.
+LEAN_PROVIDERS: dict[str, tuple[tuple[str, ...], str | None, tuple[str, ...]]] = {
+    # provider: (base URL env vars, default base, key settings on the litellm module)
+    "openai": (
+        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+        "https://api.openai.com/v1",
+        ("openai_key",),
+    ),
+    "hosted_vllm": (("HOSTED_VLLM_API_BASE",), None, ()),
+}
+# Providers LiteLLM calls through the OpenAI SDK (the rest through its own HTTP handler): they
+# differ in how a lost connection or an unreadable answer is reported.
+_SDK_PATH = frozenset({"openai"})
+_KEY_ENV = {"openai": ("OPENAI_API_KEY",), "hosted_vllm": ()}
+# Decoding parameters passed through LiteLLM's parameter mapping; anything else (tools,
+# response_format, extra_body, headers ...) takes LiteLLM's full path.
+_PLAIN_PARAMS = frozenset({"top_p", "stop", "presence_penalty", "frequency_penalty", "user"})
+# Settings that change what LiteLLM would send: with any of them set, the full path.
+_FULL_PATH_ENV = (
+    "OPENAI_ORGANIZATION",
+    "OPENAI_PROJECT_ID",
+    "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER",
+)
+_PROBE: list[Any] = [
+    {"role": "system", "content": "probe-s"},
+    {"role": "user", "content": "probe-u"},
+]
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where and how one model spec's requests go: all of it decided by LiteLLM, once."""
+
+    model: str  # the provider's model name (no ``provider/`` prefix)
+    provider: str
+    url: str
+    headers: Mapping[str, str]
+    params: Mapping[str, object]  # the request body without ``messages``
+    timeout: float
+
+
+@dataclass(frozen=True)
+class WireAnswer:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+
+
+_ROUTES: dict[tuple[object, ...], Route | None] = {}
+_BY_SPEC: dict[int, tuple[ModelSpec, tuple[object, ...], Route | None]] = {}
+_SETTING_ENV = (
+    "REFLEX_LEAN_TRANSPORT",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "HOSTED_VLLM_API_BASE",
+    "HOSTED_VLLM_API_KEY",
+)
+_SETTING_NAMES = ("api_key", "api_base", "drop_params", "openai_key", "ssl_verify")
+
+
+def lean_route(litellm: ModuleType, spec: ModelSpec) -> Route | None:
+    """The lean route for ``spec``, or None when the call takes LiteLLM's full path.
+
+    Resolved by LiteLLM once per spec and settings: the environment variables and LiteLLM
+    module settings a route depends on are read on every call (~10 us) and compared.
+    """
+    settings = _settings(litellm)
+    known = _BY_SPEC.get(id(spec))
+    if known is not None and known[0] is spec and known[1] == settings:
+        return known[2]
+    try:
+        extra = json.dumps(dict(spec.extra), sort_keys=True)
+    except (TypeError, ValueError):  # a parameter JSON cannot carry: not a plain call
+        return None
+    fields = (spec.model, spec.api_base, spec.temperature, spec.max_tokens, spec.seed)
+    key = (*fields, spec.timeout, extra, settings)
+    if key not in _ROUTES:
+        if len(_ROUTES) > 256:  # settings keep changing (a test suite): start again
+            _ROUTES.clear()
+            _BY_SPEC.clear()
+        _ROUTES[key] = _resolve(litellm, spec)
+    if len(_BY_SPEC) > 1024:  # specs made afresh for each call: keep the memo small
+        _BY_SPEC.clear()
+    _BY_SPEC[id(spec)] = (spec, settings, _ROUTES[key])
+    return _ROUTES[key]
+
+
+def _settings(litellm: ModuleType) -> tuple[object, ...]:
+    """What a route depends on beyond the spec: the environment and LiteLLM's module settings."""
+    environ = os.environ
+    values = [environ.get(name) for name in _SETTING_ENV]
+    values += [environ.get(name) for name in _FULL_PATH_ENV]
+    values += [getattr(litellm, name, None) for name in _SETTING_NAMES]
+    for name in ("headers", "organization", "aclient_session"):
+        value = getattr(litellm, name, None)
+        values.append(repr(value) if value else None)
+    return tuple(values)
+
+
+def _switched_off() -> bool:
+    return os.environ.get("REFLEX_LEAN_TRANSPORT", "1").strip().lower() in ("0", "false", "off")
+
+
+def lean_candidate(spec: ModelSpec) -> bool:
+    """Whether ``spec`` is likely to take the lean transport (decided without LiteLLM).
+
+    The client keeps such calls in the run's process rather than in a client process, where
+    LiteLLM's full path costs several times the CPU (bench/README.md).
+    """
+    provider = spec.model.partition("/")[0]
+    plain = all(name == "api_key" or name in _PLAIN_PARAMS for name in spec.extra)
+    return provider in LEAN_PROVIDERS and plain and not _switched_off()
+
+
+def _resolve(litellm: Any, spec: ModelSpec) -> Route | None:
+    if _switched_off():
+        return None
+    extra = dict(spec.extra)
+    given_key = extra.pop("api_key", None)
+    if any(name not in _PLAIN_PARAMS for name in extra) or not _plain_settings(litellm):
+        return None
+    try:
+        model, provider, found_key, found_base = litellm.get_llm_provider(
+            spec.model, api_base=spec.api_base, api_key=given_key
+        )
+    except Exception:  # noqa: BLE001 - LiteLLM's full path raises its own error for it
+        return None
+    if provider not in LEAN_PROVIDERS:
+        return None
+    base_env, default_base, key_settings = LEAN_PROVIDERS[provider]
+    api_base = _first(
+        spec.api_base, found_base, litellm.api_base, *map(os.environ.get, base_env), default_base
+    )
+    key_sources = [getattr(litellm, name, None) for name in ("api_key", *key_settings)]
+    api_key = _first(given_key, found_key, *key_sources, *map(os.environ.get, _KEY_ENV[provider]))
+    if api_base is None or (api_key is None and provider != "hosted_vllm"):
+        return None  # LiteLLM's full path raises the missing-setting error
+    parts = urlsplit(str(api_base))
+    if parts.query or parts.fragment or parts.username or parts.password:
+        return None  # the SDK joins such a URL its own way; credentials: LiteLLM's refusal
+    if _bridged_to_responses(model, provider, str(api_base)):
+        return None  # LiteLLM sends this model to the Responses API, not chat completions
+    try:
+        return _build(litellm, spec, model, provider, str(api_base), api_key, extra)
+    except Exception:  # noqa: BLE001 - e.g. a parameter the model refuses: LiteLLM's full path
+        return None  # raises its own error for it, classified as before
+
+
+def _bridged_to_responses(model: str, provider: str, api_base: str) -> bool:
+    """Whether LiteLLM would bridge this chat call to OpenAI's Responses API (its own check)."""
+    try:
+        from litellm.responses.bridge_check import responses_api_bridge_check
+
+        info, _ = responses_api_bridge_check(
+            model=model, custom_llm_provider=provider, api_base=api_base
+        )
+    except Exception:  # noqa: BLE001 - a LiteLLM without the check: stay on its full path
+        return True
+    return info.get("mode") == "responses"
+
+
+def _plain_settings(litellm: ModuleType) -> bool:
+    if any(os.environ.get(name) for name in _FULL_PATH_ENV):
+        return False
+    ssl_verify = getattr(litellm, "ssl_verify", True)
+    return not any(
+        getattr(litellm, name, None) for name in ("headers", "organization", "aclient_session")
+    ) and (ssl_verify is True)
+
+
+def _first(*values: object) -> str | None:
+    return next((str(value) for value in values if value), None)
+
+
+def _chat_config(model: str, provider: str) -> Any:
+    """LiteLLM's chat config for the provider (request, headers, URL, error classes)."""
+    from litellm.types.utils import LlmProviders
+    from litellm.utils import ProviderConfigManager
+
+    return ProviderConfigManager.get_provider_chat_config(model, LlmProviders(provider))
+
+
+def _build(
+    litellm: Any,
+    spec: ModelSpec,
+    model: str,
+    provider: str,
+    api_base: str,
+    api_key: str | None,
+    extra: dict[str, object],
+) -> Route | None:
+    from litellm.utils import get_optional_params
+
+    config = _chat_config(model, provider)
+    if config is None:
+        return None
+    decoding: dict[str, object] = {
+        "temperature": spec.temperature,
+        "max_tokens": spec.max_tokens,
+        "seed": spec.seed,
+        **extra,
+    }
+    chosen: dict[str, Any] = {name: value for name, value in decoding.items() if value is not None}
+    optional = get_optional_params(model=model, custom_llm_provider=provider, **chosen)
+    if optional.get("stream") or optional.get("extra_headers"):
+        return None
+    headers = config.validate_environment({}, model, _PROBE, dict(optional), {}, api_key, api_base)
+    url = config.get_complete_url(api_base, api_key, model, dict(optional), {}, stream=False)
+    body = config.transform_request(model, [dict(m) for m in _PROBE], dict(optional), {}, headers)
+    if body.get("messages") != _PROBE or body.get("model") != model:
+        return None  # the provider rewrites messages: LiteLLM must do it
+    params = {name: value for name, value in body.items() if name != "messages"}
+    merged = params.pop("extra_body", None) or {}  # sent inside the body, as the SDK does
+    if not isinstance(merged, dict):
+        return None
+    params.update(merged)
+    if params.get("stream") is False:  # what LiteLLM sends for a non-streaming call
+        del params["stream"]
+    return Route(model, provider, str(url), dict(headers), params, spec.timeout)
+
+
+_SESSIONS: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+
+
+def _new_session() -> aiohttp.ClientSession:
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+    return aiohttp.ClientSession(connector=connector, trust_env=True)
+
+
+@contextlib.asynccontextmanager
+async def _session() -> AsyncIterator[aiohttp.ClientSession]:
+    """The run loop's keep-alive HTTP session (aiohttp sessions are bound to their loop).
+
+    The process's run loop (:class:`LoopRunner`) keeps one session until it closes; a call made
+    on any other event loop (which may close without telling anyone) gets its own session.
+    """
+    loop = asyncio.get_running_loop()
+    runner = LoopRunner.current()
+    if runner is None or runner.loop is not loop:
+        async with _new_session() as own:
+            yield own
+        return
+    session = _SESSIONS.get(loop)
+    if session is None or session.closed:
+        session = _SESSIONS[loop] = _new_session()
+        runner.at_close(session.close)
+    yield session
+
+
+async def send(
+    litellm: ModuleType, route: Route, messages: Sequence[Mapping[str, str]]
+) -> WireAnswer:
+    """One request over the shared session; failures raise LiteLLM's exception classes."""
+    import aiohttp
+
+    body = dict(route.params)
+    body["messages"] = [dict(message) for message in messages]
+    data = json.dumps(body, ensure_ascii=False).encode()
+    timeout = aiohttp.ClientTimeout(total=route.timeout)
+    try:
+        async with (
+            _session() as session,
+            session.post(route.url, data=data, headers=route.headers, timeout=timeout) as response,
+        ):
+            status, raw = response.status, await response.read()
+            headers = response.headers
+    except asyncio.TimeoutError as exc:
+        raise litellm.Timeout(
+            message=f"Request timed out after {route.timeout} seconds.",
+            model=route.model,
+            llm_provider=route.provider,
+        ) from exc
+    except (aiohttp.ClientError, OSError) as exc:
+        # What LiteLLM raises for a lost connection: the OpenAI SDK's "Connection error.", or
+        # the transport's own message on LiteLLM's HTTP handler, as a 500 of the provider.
+        message = "Connection error." if route.provider in _SDK_PATH else str(exc)
+        raise _provider_error(route, 500, message, {}) from exc
+    if status >= 400:
+        raise _provider_error(route, status, raw.decode("utf-8", "replace"), headers)
+    return _answer(litellm, route, raw, status, headers)
+
+
+def _provider_error(
+    route: Route, status: int, message: str, headers: Mapping[str, str]
+) -> BaseException:
+    """The exception LiteLLM raises for this HTTP failure (same class, status and headers)."""
+    import httpx
+    from litellm.litellm_core_utils import exception_mapping_utils
+
+    mapping: Any = exception_mapping_utils  # untyped in LiteLLM
+    plain = httpx.Headers(list(headers.items()))
+    error: BaseException = _chat_config(route.model, route.provider).get_error_class(
+        message, status, plain
+    )
+    try:
+        mapping.exception_type(
+            model=route.model, original_exception=error, custom_llm_provider=route.provider
+        )
+    except Exception as mapped:  # noqa: BLE001 - what exception_type raises is the answer
+        return mapped
+    return error
+
+
+def _answer(
+    litellm: Any, route: Route, raw: bytes, status: int, headers: Mapping[str, str]
+) -> WireAnswer:
+    try:
+        payload = json.loads(raw)
+        text = payload["choices"][0]["message"].get("content")
+        usage = payload.get("usage") or {}
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        # As LiteLLM reports an unreadable answer: the SDK's parse error as a 500, or its HTTP
+        # handler's "Unable to get json response" with the answer's own status.
+        if route.provider in _SDK_PATH:
+            raise _provider_error(route, 500, str(exc), headers) from exc
+        text = raw.decode("utf-8", "replace")
+        message = f"Unable to get json response - {exc}, Original Response: {text}"
+        raise _provider_error(route, status, message, headers) from exc
+    prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    completion_tokens = int(usage.get("completion_tokens") or 0)
+    cost = price(litellm, route.model, route.provider, usage)
+    return WireAnswer("" if text is None else str(text), prompt_tokens, completion_tokens, cost)
