@@ -85,6 +85,7 @@ from reflex.callbacks.tracking import (
     GuardedCallback,
     ParamValue,
     baseline_metrics,
+    best_train_score,
     iteration_metrics,
     iteration_row,
     metric_key,
@@ -97,6 +98,13 @@ from reflex.callbacks.tracking import (
     wanted,
 )
 from reflex.redact import redact_data, redact_url, scrub
+from reflex.run.trackers import (
+    evaluation_rows,
+    recorded_iterations,
+    run_path,
+    save_tracker_state,
+    tracker_state,
+)
 
 __all__ = [
     "BaseStrategy",
@@ -137,6 +145,8 @@ __all__ = [
     "StrategyRegistrar",
     "ask",
     "baseline_metrics",
+    "best_train_score",
+    "evaluation_rows",
     "hookimpl",
     "iteration_metrics",
     "iteration_row",
@@ -145,16 +155,20 @@ __all__ = [
     "parse_prompts",
     "parse_proposal",
     "parse_tag_pairs",
+    "recorded_iterations",
     "redact_data",
     "redact_url",
     "render",
     "run_params",
+    "run_path",
     "run_tags",
+    "save_tracker_state",
     "scrub",
     "split_params",
     "summary_metrics",
     "system_prompt",
     "tagged",
     "template_names",
+    "tracker_state",
     "wanted",
 ]

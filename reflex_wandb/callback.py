@@ -8,7 +8,10 @@ optimization goes on. See docs/trackers.md for what is logged.
 
 from __future__ import annotations
 
+import math
+import secrets
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import wandb
@@ -18,9 +21,13 @@ from reflex.api import (
     baseline_metrics,
     iteration_metrics,
     iteration_row,
+    recorded_iterations,
     run_params,
+    run_path,
+    save_tracker_state,
     split_params,
     summary_metrics,
+    tracker_state,
 )
 
 if TYPE_CHECKING:
@@ -66,6 +73,8 @@ class WandbCallback(GuardedCallback):
         self._off = False
         self._last_step = 0
         self._rows: list[dict[str, Any]] = []
+        self._run_dir: Path | None = None
+        self._logged = 0  # the last iteration logged to the run
 
     def _has_run(self) -> bool:
         return self.run is not None
@@ -97,47 +106,90 @@ class WandbCallback(GuardedCallback):
     # --- steps -------------------------------------------------------------------------------
 
     def _start(self, config: RunConfig, initial_prompt: str) -> None:
+        self._run_dir = run_path(config)
+        saved = tracker_state(self._run_dir, "wandb") if config.resumed else {}
+        resuming = self.run_id is not None or bool(saved.get("run_id"))
+        self.run_id = self.run_id or saved.get("run_id") or secrets.token_hex(4)
         run: Any = wandb.init(
             project=self.project,
             entity=self.entity,
-            name=self.run_name,
+            name=self.run_name or _default_name(config),
             tags=[*self.tags, config.strategy],
             mode=self.mode,  # type: ignore[arg-type]  # wandb checks the value itself
             config=run_params(config),
             id=self.run_id,
-            resume="allow" if self.run_id else None,
+            resume="allow",  # a resumed reflex run continues the same W&B run
             reinit="create_new",  # never finish or reuse a run the caller has open
             dir=self.dir,
         )
         self.run = run
         run.define_metric("iteration")
         run.define_metric("*", step_metric="iteration")
-        if self.run_id is not None:
-            self._last_step = int(run.summary.get("iteration", 0) or 0)
+        self._logged = int(saved.get("logged", 0) or 0)
+        self._last_step = max(self._logged, int(run.summary.get("iteration", 0) or 0))
+        self._save(project=self.project, entity=self.entity, sync_dir=run.settings.sync_dir)
         run.summary["initial_prompt"] = initial_prompt
+        if resuming:
+            self._catch_up()
+
+    def _save(self, **values: Any) -> None:
+        save_tracker_state(self._run_dir, "wandb", run_id=self.run_id, **values)
+
+    def _catch_up(self) -> None:
+        """Log each iteration the run directory recorded but this W&B run was never sent."""
+        for record in recorded_iterations(self._run_dir):
+            self._rows.append(iteration_row(record))
+            if record.iteration > self._logged:
+                self._log_iteration(record)
 
     def _iteration(self, record: IterationRecord) -> None:
-        self._last_step = max(self._last_step, record.iteration)
-        self._log(iteration_metrics(record), record.iteration)
+        if record.iteration <= self._logged:
+            return  # already logged (a resumed run's catch-up)
         self._rows.append(iteration_row(record))
+        self._log_iteration(record)
+
+    def _log_iteration(self, record: IterationRecord) -> None:
+        self._last_step = max(self._last_step, record.iteration)
+        values: dict[str, Any] = dict(iteration_metrics(record))
+        if self.log_prompt_each_iter:
+            rows = [[row[column] for column in _TABLE_COLUMNS] for row in self._rows]
+            columns: list[str | int] = list(_TABLE_COLUMNS)
+            values["prompts"] = wandb.Table(columns=columns, data=rows)
+        self._run().log({"iteration": record.iteration, **values})
+        self._logged = record.iteration
+        self._save(logged=record.iteration)
+
+    def where(self) -> list[str]:
+        """Where the run went, and how to upload or open it (the CLI prints these lines)."""
+        if self.run is None:
+            return []
+        run = self.run
+        path = "/".join(p for p in (run.entity or self.entity, run.project, run.id) if p)
+        if getattr(run.settings, "_offline", False) or run.settings.mode == "offline":
+            return [
+                f"W&B: offline run {path} in {run.settings.sync_dir}",
+                f"  upload: wandb sync {run.settings.sync_dir}",
+            ]
+        url = getattr(run, "url", None)
+        return [f"W&B: run {path}" + (f" at {url}" if url else "")]
 
     def _log_end(self, result: OptimizationResult) -> None:
         run = self._run()
         run.config.update(split_params(result), allow_val_change=True)
+        numbers: dict[str, Any] = dict(summary_metrics(result))
+        pct = numbers.get("improvement_pct")
+        if pct is not None and math.isnan(pct):
+            numbers["improvement_pct"] = None  # null, as in result.json; the note says why
         self._summary(
             {
-                **summary_metrics(result),
+                **numbers,
+                "improvement_pct_note": result.improvement_pct_note,
                 "best_prompt": result.best_prompt,
                 "stop_reason": self._scrub(result.stop_reason),
                 "completed": result.completed,
                 "reflex_run_id": result.run_id or "",
             }
         )
-        if self.log_prompt_each_iter and self._rows:
-            rows = [[row[column] for column in _TABLE_COLUMNS] for row in self._rows]
-            columns: list[str | int] = list(_TABLE_COLUMNS)
-            table = wandb.Table(columns=columns, data=rows)
-            run.log({"prompts": table})
         self._log_best_prompt(result)
 
     def _log_best_prompt(self, result: OptimizationResult) -> None:
@@ -167,3 +219,9 @@ class WandbCallback(GuardedCallback):
 
     def _summary(self, values: Mapping[str, Any]) -> None:
         self._run().summary.update(dict(values))
+
+
+def _default_name(config: RunConfig) -> str:
+    """``<strategy>-<dataset>-<reflex run id>``, the same name the MLflow run gets."""
+    parts = [config.strategy, config.dataset_name or "", config.run_id or ""]
+    return "-".join(part for part in parts if part)

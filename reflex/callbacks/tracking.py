@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -150,11 +151,8 @@ def iteration_row(record: IterationRecord) -> dict[str, Any]:
 
 
 def best_train_score(result: OptimizationResult) -> float | None:
-    """The train score of the best prompt (its latest scored iteration), if it has one."""
-    for record in reversed(result.iterations):
-        if record.system_prompt == result.best_prompt and record.score is not None:
-            return record.score
-    return None
+    """The best train score seen during optimization (the highest iteration ``score``)."""
+    return max((r.score for r in result.iterations if r.score is not None), default=None)
 
 
 def converged(result: OptimizationResult) -> bool:
@@ -163,15 +161,18 @@ def converged(result: OptimizationResult) -> bool:
 
 
 def summary_metrics(result: OptimizationResult) -> dict[str, float]:
-    """End-of-run numbers; values that are unknown (e.g. no final after a failure) are left out."""
+    """End-of-run numbers. Unknown values (e.g. no final after a failure) are left out, except
+    ``improvement_pct``: always present, NaN when undefined (``improvement_pct_note`` says why,
+    e.g. a baseline of 0); ``result.json`` holds null and the same note."""
     total = dict(result.usage.get("total", {}))
+    pct = result.improvement_pct
     values: dict[str, float | None] = {
         "best_score_train": best_train_score(result),
-        "best_score_val": result.best_score,
+        "best_score_val": result.best_score_val,
         "baseline_score": result.baseline.mean_score if result.baseline else None,
         "final_score_test": result.final.mean_score if result.final else None,
         "improvement": result.improvement,
-        "improvement_pct": result.improvement_pct,
+        "improvement_pct": math.nan if pct is None else pct,
         "p_value": result.p_value,
         "converged": float(converged(result)),
         "total_iterations": float(len(result.iterations)),

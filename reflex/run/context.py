@@ -93,6 +93,7 @@ class RunContext:
         )
         self._started = time.monotonic()
         self._replay = list(replay)
+        self._train_batch: list[Example] | None = None  # see ``_train_score``
         if not self._replay:
             session.end_replay(0)
 
@@ -281,6 +282,8 @@ class RunContext:
         """
         leaks = self._span_flags(prompt, failed, rejected)
         rejected = rejected or self._leakage.reject(leaks)  # before val is paid for
+        if train is None and failed is None and rejected is None:
+            train = self._train_score(prompt)
         val = None
         if failed is None and rejected is None and len(self.val):
             val = self._session.evaluate(prompt, list(self.val), f"val:it{self.iteration + 1}")
@@ -313,6 +316,17 @@ class RunContext:
         self._stopping.recorded(is_best, self.best_val)
         self._publish(record)
         return record
+
+    def _train_score(self, prompt: str) -> EvalSnapshot | None:
+        """A candidate the strategy did not score on train is measured on a fixed, seeded train
+        minibatch (``batch_size`` rows), so every iteration has its train score."""
+        if not len(self.train):
+            return None
+        if self._train_batch is None:
+            rows = list(self.train)
+            size = min(self.settings.batch_size, len(rows))
+            self._train_batch = random.Random(f"train-batch:{self.seed}").sample(rows, size)
+        return self._session.evaluate(prompt, self._train_batch, f"train:it{self.iteration + 1}")
 
     def _span_flags(
         self, prompt: str, failed: str | None, rejected: str | None

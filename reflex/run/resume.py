@@ -20,7 +20,7 @@ from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.data.json_types import JSONDict
 from reflex.errors import ConfigurationError
-from reflex.result import RunEnd
+from reflex.result import RunEnd, best_val_of
 
 __all__ = ["ResumePoint", "RunInfo", "find_resumable", "list_runs", "load_resume", "prompt_hash"]
 
@@ -73,11 +73,16 @@ class RunInfo:
             "dataset": self.meta.get("dataset_name"),
             "iterations": len(iterations),
             "baseline": (result.get("baseline") or {}).get("mean_score"),
-            "best_val": result.get("best_score", max(vals) if vals else None),
+            "best_val": best_val_of(result)
+            if _HAS_BEST & result.keys()
+            else max(vals, default=None),
             "final": (result.get("final") or {}).get("mean_score"),
             "cost": usage.get("cost"),
             "started": self.meta.get("started"),
         }
+
+
+_HAS_BEST = {"best_score", "best_score_val"}
 
 
 def _read(path: Path) -> dict[str, Any] | None:

@@ -1,0 +1,137 @@
+"""What tracker adapters read from and keep in a run's directory.
+
+``.trackers.json`` holds each tracker's own ids for the run (the MLflow run id, the W&B run id),
+so a resumed run (``--resume``) continues the same tracker runs and ``aevyra-reflex sync`` knows
+where a run went. It starts with a dot: it is bookkeeping, not part of the sealed record
+(``verify`` ignores it). ``recorded_iterations`` reads the iterations a run has recorded (its
+checkpoint), so an adapter can log what an interrupted process recorded but never sent.
+``evaluation_rows`` is the per-example view of the test split: baseline and final side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from reflex.config import RunConfig
+from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.files import atomic_write_text
+from reflex.result import IterationRecord, OptimizationResult
+
+__all__ = [
+    "TRACKERS_FILE",
+    "evaluation_rows",
+    "recorded_iterations",
+    "run_path",
+    "save_tracker_state",
+    "tracker_state",
+]
+
+TRACKERS_FILE = ".trackers.json"
+
+logger = logging.getLogger(__name__)
+
+
+def run_path(config: RunConfig) -> Path | None:
+    """The run's directory (``<run_dir>/runs/<run_id>``), or None before the engine made one."""
+    if not config.run_id:
+        return None
+    return Path(config.run_dir) / "runs" / config.run_id
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def tracker_state(run: Path | None, tracker: str) -> dict[str, Any]:
+    """What ``tracker`` saved about this run (e.g. ``{"run_id": ...}``); ``{}`` when nothing."""
+    if run is None:
+        return {}
+    data = _read_json(run / TRACKERS_FILE)
+    entry = data.get(tracker) if isinstance(data, dict) else None
+    return dict(entry) if isinstance(entry, dict) else {}
+
+
+def save_tracker_state(run: Path | None, tracker: str, **values: Any) -> None:
+    """Merge ``values`` into ``tracker``'s entry of ``.trackers.json`` (atomic write)."""
+    if run is None or not run.is_dir():
+        return
+    data = _read_json(run / TRACKERS_FILE)
+    data = data if isinstance(data, dict) else {}
+    entry = data.get(tracker) if isinstance(data.get(tracker), dict) else {}
+    data[tracker] = {**entry, **values}
+    atomic_write_text(run / TRACKERS_FILE, json.dumps(data, indent=2, default=str))
+
+
+def recorded_iterations(run: Path | None) -> list[IterationRecord]:
+    """The iterations the run recorded so far (its checkpoint, else its result)."""
+    if run is None:
+        return []
+    for name in ("checkpoint.json", "result.json"):
+        data = _read_json(run / name)
+        if isinstance(data, dict) and isinstance(data.get("iterations"), list):
+            return [IterationRecord.from_dict(r) for r in data["iterations"]]
+    return []
+
+
+def _examples(run: Path | None, dataset: Dataset | None) -> dict[str, Any]:
+    if dataset is None and run is not None:
+        meta = _read_json(run / "run.json")
+        source = meta.get("dataset_source") if isinstance(meta, dict) else None
+        if isinstance(source, str) and Path(source).is_file():
+            try:
+                dataset = load_dataset(source)
+            except Exception as exc:  # noqa: BLE001 - the rows are extra; ids still go out
+                logger.debug("could not reload %s for the evaluation table: %s", source, exc)
+    return {example.id: example for example in dataset} if dataset is not None else {}
+
+
+def evaluation_rows(
+    result: OptimizationResult, dataset: Dataset | None = None
+) -> list[dict[str, Any]]:
+    """One row per test (example, model): input, expected, baseline and final outputs and scores.
+
+    ``input``/``expected`` come from ``dataset``, else from the run's dataset file (``run.json``);
+    empty when neither is known. Per-metric scores are ``baseline_<metric>`` / ``final_<metric>``.
+    """
+    if result.final is None:
+        return []
+    run = Path(result.run_dir) if result.run_dir else None
+    examples = _examples(run, dataset)
+    before = {s.key: s for s in result.baseline.samples} if result.baseline else {}
+    metrics = sorted({name for s in result.final.samples for name in s.scores})
+    rows = []
+    for sample in result.final.samples:
+        base = before.get(sample.key)
+        example = examples.get(sample.example_id)
+        row: dict[str, Any] = {
+            "example_id": sample.example_id,
+            "model": sample.model,
+            "input": _text(example.input) if example is not None else "",
+            "expected": _text(example.ideal) if example is not None else "",
+            "baseline_output": base.output if base is not None else "",
+            "final_output": sample.output,
+            "baseline_score": base.score if base is not None else None,
+            "final_score": sample.score,
+        }
+        for name in metrics:
+            row[f"baseline_{name}"] = base.scores.get(name) if base is not None else None
+            row[f"final_{name}"] = sample.scores.get(name)
+        rows.append(row)
+    return rows
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping | list):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
