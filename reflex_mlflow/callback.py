@@ -116,12 +116,13 @@ class MLflowCallback(GuardedCallback):
         self.resolved_uri: str | None = None
         self._run_dir: Path | None = None
         self._logged_steps: set[int] = set()
+        self._baseline_logged = False
         self._offset = 0  # steps of an earlier reflex run this MLflow run continues (run_id=)
 
     # --- lifecycle hooks (each one guarded) ------------------------------------------------
 
     def on_baseline(self, snapshot: EvalSnapshot) -> None:
-        self._safely("on_baseline", lambda: self._log_metrics(baseline_metrics(snapshot), 0))
+        self._safely("on_baseline", lambda: self._baseline(snapshot))
 
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
@@ -239,6 +240,8 @@ class MLflowCallback(GuardedCallback):
         """Continue an existing run: log each iteration the run directory recorded but this run
         lacks (e.g. the one in flight at a kill -9), and rebuild the iterations table."""
         self._logged_steps = {m.step for m in client.get_metric_history(run_id, "tokens")}
+        baseline = client.get_metric_history(run_id, "score_test")
+        self._baseline_logged = any(m.step == 0 for m in baseline)
         self._last_step = max(self._logged_steps, default=0)
         recorded = recorded_iterations(self._run_dir)
         if recorded:
@@ -257,6 +260,11 @@ class MLflowCallback(GuardedCallback):
                 table = json.loads(Path(local).read_text(encoding="utf-8"))
             columns = table["columns"]
             self._rows = [dict(zip(columns, row, strict=True)) for row in table["data"]]
+
+    def _baseline(self, snapshot: EvalSnapshot) -> None:
+        if not self._baseline_logged:  # a resumed run's baseline may be on record already
+            self._log_metrics(baseline_metrics(snapshot), 0)
+            self._baseline_logged = True
 
     def _iteration(self, record: IterationRecord) -> None:
         if self._offset:

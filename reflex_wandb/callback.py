@@ -29,6 +29,7 @@ from reflex.api import (
     summary_metrics,
     tracker_state,
 )
+from reflex_wandb.offline import logged_steps
 
 if TYPE_CHECKING:
     from reflex.api import EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
@@ -74,7 +75,7 @@ class WandbCallback(GuardedCallback):
         self._last_step = 0
         self._rows: list[dict[str, Any]] = []
         self._run_dir: Path | None = None
-        self._logged = 0  # the last iteration logged to the run
+        self._done: set[int] = set()  # steps the W&B run holds (baseline 0, iterations)
 
     def _has_run(self) -> bool:
         return self.run is not None
@@ -82,7 +83,7 @@ class WandbCallback(GuardedCallback):
     # --- lifecycle hooks (each one guarded) ------------------------------------------------
 
     def on_baseline(self, snapshot: EvalSnapshot) -> None:
-        self._safely("on_baseline", lambda: self._log(baseline_metrics(snapshot), 0))
+        self._safely("on_baseline", lambda: self._baseline(snapshot))
 
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
@@ -125,26 +126,46 @@ class WandbCallback(GuardedCallback):
         self.run = run
         run.define_metric("iteration")
         run.define_metric("*", step_metric="iteration")
-        self._logged = int(saved.get("logged", 0) or 0)
-        self._last_step = max(self._logged, int(run.summary.get("iteration", 0) or 0))
-        self._save(project=self.project, entity=self.entity, sync_dir=run.settings.sync_dir)
+        earlier = [str(d) for d in saved.get("sync_dirs", []) if d != run.settings.sync_dir]
+        if resuming:
+            self._done = self._steps_on_record(run, earlier)
+        self._last_step = max(self._done, default=0)
+        self._save(
+            project=self.project,
+            entity=self.entity,
+            sync_dirs=[*earlier, run.settings.sync_dir],
+        )
         run.summary["initial_prompt"] = initial_prompt
         if resuming:
             self._catch_up()
+
+    @staticmethod
+    def _steps_on_record(run: Any, earlier: list[str]) -> set[int]:
+        """Steps the W&B run already holds: on disk in its earlier offline files, or (online)
+        up to the ``iteration`` the server's summary has."""
+        if run.settings.mode == "offline":
+            return logged_steps(earlier)
+        last = run.summary.get("iteration")
+        return set(range(0, int(last) + 1)) if isinstance(last, int | float) else set()
 
     def _save(self, **values: Any) -> None:
         save_tracker_state(self._run_dir, "wandb", run_id=self.run_id, **values)
 
     def _catch_up(self) -> None:
-        """Log each iteration the run directory recorded but this W&B run was never sent."""
+        """Log each iteration the run directory recorded but this W&B run does not hold."""
         for record in recorded_iterations(self._run_dir):
             self._rows.append(iteration_row(record))
-            if record.iteration > self._logged:
+            if record.iteration not in self._done:
                 self._log_iteration(record)
 
+    def _baseline(self, snapshot: EvalSnapshot) -> None:
+        if 0 not in self._done:  # a resumed run's baseline may be on record already
+            self._log(baseline_metrics(snapshot), 0)
+            self._done.add(0)
+
     def _iteration(self, record: IterationRecord) -> None:
-        if record.iteration <= self._logged:
-            return  # already logged (a resumed run's catch-up)
+        if record.iteration in self._done:
+            return  # already on record (a resumed run's catch-up)
         self._rows.append(iteration_row(record))
         self._log_iteration(record)
 
@@ -156,8 +177,7 @@ class WandbCallback(GuardedCallback):
             columns: list[str | int] = list(_TABLE_COLUMNS)
             values["prompts"] = wandb.Table(columns=columns, data=rows)
         self._run().log({"iteration": record.iteration, **values})
-        self._logged = record.iteration
-        self._save(logged=record.iteration)
+        self._done.add(record.iteration)
 
     def where(self) -> list[str]:
         """Where the run went, and how to upload or open it (the CLI prints these lines)."""

@@ -41,8 +41,11 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
     prompt = prompt_spec(args.prompt)
     reporter = ConsoleReporter()
     callbacks = [reporter, *plugin_callbacks]
-    result = optimizer.run(prompt, callbacks=callbacks, resume=args.resume_target)
-    reporter.close()
+    try:
+        result = optimizer.run(prompt, callbacks=callbacks, resume=args.resume_target)
+    finally:
+        reporter.close()
+        _print_trackers(plugin_callbacks)
     # Create missing parent folders: failing here, after a paid run, would lose the output.
     if args.output is not None:
         _write_best(args.output, prompt, result)
@@ -53,6 +56,18 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
         )
     print_summary(result)
     _print_slices(result.slices)
+
+
+def _print_trackers(callbacks: list[Callback]) -> None:
+    """Where each tracker put the run (a tracker callback's optional ``where()`` lines)."""
+    for callback in callbacks:
+        where = getattr(callback, "where", None)
+        try:
+            lines = list(where()) if callable(where) else []
+        except Exception:  # noqa: BLE001 - a tracker must never break the command
+            lines = []
+        for line in lines:
+            click.echo(str(line), err=True)
 
 
 def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> None:

@@ -146,7 +146,8 @@ class Engine:
         self._preflight(session, prompt)
         requests, cost = _requests_and_cost(session)
         result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
-        session.notify.baseline(result.baseline)
+        # Also on resume: a tracker may have lost it with the killed process (they dedupe).
+        session.dispatcher.baseline(result.baseline)
         after_requests, after_cost = _requests_and_cost(session)
         self._reserve_final(session, after_requests - requests, after_cost - cost)
         ctx = self._optimize(session, prompt, result)
