@@ -14,8 +14,8 @@ import os
 import socket
 import tempfile
 import time
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit

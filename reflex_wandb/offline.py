@@ -48,7 +48,7 @@ def records(path: Path) -> Iterator[Any]:
             buf = chunk if kind == 2 else buf + chunk
             continue
         buf = chunk if kind == 1 else buf + chunk
-        record = pb.Record()
+        record = pb.Record()  # type: ignore[attr-defined]  # generated protobuf module
         try:
             record.ParseFromString(buf)
         except Exception:  # noqa: BLE001 - a damaged record ends what can be trusted

@@ -64,8 +64,8 @@ def save_tracker_state(run: Path | None, tracker: str, **values: Any) -> None:
         return
     data = _read_json(run / TRACKERS_FILE)
     data = data if isinstance(data, dict) else {}
-    entry = data.get(tracker) if isinstance(data.get(tracker), dict) else {}
-    data[tracker] = {**entry, **values}
+    entry = data.get(tracker)
+    data[tracker] = {**(entry if isinstance(entry, dict) else {}), **values}
     atomic_write_text(run / TRACKERS_FILE, json.dumps(data, indent=2, default=str))
 
 
