@@ -148,7 +148,7 @@ class MLflowCallback(GuardedCallback):
         """Where the run went, and the command that opens it (the CLI prints these lines)."""
         if not self._has_run():
             return []
-        uri = redact_url(self.resolved_uri) or ""
+        uri = _shown(self.resolved_uri or "")
         page = f"#/experiments/{self.experiment_id}/runs/{self.run_id}"
         lines = [
             f"MLflow: run {self.run_id} in experiment {self.experiment_name!r} "
@@ -195,7 +195,7 @@ class MLflowCallback(GuardedCallback):
             "mlflow",
             run_id=self.run_id,
             experiment_id=self.experiment_id,
-            tracking_uri=redact_url(uri),
+            tracking_uri=_shown(uri),
         )
         self._dataset_name = config.dataset_name or "dataset"
         self._set_tags({**tags, "mlflow.note.content": self._scrub(description(config))})
@@ -397,6 +397,12 @@ class MLflowCallback(GuardedCallback):
             tags={"reflex.run_id": result.run_id or "", "mlflow.run_id": run_id},
         )
         client.link_prompt_version_to_run(run_id, version)
+
+
+def _shown(uri: str) -> str:
+    """A tracking URI to print or save: a server's without credentials, a path's as it is
+    (URL redaction would collapse ``sqlite:////abs/path`` into another path)."""
+    return redact_url(uri) or "" if uri.startswith(("http://", "https://")) else uri
 
 
 def _default_name(config: RunConfig) -> str:

@@ -99,7 +99,7 @@ def baseline_val(result: OptimizationResult) -> float:
 
 def assert_improves(result: OptimizationResult) -> None:
     assert result.baseline is not None and result.final is not None
-    assert result.best_score is not None and result.best_score > baseline_val(result)
+    assert result.best_score_val is not None and result.best_score_val > baseline_val(result)
     assert result.final.mean_score > result.baseline.mean_score
     assert result.final.system_prompt == result.best_prompt != START
 
