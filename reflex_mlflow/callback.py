@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 import tempfile
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import mlflow
 import pandas as pd
@@ -37,7 +35,6 @@ from reflex.api import (
     iteration_row,
     recorded_iterations,
     redact_data,
-    redact_url,
     run_params,
     run_path,
     run_tags,
@@ -46,6 +43,7 @@ from reflex.api import (
     summary_metrics,
     tracker_state,
 )
+from reflex_mlflow.connection import bounded_requests, check_reachable, shown
 from reflex_mlflow.tracing import LlmTracing
 from reflex_mlflow.views import ChildRuns, description, write_table
 
@@ -60,7 +58,6 @@ TABLE = "iterations.json"
 EVALUATION_TABLE = "evaluation.json"
 _PARAM_LIMIT = 6000  # MLflow rejects longer param values
 _BATCH = 100  # MLflow's per-request limit for params
-_CONNECT_TIMEOUT_S = 3.0
 
 
 class MLflowCallback(GuardedCallback):
@@ -130,7 +127,7 @@ class MLflowCallback(GuardedCallback):
     def on_final(self, snapshot: EvalSnapshot) -> None:
         # One step past the last iteration, so the final point never sits inside the curve.
         step = self._last_step + 1
-        self._safely("on_final", lambda: self._log_metrics(baseline_metrics(snapshot), step))
+        self._safely("on_final", lambda: self._log_new_metrics(baseline_metrics(snapshot), step))
 
     def on_run_end(self, result: OptimizationResult) -> None:
         self._safely("on_run_end", lambda: self._log_end(result))
@@ -144,11 +141,20 @@ class MLflowCallback(GuardedCallback):
         status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"  # Ctrl-C
         self._safely("on_run_error", lambda: self._terminate(status))
 
+    def _request_limits(self) -> AbstractContextManager[object]:
+        uri = self.resolved_uri or self.tracking_uri or ""
+        if not uri.startswith(("http://", "https://")):
+            return nullcontext()  # a local store makes no HTTP requests
+        return bounded_requests()
+
+    def _went_offline(self, hook: str) -> None:
+        save_tracker_state(self._run_dir, "mlflow", offline_in=hook, missed=True)
+
     def where(self) -> list[str]:
         """Where the run went, and the command that opens it (the CLI prints these lines)."""
         if not self._has_run():
             return []
-        uri = _shown(self.resolved_uri or "")
+        uri = shown(self.resolved_uri or "")
         page = f"#/experiments/{self.experiment_id}/runs/{self.run_id}"
         lines = [
             f"MLflow: run {self.run_id} in experiment {self.experiment_name!r} "
@@ -171,14 +177,15 @@ class MLflowCallback(GuardedCallback):
 
     def _start(self, config: RunConfig, initial_prompt: str) -> None:
         uri = self.tracking_uri or mlflow.get_tracking_uri()
-        _check_reachable(uri)
+        check_reachable(uri)
         client = MlflowClient(tracking_uri=uri)
         tags = run_tags(config, self.tags)
         self._run_dir = run_path(config)
         if self.run_id is None and config.resumed:
             # A resumed reflex run continues the MLflow run it started: the id it saved in the
             # run directory, else the run found by its reflex.run_id tag.
-            saved = tracker_state(self._run_dir, "mlflow").get("run_id")
+            state = tracker_state(self._run_dir, "mlflow")
+            saved = state.get("run_id") if state.get("tracking_uri") == shown(uri) else None
             self.run_id = saved or (self._find_run(client, config.run_id or ""))
             self._resume = self.run_id is not None
         if self.run_id is not None:
@@ -195,7 +202,7 @@ class MLflowCallback(GuardedCallback):
             "mlflow",
             run_id=self.run_id,
             experiment_id=self.experiment_id,
-            tracking_uri=_shown(uri),
+            tracking_uri=shown(uri),
         )
         self._dataset_name = config.dataset_name or "dataset"
         self._set_tags({**tags, "mlflow.note.content": self._scrub(description(config))})
@@ -290,7 +297,7 @@ class MLflowCallback(GuardedCallback):
     def _log_end(self, result: OptimizationResult) -> None:
         client, run_id = self._run()
         self._log_params(split_params(result))
-        self._log_metrics(summary_metrics(result), self._last_step + 1)
+        self._log_new_metrics(summary_metrics(result), self._last_step + 1)
         note = result.improvement_pct_note
         self._set_tags(
             {
@@ -325,6 +332,19 @@ class MLflowCallback(GuardedCallback):
         if self.client is None or self.run_id is None:
             raise RuntimeError("no MLflow run: on_run_start did not complete")
         return self.client, self.run_id
+
+    def _log_new_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        """``_log_metrics``, but a continued run skips the points it already has at ``step``
+        (a replay or a resume of a run whose final and summary were logged)."""
+        if self._resume:
+            client, run_id = self._run()
+            metrics = {
+                key: value
+                for key, value in metrics.items()
+                if all(m.step != step for m in client.get_metric_history(run_id, key))
+            }
+        if metrics:
+            self._log_metrics(metrics, step)
 
     def _log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         client, run_id = self._run()
@@ -399,32 +419,7 @@ class MLflowCallback(GuardedCallback):
         client.link_prompt_version_to_run(run_id, version)
 
 
-def _shown(uri: str) -> str:
-    """A tracking URI to print or save: a server's without credentials, a path's as it is
-    (URL redaction would collapse ``sqlite:////abs/path`` into another path)."""
-    return redact_url(uri) or "" if uri.startswith(("http://", "https://")) else uri
-
-
 def _default_name(config: RunConfig) -> str:
     """``<strategy>-<dataset>-<reflex run id>``: a run name that says what ran, and where."""
     parts = [config.strategy, config.dataset_name or "", config.run_id or ""]
     return "-".join(part for part in parts if part)
-
-
-def _check_reachable(uri: str) -> None:
-    """Fail fast on a tracking server that is down (MLflow itself retries for minutes)."""
-    parts = urlsplit(uri)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return
-    if any(
-        os.environ.get(name) for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
-    ):
-        return  # the proxy, not us, decides what is reachable
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        socket.create_connection((parts.hostname, port), timeout=_CONNECT_TIMEOUT_S).close()
-    except OSError as exc:
-        raise ConnectionError(
-            f"MLflow tracking server {redact_url(uri)} is unreachable ({exc}); start it "
-            "(mlflow server) or point --mlflow-tracking-uri / MLFLOW_TRACKING_URI elsewhere"
-        ) from None

@@ -91,7 +91,8 @@ class WandbCallback(GuardedCallback):
     def on_final(self, snapshot: EvalSnapshot) -> None:
         # One step past the last iteration, so the final point never sits inside the curve.
         step = self._last_step + 1
-        self._safely("on_final", lambda: self._log(baseline_metrics(snapshot), step))
+        if step not in self._done:  # a replayed or resumed run may hold it already
+            self._safely("on_final", lambda: self._log(baseline_metrics(snapshot), step))
 
     def on_run_end(self, result: OptimizationResult) -> None:
         self._safely("on_run_end", lambda: self._log_end(result))
@@ -109,6 +110,8 @@ class WandbCallback(GuardedCallback):
     def _start(self, config: RunConfig, initial_prompt: str) -> None:
         self._run_dir = run_path(config)
         saved = tracker_state(self._run_dir, "wandb") if config.resumed else {}
+        if saved.get("project") != self.project or saved.get("entity") != self.entity:
+            saved = {}  # another project: a new W&B run (e.g. aevyra-reflex sync elsewhere)
         resuming = self.run_id is not None or bool(saved.get("run_id"))
         self.run_id = self.run_id or saved.get("run_id") or secrets.token_hex(4)
         run: Any = wandb.init(
@@ -148,12 +151,18 @@ class WandbCallback(GuardedCallback):
         last = run.summary.get("iteration")
         return set(range(0, int(last) + 1)) if isinstance(last, int | float) else set()
 
+    def _went_offline(self, hook: str) -> None:
+        self._save(offline_in=hook, missed=True)
+
     def _save(self, **values: Any) -> None:
         save_tracker_state(self._run_dir, "wandb", run_id=self.run_id, **values)
 
     def _catch_up(self) -> None:
         """Log each iteration the run directory recorded but this W&B run does not hold."""
-        for record in recorded_iterations(self._run_dir):
+        recorded = recorded_iterations(self._run_dir)
+        if recorded:  # the final point goes after the last iteration, not after a final
+            self._last_step = max(record.iteration for record in recorded)
+        for record in recorded:
             self._rows.append(iteration_row(record))
             if record.iteration not in self._done:
                 self._log_iteration(record)

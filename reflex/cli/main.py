@@ -55,6 +55,9 @@ def build_cli() -> click.Group:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     cli.add_command(make_optimize(reg))
+    from reflex.cli.sync import make_sync
+
+    cli.add_command(make_sync(reg))
     cli.add_command(_plugins_command())
     from reflex.cli.runs import runs_command, show_command
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from reflex.plugins import Registry
     from reflex.result import OptimizationResult
 
-__all__ = ["make_optimize"]
+__all__ = ["make_optimize", "print_trackers"]
 
 
 def _run_optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
@@ -45,7 +45,7 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
         result = optimizer.run(prompt, callbacks=callbacks, resume=args.resume_target)
     finally:
         reporter.close()
-        _print_trackers(plugin_callbacks)
+        print_trackers(plugin_callbacks)
     # Create missing parent folders: failing here, after a paid run, would lose the output.
     if args.output is not None:
         _write_best(args.output, prompt, result)
@@ -58,7 +58,7 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
     _print_slices(result.slices)
 
 
-def _print_trackers(callbacks: list[Callback]) -> None:
+def print_trackers(callbacks: list[Callback]) -> None:
     """Where each tracker put the run (a tracker callback's optional ``where()`` lines)."""
     for callback in callbacks:
         where = getattr(callback, "where", None)

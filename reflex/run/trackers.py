@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ __all__ = [
     "TRACKERS_FILE",
     "evaluation_rows",
     "recorded_iterations",
+    "replay_run",
     "run_path",
     "save_tracker_state",
     "tracker_state",
@@ -135,3 +136,38 @@ def _text(value: object) -> str:
     if isinstance(value, Mapping | list):
         return json.dumps(value, ensure_ascii=False, default=str)
     return str(value)
+
+
+def replay_run(run: Path, callbacks: Sequence[object]) -> OptimizationResult:
+    """Send a recorded run's hooks to ``callbacks`` again, from its run directory.
+
+    ``on_run_start`` gets the run's config with ``resumed`` True, so tracker adapters continue
+    the tracker runs the run saved in ``.trackers.json`` (when they point at the same store)
+    and log only what those lack; a run made with no tracker gets new tracker runs. The
+    finished run is not changed (``.trackers.json`` is outside its sealed record).
+    """
+    from reflex.callbacks import CallbackDispatcher
+    from reflex.errors import ConfigurationError, ReflexError
+
+    config_data = _read_json(run / "config.json")
+    result_data = _read_json(run / "result.json")
+    if not isinstance(config_data, dict) or not isinstance(result_data, dict):
+        raise ConfigurationError(
+            f"{run}: no config.json/result.json to replay (a run still going, or not a run "
+            "folder); resume it first (aevyra-reflex optimize ... --resume)"
+        )
+    config = RunConfig.model_validate({**config_data, "resumed": True})
+    result = OptimizationResult.from_dict(result_data)
+    dispatcher = CallbackDispatcher(list(callbacks))
+    dispatcher.run_start(config, result.initial_prompt)
+    if result.baseline is not None:
+        dispatcher.baseline(result.baseline)
+    for record in result.iterations:
+        dispatcher.iteration(record)
+    if result.final is not None:
+        dispatcher.final(result.final)
+    if result.completed:
+        dispatcher.run_end(result)
+    else:
+        dispatcher.run_error(ReflexError(result.stop_reason or "the run did not finish"), result)
+    return result

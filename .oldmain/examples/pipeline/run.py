@@ -1,0 +1,58 @@
+"""Optimize the prompt of a two-step pipeline (model answer, then code clean-up).
+
+From the repository root::
+
+    python examples/pipeline/run.py -m openai/gpt-4o-mini --reasoning-model openai/gpt-4o
+
+The same run from the CLI::
+
+    aevyra-reflex optimize --inputs-file examples/pipeline/inputs.jsonl \\
+        examples/pipeline/prompt.md --pipeline-file examples/pipeline/pipeline.py \\
+        -m openai/gpt-4o-mini -s auto --metric exact_match
+
+tests/test_examples.py runs this file on the fake model.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from reflex import OptimizationResult, PromptOptimizer
+
+HERE = Path(__file__).resolve().parent
+DATASET = HERE / "inputs.jsonl"
+
+
+def main(argv: list[str] | None = None) -> OptimizationResult:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("-m", "--model", default="local/qwen2.5-coder-0.5b")
+    parser.add_argument("-s", "--strategy", default="auto")
+    parser.add_argument("--reasoning-model", help="Enables the iterative phase of auto.")
+    parser.add_argument("--max-iterations", type=int, default=5)
+    parser.add_argument("--run-dir", default=".reflex")
+    args = parser.parse_args(argv)
+
+    optimizer = (
+        PromptOptimizer()
+        .set_inputs(DATASET)
+        .set_pipeline(HERE / "pipeline.py", timeout=60)
+        .add_provider(args.model)
+        .add_metric("exact_match")
+        .set_strategy(args.strategy)
+        .configure(max_iterations=args.max_iterations, run_dir=args.run_dir)
+    )
+    if args.reasoning_model:
+        optimizer.set_reasoning_model(args.reasoning_model)
+    result = optimizer.run(HERE / "prompt.md")
+    baseline = result.baseline.mean_score if result.baseline else float("nan")
+    final = result.final.mean_score if result.final else float("nan")
+    print(f"test score {baseline:.3f} -> {final:.3f} (p={result.p_value})")
+    if result.final and result.final.samples:
+        print("a trace:", result.final.samples[0].trace)
+    print(result.best_prompt)
+    return result
+
+
+if __name__ == "__main__":
+    main()

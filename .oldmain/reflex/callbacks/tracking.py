@@ -1,0 +1,271 @@
+"""Tracker-neutral helpers: what a tracker adapter logs, and how it stays out of the run's way.
+
+``reflex_mlflow`` and ``reflex_wandb`` (through :mod:`reflex.api`) use these, so an MLflow run and
+a W&B run of the same optimization carry the same parameter keys, metric names and summary
+values; a third-party tracker can do the same. Nothing here imports a tracker. Everything that
+leaves the process goes through the core redactor (:mod:`reflex.redact`) first: no API key or URL
+credential may land in a tracker's params, config, tags or artifacts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from reflex.callbacks import Callback
+from reflex.redact import is_secret_name, redact_data, redact_url, scrub
+
+if TYPE_CHECKING:
+    from reflex.config import RunConfig
+    from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
+
+__all__ = [
+    "GuardedCallback",
+    "ParamValue",
+    "baseline_metrics",
+    "best_train_score",
+    "converged",
+    "iteration_metrics",
+    "iteration_row",
+    "metric_key",
+    "on_model_thread",
+    "parse_tag_pairs",
+    "run_params",
+    "run_tags",
+    "split_params",
+    "summary_metrics",
+    "wanted",
+]
+
+ParamValue = str | int | float | bool | None
+T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+_METRIC_CHARS = re.compile(r"[^A-Za-z0-9_\-./ ]")
+
+
+def metric_key(name: str) -> str:
+    """A metric name every tracker accepts (MLflow allows ``[A-Za-z0-9_-./ ]``)."""
+    return _METRIC_CHARS.sub("_", name)
+
+
+def _target_source(config: RunConfig) -> str:
+    """Where the task model is served: the redacted api_base, else its provider(s)."""
+    if config.api_base:
+        return redact_url(config.api_base) or ""
+    return ",".join(dict.fromkeys(m.partition("/")[0] for m in config.models))
+
+
+def _urls(config: RunConfig) -> tuple[str | None, ...]:
+    """The run's URLs whose credentials no tracker may see (scrubbed from every text)."""
+    return (config.api_base, config.reasoning_base_url)
+
+
+def run_params(config: RunConfig) -> dict[str, ParamValue]:
+    """The run's parameters (MLflow params, W&B config). Known at run start; no secrets."""
+    budget = config.budget.model_dump()
+    params: dict[str, ParamValue] = {
+        "strategy": config.strategy,
+        "reasoning_model": config.reasoning_model,
+        "max_iterations": config.max_iterations,
+        "score_threshold": config.score_threshold,
+        "temperature": config.temperature,
+        "max_workers": config.max_workers,
+        "target_model": config.models[0],
+        "target_source": _target_source(config),
+        "models": ",".join(config.models),
+        "metrics": ",".join(config.metrics),
+        "dataset_name": config.dataset_name,
+        "dataset_size": config.dataset_size,
+        "train_split": config.train_split,
+        "val_split": config.val_split,
+        "test_split": config.test_split,
+        "seed": config.seed,
+        "batch_size": config.batch_size,
+        "early_stopping_patience": config.early_stopping_patience,
+        "prompt_mode": config.prompt_mode,
+        **{f"budget_{key}": value for key, value in budget.items()},
+        **{f"strategy_{key}": _scalar(value) for key, value in config.strategy_options.items()},
+    }
+    return redact_data(params, *_urls(config))
+
+
+def split_params(result: OptimizationResult) -> dict[str, ParamValue]:
+    """Split sizes (rows per split); known once the engine has split the dataset."""
+    return {f"split_size_{name}": size for name, size in result.split_sizes.items()}
+
+
+def run_tags(config: RunConfig, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``reflex.*`` tags plus the user's own; secret-named keys are dropped, values redacted."""
+    from reflex import __version__
+
+    tags = {
+        "reflex.version": __version__,
+        "reflex.strategy": config.strategy,
+        "reflex.data.dataset": config.dataset_name,
+        "reflex.target_model": config.models[0],
+        **({"reflex.run_id": config.run_id} if config.run_id else {}),
+        **dict(extra or {}),
+    }
+    return {k: scrub(str(v), *_urls(config)) for k, v in tags.items() if not is_secret_name(k)}
+
+
+def baseline_metrics(snapshot: EvalSnapshot) -> dict[str, float]:
+    """``score_test`` and ``score_test_<metric>`` for a test-split snapshot."""
+    metrics = {"score_test": snapshot.mean_score}
+    for name, value in snapshot.scores_by_metric.items():
+        metrics[f"score_test_{metric_key(name)}"] = value
+    return metrics
+
+
+def iteration_metrics(record: IterationRecord) -> dict[str, float]:
+    """Train (``score_train``, ``score_<metric>``), val, and the run's tokens and cost so far."""
+    metrics: dict[str, float] = {"tokens": float(record.tokens), "cost_usd": record.cost}
+    if record.score is not None:
+        metrics["score_train"] = record.score
+    if record.val_score is not None:
+        metrics["score_val"] = record.val_score
+    for name, value in record.scores_by_metric.items():
+        metrics[f"score_{metric_key(name)}"] = value
+    return metrics
+
+
+def iteration_row(record: IterationRecord) -> dict[str, Any]:
+    """One row of the live iterations table."""
+    return {
+        "iteration": record.iteration,
+        "score": record.score,
+        "val_score": record.val_score,
+        "accepted": record.accepted,
+        "is_best": record.is_best,
+        "phase": record.phase,
+        "prompt": record.system_prompt,
+        "reasoning": record.reasoning,
+        "failed": record.failed or "",
+    }
+
+
+def best_train_score(result: OptimizationResult) -> float | None:
+    """The train score of the best prompt (its latest scored iteration), if it has one."""
+    for record in reversed(result.iterations):
+        if record.system_prompt == result.best_prompt and record.score is not None:
+            return record.score
+    return None
+
+
+def converged(result: OptimizationResult) -> bool:
+    """Whether the run stopped on its own: score threshold reached or val improvement stalled."""
+    return result.completed and result.stop is not None and result.stop.converged
+
+
+def summary_metrics(result: OptimizationResult) -> dict[str, float]:
+    """End-of-run numbers; values that are unknown (e.g. no final after a failure) are left out."""
+    total = dict(result.usage.get("total", {}))
+    values: dict[str, float | None] = {
+        "best_score_train": best_train_score(result),
+        "best_score_val": result.best_score,
+        "baseline_score": result.baseline.mean_score if result.baseline else None,
+        "final_score_test": result.final.mean_score if result.final else None,
+        "improvement": result.improvement,
+        "improvement_pct": result.improvement_pct,
+        "p_value": result.p_value,
+        "converged": float(converged(result)),
+        "total_iterations": float(len(result.iterations)),
+        "total_tokens": _number(total.get("tokens")),
+        "total_cost_usd": _number(total.get("cost")),
+    }
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def parse_tag_pairs(pairs: Iterable[str]) -> dict[str, str]:
+    """``["team=search", "stage=dev"]`` -> a dict; a pair without ``=`` raises ValueError."""
+    tags: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"tag {pair!r} is not KEY=VALUE; write e.g. team=search")
+        tags[key.strip()] = value.strip()
+    return tags
+
+
+def wanted(values: Mapping[str, Any], prefix: str) -> bool:
+    """CLI: a tracker is on when its flag, or any of its other options, was given."""
+    return any(
+        value not in (None, False, ())
+        for key, value in values.items()
+        if key == prefix or key.startswith(prefix + "_")
+    )
+
+
+def on_model_thread(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the thread that makes every model call of a run, and return its result.
+
+    For tracker state that is bound to the calling thread: MLflow links a LiteLLM trace to the
+    run active in the thread of the call, so the tracing activates the run there.
+    """
+    from reflex.models.runner import LoopRunner  # asyncio and the loop: only when asked for
+
+    return LoopRunner.shared().run(coro)
+
+
+def _scalar(value: Any) -> ParamValue:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+class GuardedCallback(Callback):
+    """Base for tracker callbacks: a failing tracker call is a warning, never an exception.
+
+    ``on_run_start`` remembers the run's URLs (and the tracker's own, :meth:`_tracker_urls`),
+    whose credentials :meth:`_scrub` hides from every text the tracker sends, then runs
+    :meth:`_start`. Subclasses wrap each hook's work in :meth:`_safely`. If the failure happens
+    before the tracker run exists (``_has_run()`` is false), the callback switches itself off,
+    so a tracker that is down costs one warning, not one per iteration.
+    """
+
+    tracker: ClassVar[str] = "tracker"
+
+    _off: bool = False
+    _urls: tuple[str | None, ...] = ()
+
+    def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
+        self._urls = (*self._tracker_urls(), *_urls(config))
+        self._safely("on_run_start", lambda: self._start(config, initial_prompt))
+
+    def _start(self, config: RunConfig, initial_prompt: str) -> None:
+        raise NotImplementedError
+
+    def _has_run(self) -> bool:
+        raise NotImplementedError
+
+    def _tracker_urls(self) -> tuple[str | None, ...]:
+        """The tracker's own URLs that may hold credentials (e.g. a tracking server's)."""
+        return ()
+
+    def _scrub(self, text: str) -> str:
+        return scrub(text, *self._urls)
+
+    def _safely(self, hook: str, action: Callable[[], None]) -> None:
+        if self._off:
+            return
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001 - a tracker must never break or lose a run
+            logger.warning(
+                "%s logging failed in %s (the optimization goes on): %s: %s",
+                self.tracker,
+                hook,
+                type(exc).__name__,
+                self._scrub(str(exc))[:500],
+            )
+            if not self._has_run():
+                self._off = True

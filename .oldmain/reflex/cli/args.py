@@ -1,0 +1,151 @@
+"""``optimize``'s and ``compare``'s arguments, typed: click's params are converted here, once.
+
+Past :meth:`OptimizeArgs.from_params` nothing reads click's ``dict``; every command takes its
+typed object (``check`` and ``export`` define theirs beside their commands).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["CompareArgs", "OptimizeArgs", "checked_params"]
+
+
+def checked_params(cls: type, params: Mapping[str, Any], command: str) -> dict[str, Any]:
+    """``params`` when they are exactly ``cls``'s fields: an option without a field (or a field
+    without an option) is a bug, and is reported instead of being dropped silently."""
+    names = {f.name for f in fields(cls)}
+    if set(params) != names:
+        extra, missing = sorted(set(params) - names), sorted(names - set(params))
+        raise TypeError(f"{command}: options without a field {extra}, fields without one {missing}")
+    return dict(params)
+
+
+def _positionals(
+    dataset: Path | None, prompt: Path | None, inputs: Path | None
+) -> tuple[Path | None, Path]:
+    """DATASET and PROMPT checked; DATASET is None when --inputs-file gives the rows."""
+    if inputs is not None and prompt is None and dataset is not None:
+        dataset, prompt = None, dataset  # `optimize --inputs-file FILE PROMPT`
+    if inputs is not None and dataset is not None:
+        raise click.BadParameter("give DATASET or --inputs-file, not both", param_hint="DATASET")
+    if dataset is None and inputs is None:
+        raise click.UsageError("Missing argument 'DATASET' (or --inputs-file FILE).")
+    if prompt is None:
+        raise click.UsageError("Missing argument 'PROMPT'.")
+    if dataset is not None and dataset.is_dir():
+        raise click.BadParameter(f"File '{dataset}' is a directory.", param_hint="'DATASET'")
+    return dataset, prompt
+
+
+@dataclass(frozen=True)
+class OptimizeArgs:
+    """Every ``optimize`` argument and option (see reflex.cli.options), as click parsed it.
+
+    Repeated options are tuples of their raw text (``NAME:WEIGHT``, ``KEY=VALUE``): the builder
+    step (reflex.cli.build) parses them, so its errors name the flag.
+    """
+
+    # Inputs: DATASET is None when --inputs-file gives the rows.
+    dataset: Path | None
+    prompt: Path
+    models: tuple[str, ...]
+    api_base: str | None
+    temperature: float
+    max_tokens: int | None
+    input_field: str | None
+    output_field: str | None
+    # Pipeline mode.
+    pipeline_file: str | None
+    inputs_file: Path | None
+    pipeline_timeout: float
+    trace_metrics: tuple[str, ...]
+    # Scoring.
+    metrics: tuple[str, ...]
+    judge: str | None
+    judge_criteria: Path | None
+    guards: tuple[str, ...]
+    strict_leakage: bool
+    slice_by: tuple[str, ...]
+    # Strategy.
+    strategy: str
+    strategy_options: tuple[str, ...]
+    reasoning_model: str | None
+    reasoning_base_url: str | None
+    source_model: str | None
+    reasoning_templates: tuple[str, ...]
+    max_iterations: int | None
+    threshold: float | None
+    batch_size: int
+    early_stopping_patience: int
+    allow_degenerate_seed: bool
+    # Splits, concurrency, budgets, the run directory and resuming.
+    train_split: float
+    val_split: float
+    group_key: str | None
+    seed: int
+    max_workers: int
+    client_processes: int
+    max_calls: int | None
+    max_reasoning_calls: int | None
+    max_cost: float | None
+    max_seconds: float | None
+    cache_namespace: str
+    run_dir: str
+    resume: bool
+    resume_from: str | None
+    # Output.
+    output: Path | None
+    results_json: Path | None
+    verbose: bool
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> OptimizeArgs:
+        """click's parsed ``optimize`` params (plugin options already taken out), checked."""
+        values = checked_params(cls, params, "optimize")
+        values["dataset"], values["prompt"] = _positionals(
+            values["dataset"], values["prompt"], values["inputs_file"]
+        )
+        return cls(**values)
+
+    @property
+    def resume_target(self) -> bool | str:
+        """What ``PromptOptimizer.run(resume=...)`` takes: a run id, the latest, or none."""
+        return self.resume_from or self.resume
+
+
+# optimize options that make no sense for a comparison of several runs, and their fixed values.
+COMPARE_FIXED: dict[str, object] = {
+    "strategy_options": (),
+    "seed": 0,
+    "output": None,
+    "results_json": None,
+    "resume": False,
+    "resume_from": None,
+}
+
+
+@dataclass(frozen=True)
+class CompareArgs:
+    """``compare``: the shared ``optimize`` settings plus the strategies and seeds to compare."""
+
+    run: OptimizeArgs
+    strategies: tuple[str, ...]
+    seeds: int
+    out_dir: Path | None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> CompareArgs:
+        shared = dict(params)
+        names = tuple(n.strip() for n in shared.pop("strategies").split(",") if n.strip())
+        if not names:
+            raise click.BadParameter("give at least one strategy", param_hint="--strategies")
+        seeds, out_dir = shared.pop("seeds"), shared.pop("out_dir")
+        # The builder needs a strategy; compare() then runs each of ``names`` in turn.
+        run = OptimizeArgs.from_params({**shared, **COMPARE_FIXED, "strategy": names[0]})
+        return cls(run=run, strategies=names, seeds=seeds, out_dir=out_dir)

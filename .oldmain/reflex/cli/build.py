@@ -1,0 +1,98 @@
+"""From typed ``optimize`` arguments to a configured :class:`~reflex.optimizer.PromptOptimizer`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from reflex.cli.args import OptimizeArgs
+from reflex.cli.common import number, pairs
+from reflex.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from reflex.optimizer import PromptOptimizer
+
+__all__ = ["build_optimizer"]
+
+
+def _with_data(opt: PromptOptimizer, args: OptimizeArgs) -> None:
+    """The rows (DATASET or --inputs-file) and, in pipeline mode, the pipeline."""
+    if args.inputs_file is not None:
+        opt.set_inputs(args.inputs_file)
+    elif args.dataset is not None:  # OptimizeArgs holds one of them
+        opt.set_dataset(args.dataset, input_field=args.input_field, output_field=args.output_field)
+    if args.pipeline_file is not None:
+        opt.set_pipeline(
+            args.pipeline_file, timeout=args.pipeline_timeout, trace_metrics=args.trace_metrics
+        )
+    elif args.trace_metrics:
+        raise click.BadParameter("needs --pipeline-file FILE.py", param_hint="--score-trace")
+
+
+def _with_scoring(opt: PromptOptimizer, args: OptimizeArgs) -> None:
+    """Metrics, guards, the judge and slices."""
+    # Without --metric: exact_match, unless a judge scores the run (then the judge alone).
+    for metric in args.metrics or (() if args.judge else ("exact_match",)):
+        name, _, weight = metric.partition(":")
+        if name == "llm_judge":  # its model comes from --judge, never from --metric
+            raise ConfigurationError(
+                "--metric llm_judge needs a model: use --judge PROVIDER/MODEL "
+                "(without --metric llm_judge)"
+            )
+        opt.add_metric(name, weight=number(weight, "--metric") if weight else 1.0)
+    for guard in args.guards:
+        name, _, tolerance = guard.partition(":")
+        opt.add_guard(name, number(tolerance, "--guard") if tolerance else 0.0)
+    if args.judge:
+        opt.set_judge(args.judge, criteria=args.judge_criteria)
+    elif args.judge_criteria:
+        raise click.BadParameter("needs --judge PROVIDER/MODEL", param_hint="--judge-criteria")
+    if args.slice_by:
+        opt.set_slices(*args.slice_by)
+
+
+def _with_strategy(opt: PromptOptimizer, args: OptimizeArgs) -> None:
+    """The strategy and its options, the reasoning model and its templates."""
+    opt.set_strategy(args.strategy, **pairs(args.strategy_options, "--strategy-option"))
+    if args.reasoning_model:
+        opt.set_reasoning_model(args.reasoning_model, base_url=args.reasoning_base_url)
+    if args.source_model:
+        opt.set_source_model(args.source_model)
+    for name, path in pairs(args.reasoning_templates, "--reasoning-template").items():
+        opt.set_reasoning_template(name, Path(str(path)))
+
+
+def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
+    """A builder configured from every option in ``args``; each call validates its values."""
+    from reflex.optimizer import PromptOptimizer
+
+    opt = PromptOptimizer()
+    _with_data(opt, args)
+    for model in args.models:
+        opt.add_provider(model, api_base=args.api_base)
+    _with_scoring(opt, args)
+    _with_strategy(opt, args)
+    opt.set_splits(args.train_split, args.val_split, group_key=args.group_key)
+    opt.set_budget(
+        max_calls=args.max_calls,
+        max_reasoning_calls=args.max_reasoning_calls,
+        max_cost=args.max_cost,
+        max_seconds=args.max_seconds,
+    )
+    return opt.configure(
+        max_iterations=args.max_iterations,
+        score_threshold=args.threshold,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        early_stopping_patience=args.early_stopping_patience,
+        max_workers=args.max_workers,
+        client_processes=args.client_processes,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        run_dir=args.run_dir,
+        allow_degenerate_seed=args.allow_degenerate_seed,
+        strict_leakage=args.strict_leakage,
+        cache_namespace=args.cache_namespace,
+    )

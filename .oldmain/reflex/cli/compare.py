@@ -1,0 +1,89 @@
+"""``aevyra-reflex compare``: each strategy x seed at the same metric-call budget, as a table.
+
+It takes ``optimize``'s dataset, model, metric, split and budget options (not the per-run
+ones: strategy, output files, resume) plus ``--strategies`` and ``--seeds``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reflex.cli.args import COMPARE_FIXED, CompareArgs
+
+__all__ = ["compare_command"]
+
+
+def _shared_params() -> list[click.Parameter]:
+    """optimize's params, less those that make no sense for a comparison of several runs."""
+    from reflex.cli.options import optimize_params
+
+    skipped = {*COMPARE_FIXED, "strategy"}
+    return [p for p in optimize_params() if p.name not in skipped]
+
+
+def _run(**params: Any) -> None:
+    from reflex.cli.common import hidden_credentials
+
+    args = CompareArgs.from_params(params)
+
+    logging.basicConfig(
+        level=logging.DEBUG if args.run.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    with hidden_credentials(args.run.api_base, args.run.reasoning_base_url):
+        _compare(args)
+
+
+def _compare(args: CompareArgs) -> None:
+    from reflex.cli.build import build_optimizer
+    from reflex.optimizer import prompt_spec
+
+    comparison = build_optimizer(args.run).compare(
+        prompt_spec(args.run.prompt),
+        args.strategies,
+        seeds=args.seeds,
+        max_calls=args.run.max_calls,
+        directory=args.out_dir,
+    )
+    click.echo(comparison.table())
+    click.echo(f"saved {Path(comparison.directory) / 'compare.json'} and compare.md", err=True)
+
+
+def _make() -> click.Command:
+    from reflex.cli.common import with_errors
+
+    extra = [
+        click.Option(
+            ["--strategies"],
+            required=True,
+            metavar="A,B,C",
+            help="Comma-separated strategy names to compare.",
+        ),
+        click.Option(
+            ["--seeds"],
+            type=click.IntRange(min=1),
+            default=3,
+            show_default=True,
+            help="Seeds per strategy (0..N-1); each seed also draws its own split.",
+        ),
+        click.Option(
+            ["--out-dir"],
+            type=click.Path(file_okay=False, path_type=Path),
+            help="Where runs and compare.json/.md go. Default: RUN_DIR/compare/<timestamp>.",
+        ),
+    ]
+    return click.Command(
+        "compare",
+        callback=with_errors(_run),
+        params=[*_shared_params(), *extra],
+        help="Compare strategies on DATASET and PROMPT at the same metric-call budget "
+        "(--max-calls): mean and sd of the final test score over seeds, mean calls, tokens, "
+        "cost, and a paired sign-flip p-value against the best.",
+    )
+
+
+compare_command = _make()

@@ -1,0 +1,172 @@
+"""Terminal output: a progress bar per evaluation, one line per iteration, a final summary."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from reflex.callbacks import Callback
+from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
+
+if TYPE_CHECKING:
+    from reflex.config import RunConfig
+
+__all__ = ["ConsoleReporter", "print_summary"]
+
+
+#: Below this baseline a relative change is not printed: +0.31 over 0.01 is "+3100%".
+PCT_MIN_BASELINE = 0.1
+#: Without a terminal (a CI log), an evaluation prints a line at start, at each quarter, at end.
+PLAIN_STEPS = 4
+
+
+def _fmt(value: float | None) -> str:
+    return "  n/a" if value is None else f"{value:.3f}"
+
+
+def improvement_text(improvement: float, baseline: float | None, pct: float | None) -> str:
+    """``+0.310 (+31.0%)``; the percentage only over a baseline of at least PCT_MIN_BASELINE."""
+    if pct is None or baseline is None:
+        return f"{improvement:+.3f}"
+    if abs(baseline) < PCT_MIN_BASELINE:
+        return f"{improvement:+.3f} (no % shown over a baseline of {baseline:.3f})"
+    return f"{improvement:+.3f} ({pct:+.1f}%)"
+
+
+class ConsoleReporter(Callback):
+    """Progress on stderr; safe to call from the event-loop thread."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self._progress = Progress(
+            TextColumn("{task.description:<18}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+        )
+        self._task: TaskID | None = None
+        self._lock = threading.Lock()
+        self._started = False
+        # No live bar without a terminal: plain lines, so a redirected log is never silent.
+        self._plain = not self.console.is_terminal
+        self._plain_state: tuple[str, int, int, int] = ("", 0, 0, 0)  # label, total, done, step
+
+    def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
+        self.console.print(
+            f"[bold]aevyra-reflex[/] strategy={config.strategy} "
+            f"models={','.join(config.models)} dataset={config.dataset_name} "
+            f"({config.dataset_size} rows)"
+        )
+
+    def on_evaluation_start(self, label: str, total: int) -> None:
+        if self._plain:
+            with self._lock:
+                self._plain_state = (label, total, 0, 0)
+            self.console.print(f"{label}: {total} evaluations", soft_wrap=True)
+            return
+        with self._lock:
+            if not self._started:
+                self._progress.start()
+                self._started = True
+            self._task = self._progress.add_task(label, total=total)
+
+    def on_evaluation_advance(self, n: int) -> None:
+        if self._plain:
+            self._plain_advance(n)
+            return
+        with self._lock:
+            if self._task is not None:
+                self._progress.advance(self._task, n)
+
+    def _plain_advance(self, n: int) -> None:
+        with self._lock:
+            label, total, done, step = self._plain_state
+            done += n
+            reached = PLAIN_STEPS * done // total if total else 0
+            self._plain_state = (label, total, done, max(step, reached))
+        if step < reached < PLAIN_STEPS:
+            self.console.print(f"{label}: {done}/{total}", soft_wrap=True)
+
+    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+        if self._plain:
+            self.console.print(f"{label}: done, mean {_fmt(snapshot.mean_score)}", soft_wrap=True)
+            return
+        with self._lock:
+            if self._task is not None:
+                self._progress.remove_task(self._task)
+                self._task = None
+
+    def on_baseline(self, snapshot: EvalSnapshot) -> None:
+        self.console.print(f"baseline  test {_fmt(snapshot.mean_score)}")
+
+    def on_iteration(self, record: IterationRecord) -> None:
+        if record.failed or record.rejected:
+            what = f"failed: {record.failed}" if record.failed else f"rejected: {record.rejected}"
+            self.console.print(f"iter {record.iteration:>3}  {what}", soft_wrap=True)
+            return
+        change = "" if record.change is None else f"({record.change:+.3f})"
+        mark = " *best" if record.is_best else ""
+        verdict = "kept" if record.accepted else "rejected"
+        self.console.print(
+            f"iter {record.iteration:>3}  train {_fmt(record.score)} {change:<9} "
+            f"val {_fmt(record.val_score)}{mark:<6} {verdict:<8} calls {record.calls} "
+            f"tokens {record.tokens:,} cost ${record.cost:.4f}",
+            soft_wrap=True,
+        )
+
+    def on_final(self, snapshot: EvalSnapshot) -> None:
+        self.console.print(f"final     test {_fmt(snapshot.mean_score)}")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._started:
+                self._progress.stop()
+                self._started = False
+
+    def on_run_end(self, result: OptimizationResult) -> None:
+        self.close()
+
+    def on_run_error(self, error: BaseException, partial: OptimizationResult | None) -> None:
+        self.close()
+
+
+def print_summary(result: OptimizationResult, console: Console | None = None) -> None:
+    """The end-of-run table: baseline vs final on test, the significance test, where things are."""
+    console = console or Console()
+    table = Table(title="aevyra-reflex result", show_header=False)
+    table.add_column("field", no_wrap=True)
+    table.add_column("value", overflow="fold")  # a long run directory wraps, never truncated
+    base = result.baseline.mean_score if result.baseline else None
+    final = result.final.mean_score if result.final else None
+    table.add_row("baseline (test)", _fmt(base))
+    table.add_row("final (test)", _fmt(final))
+    if result.improvement is not None:
+        text = improvement_text(result.improvement, base, result.improvement_pct)
+        table.add_row("improvement", text)
+    if result.significance:
+        from reflex.checks.stats import PairedTest
+
+        table.add_row("significance", PairedTest(**result.significance).summary())
+    table.add_row("best val score", _fmt(result.best_score))
+    table.add_row("iterations", str(len(result.iterations)))
+    table.add_row("stopped", result.stop_reason)
+    total = result.usage.get("total", {})
+    table.add_row(
+        "calls / tokens / cost",
+        f"{total.get('calls', 0)} / {total.get('tokens', 0):,} / ${total.get('cost', 0.0):.4f}",
+    )
+    table.add_row("run directory", str(result.run_dir))
+    console.print(table)

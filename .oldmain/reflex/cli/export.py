@@ -1,0 +1,139 @@
+"""``aevyra-reflex export RUN --training-jsonl out.jsonl``: rollouts for distillation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reflex.cli.args import checked_params
+from reflex.cli.check import judge_options
+from reflex.cli.common import FiniteRange
+from reflex.cli.runs import RUN_DIR
+
+__all__ = ["ExportArgs", "export_command"]
+
+
+@dataclass(frozen=True)
+class ExportArgs:
+    """Every ``export`` argument and option, typed (converted once, in export_command)."""
+
+    run: str
+    output: Path
+    min_score: float
+    split: str
+    allow_held_out: bool
+    allow_calls: bool
+    dataset_path: Path | None
+    input_field: str | None
+    output_field: str | None
+    api_base: str | None
+    judge: str | None
+    judge_criteria: Path | None
+    run_dir: str
+    verbose: bool
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> ExportArgs:
+        return cls(**checked_params(cls, params, "export"))
+
+
+@click.command("export")
+@click.argument("run")
+@click.option(
+    "--training-jsonl",
+    "output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the chat-format examples (one JSON object a line).",
+)
+@click.option(
+    "--min-score",
+    type=FiniteRange(0.0, 1.0),
+    default=1.0,
+    show_default=True,
+    help="Keep rollouts scoring at least this.",
+)
+@click.option(
+    "--split",
+    type=click.Choice(["train", "val", "test"]),
+    default="train",
+    show_default=True,
+    help="Whose rollouts; val/test also need --allow-held-out.",
+)
+@click.option(
+    "--allow-held-out", is_flag=True, help="Allow --split val/test (leaks held-out rows)."
+)
+@click.option(
+    "--allow-calls",
+    is_flag=True,
+    help="Pay for rollouts not in the run's cache (otherwise refuse and say how many).",
+)
+@click.option(
+    "--dataset",
+    "dataset_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The run's dataset file [default: the file recorded in run.json].",
+)
+@click.option("--input-field", default=None, help="Name of the input field.")
+@click.option("--output-field", default=None, help="Name of the reference field.")
+@click.option("--api-base", default=None, help="Endpoint, if the run's was stored redacted.")
+@judge_options
+@RUN_DIR
+@click.option("-v", "--verbose", is_flag=True, help="Tracebacks for errors.")
+def export_command(**params: Any) -> None:
+    """Write the best prompt's rewarded rollouts of RUN as chat-format training examples.
+
+    Rollouts come from the run's response cache; rows not there would be paid calls, which
+    need --allow-calls. RUN: a run id (prefix), a run folder or a result.json.
+    """
+    from reflex.cli.common import with_errors
+
+    with_errors(_export)(ExportArgs.from_params(params))
+
+
+def _export(args: ExportArgs) -> None:
+    from reflex.data.dataset import load_dataset
+    from reflex.errors import ConfigurationError
+    from reflex.run.export import held_out_warning, plan_export, training_examples
+    from reflex.run.gate import supplied_judge
+    from reflex.run.records import read_json, resolve_run
+
+    split = args.split
+    warning = held_out_warning(split)
+    if warning and not args.allow_held_out:
+        raise ConfigurationError(
+            f"--split {split} exports held-out rows the run was scored on; pass "
+            "--allow-held-out to do it anyway"
+        )
+    path = resolve_run(args.run, args.run_dir)
+    source = args.dataset_path or read_json(path / "run.json").get("dataset_source")
+    if not source:
+        raise ConfigurationError("the run recorded no dataset file: pass --dataset FILE")
+    dataset = load_dataset(source, input_field=args.input_field, output_field=args.output_field)
+    judges = supplied_judge(args.judge, args.judge_criteria)
+    plan = plan_export(path, dataset, split, api_base=args.api_base, supplied=judges)
+    if plan.uncached and not args.allow_calls:
+        plan.close()
+        raise ConfigurationError(
+            f"{plan.uncached} of {len(plan.examples) * len(plan.evaluator.models)} {split} "
+            "rollouts of the best prompt are not in the run's cache and would be paid model "
+            "calls: pass --allow-calls to make them"
+        )
+    if warning:
+        click.echo(warning, err=True)
+    snapshot = plan.rollouts()
+    rows = training_examples(plan, snapshot, args.min_score)
+    output = args.output
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    paid = f", {plan.uncached} paid calls" if plan.uncached else ", all from the cache"
+    click.echo(
+        f"wrote {len(rows)} of {len(snapshot.samples)} {split} rollouts "
+        f"(score >= {args.min_score}{paid}) to {output}"
+    )

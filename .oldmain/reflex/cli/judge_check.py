@@ -1,0 +1,88 @@
+"""The ``judge-check`` command: a judge's agreement with human pass/fail labels (TPR, TNR)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reflex.cli.common import FiniteRange
+from reflex.errors import ReflexError
+from reflex.judging.agreement import JudgeAgreement, measure_agreement
+
+__all__ = ["judge_check"]
+
+
+def _show(agreement: JudgeAgreement, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(agreement.to_dict(), indent=2))
+        return
+
+    def pct(value: float | None) -> str:
+        return "n/a" if value is None else f"{100 * value:.1f}%"
+
+    click.echo(
+        f"judged {agreement.n} rows (threshold {agreement.threshold}); "
+        f"failed judgements: {agreement.failed}"
+    )
+    click.echo(
+        f"TPR (human pass -> judge pass): {pct(agreement.tpr)}  "
+        f"[{agreement.true_pos}/{agreement.true_pos + agreement.false_neg}]"
+    )
+    click.echo(
+        f"TNR (human fail -> judge fail): {pct(agreement.tnr)}  "
+        f"[{agreement.true_neg}/{agreement.true_neg + agreement.false_pos}]"
+    )
+    click.echo(f"accuracy: {pct(agreement.accuracy)}")
+    for row in agreement.disagreements[:10]:
+        click.echo(
+            f"  disagree {row['id']}: human {row['label']}, judge {row['score']:.2f} "
+            f"{row['feedback'][:80]}"
+        )
+
+
+@click.command("judge-check")
+@click.argument("dataset", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--judge", required=True, metavar="PROVIDER/MODEL", help="The judge model.")
+@click.option(
+    "--judge-criteria",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Judge rubric: a JSON criteria file or a plain-text rubric.",
+)
+@click.option(
+    "--label-field",
+    required=True,
+    help="Field holding the human pass/fail label (pass/fail, yes/no, 1/0).",
+)
+@click.option(
+    "--response-field", help="Field holding the response to grade [default: the output field]."
+)
+@click.option("--input-field", help="Dataset field holding the input.")
+@click.option("--output-field", help="Dataset field holding the response (reference field).")
+@click.option(
+    "--threshold",
+    type=FiniteRange(0, 1),
+    default=0.5,
+    show_default=True,
+    help="A judge score at or above this is a pass.",
+)
+@click.option("--max-workers", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "--run-dir",
+    default=".reflex",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the response cache lives.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
+def judge_check(**params: Any) -> None:
+    """Measure the judge's agreement with human pass/fail labels (TPR, TNR) on DATASET."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        agreement = measure_agreement(params)
+    except ReflexError as exc:
+        raise click.ClickException(str(exc)) from None
+    _show(agreement, params["as_json"])

@@ -1,0 +1,113 @@
+"""The ``optimize`` command: build the optimizer, run it with the console reporter, write files."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from reflex.cli.args import OptimizeArgs
+from reflex.cli.build import build_optimizer
+from reflex.cli.common import RESUME_HINT, hidden_credentials, with_errors
+from reflex.cli.options import optimize_params
+
+if TYPE_CHECKING:
+    from reflex.callbacks import Callback
+    from reflex.data.prompts import PromptSpec
+    from reflex.plugins import Registry
+    from reflex.result import OptimizationResult
+
+__all__ = ["make_optimize"]
+
+
+def _run_optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    with hidden_credentials(args.api_base, args.reasoning_base_url):
+        _optimize(args, plugin_callbacks)
+
+
+def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
+    from reflex.cli.console import ConsoleReporter, print_summary
+    from reflex.optimizer import prompt_spec
+
+    optimizer = build_optimizer(args)
+    prompt = prompt_spec(args.prompt)
+    reporter = ConsoleReporter()
+    callbacks = [reporter, *plugin_callbacks]
+    result = optimizer.run(prompt, callbacks=callbacks, resume=args.resume_target)
+    reporter.close()
+    # Create missing parent folders: failing here, after a paid run, would lose the output.
+    if args.output is not None:
+        _write_best(args.output, prompt, result)
+    if args.results_json is not None:
+        args.results_json.parent.mkdir(parents=True, exist_ok=True)
+        args.results_json.write_text(
+            json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8"
+        )
+    print_summary(result)
+    _print_slices(result.slices)
+
+
+def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> None:
+    """The best prompt in the input's shape: a components file when the input was one."""
+    from reflex.data.prompts import write_prompt_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if spec.is_single or result.best_components is None:
+        if not spec.is_single:
+            click.echo(
+                f"note: the strategy edited the assembled prompt; {path} holds it as one text",
+                err=True,
+            )
+        path.write_text(result.best_prompt + "\n", encoding="utf-8")
+        return
+    write_prompt_file(path, spec.replace(result.best_components))
+
+
+def _print_slices(slices: Mapping[str, Mapping[str, Mapping[str, float | None]]]) -> None:
+    def fmt(value: float | None) -> str:
+        return "  n/a" if value is None else f"{value:.3f}"
+
+    for key, groups in slices.items():
+        click.echo(f"test score by {key} (baseline -> final):", err=True)
+        for group, row in groups.items():
+            click.echo(
+                f"  {group:<20} n={row['n']:<4} {fmt(row['baseline'])} -> {fmt(row['final'])}",
+                err=True,
+            )
+
+
+def make_optimize(registry: Registry) -> click.Command:
+    """``optimize`` with its own options, then every plugin's (in registration order)."""
+    groups = list(registry.option_groups)
+
+    def optimize(**params: Any) -> None:
+        """Optimize PROMPT on DATASET (JSONL or CSV).
+
+        PROMPT: a text file, a .json/.yaml/.toml file of named components (the reserved key
+        _template assembles them) or a directory of .md components.
+
+        Pipeline mode: --pipeline-file FILE.py runs your run(prompt, input, call) on each row
+        (of DATASET or of --inputs-file, which replaces DATASET) instead of one model call.
+        """
+        # click's params are untyped: each plugin takes its options, OptimizeArgs the rest.
+        callbacks: list[Callback] = []
+        for group in groups:
+            names = {o.name for o in group.options}
+            callbacks.extend(group.to_callbacks({k: params.pop(k) for k in names}))
+        _run_optimize(OptimizeArgs.from_params(params), callbacks)
+
+    plugin_params = [option for group in groups for option in group.options]
+    return click.Command(
+        "optimize",
+        callback=with_errors(optimize, on_interrupt=RESUME_HINT),
+        params=[*optimize_params(), *plugin_params],
+        help=optimize.__doc__,
+    )

@@ -1,0 +1,226 @@
+"""The ``optimize`` arguments and options, in groups (``compare`` reuses them).
+
+Each name here is a field of :class:`reflex.cli.args.OptimizeArgs`, which the command's
+params become.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from reflex.cli.common import FiniteFloat
+
+__all__ = ["optimize_params"]
+
+o = click.Option
+
+
+def _inputs() -> list[click.Parameter]:
+    """The data, the prompt and the task model(s)."""
+    return [
+        # DATASET may be left out when --inputs-file gives the rows (see reflex.cli.args).
+        click.Argument(
+            ["dataset"], required=False, metavar="[DATASET]", type=click.Path(path_type=Path)
+        ),
+        click.Argument(
+            ["prompt"], required=False, metavar="PROMPT", type=click.Path(path_type=Path)
+        ),
+        o(
+            ["-m", "--model", "models"],
+            multiple=True,
+            required=True,
+            help="Task model as provider/model; repeat for several.",
+        ),
+        o(["--api-base"], help="API base URL for the task model(s)."),
+        o(
+            ["--temperature"],
+            type=FiniteFloat(),
+            default=0.0,
+            show_default=True,
+            help="Task-model temperature.",
+        ),
+        o(["--max-tokens"], type=int, help="Task-model output limit (tokens)."),
+        o(["--input-field"], help="Dataset field holding the input."),
+        o(["--output-field"], help="Dataset field holding the reference answer."),
+    ]
+
+
+def _pipeline() -> list[click.Parameter]:
+    """Pipeline mode: your Python function runs each example (see reflex.data.pipeline)."""
+    return [
+        o(
+            ["--pipeline-file"],
+            metavar="FILE.py[:NAME]",
+            help="Run each example through run(prompt, input, call) defined in FILE.py (or the "
+            "function NAME) instead of one task-model call; call() reaches the task model(s).",
+        ),
+        o(
+            ["--inputs-file"],
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Rows to run, instead of DATASET: a JSON array or JSONL of input strings or "
+            "{input, ideal (optional)} objects.",
+        ),
+        o(
+            ["--pipeline-timeout"],
+            type=FiniteFloat(),
+            default=60.0,
+            show_default=True,
+            help="Seconds per example; a pipeline still running then is scored as failed.",
+        ),
+        o(
+            ["--score-trace", "trace_metrics"],
+            multiple=True,
+            metavar="METRIC",
+            help="METRIC scores the whole pipeline trace (JSON with output and steps) instead "
+            "of the final output; repeat for several.",
+        ),
+    ]
+
+
+def _scoring() -> list[click.Parameter]:
+    """How outputs are scored."""
+    return [
+        o(
+            ["--metric", "metrics"],
+            multiple=True,
+            help="Metric name, optionally NAME:WEIGHT (0 = report only); repeat for several "
+            "(see `aevyra-reflex plugins`). Default: exact_match, or none when --judge is given.",
+        ),
+        o(["--judge"], metavar="PROVIDER/MODEL", help="Also score with this LLM judge."),
+        o(
+            ["--judge-criteria"],
+            type=click.Path(dir_okay=False, exists=True, path_type=Path),
+            help="Judge rubric: a JSON criteria file or a plain-text rubric.",
+        ),
+        o(
+            ["--guard", "guards"],
+            multiple=True,
+            metavar="METRIC[:TOL]",
+            help="A candidate may not lower METRIC on val by more than TOL (default 0) vs the "
+            "start; add the metric with --metric METRIC:0 to report it without optimizing it.",
+        ),
+        o(
+            ["--strict-leakage"],
+            is_flag=True,
+            help="Reject a candidate flagged for leakage (8+ words copied from a val/test "
+            "example, or an implausible val gain) instead of only recording the flag.",
+        ),
+        o(
+            ["--slice-by", "slice_by"],
+            multiple=True,
+            metavar="KEY",
+            help="Report test scores per value of this metadata key; repeat for several.",
+        ),
+    ]
+
+
+def _strategy() -> list[click.Parameter]:
+    """How the prompt is improved."""
+    return [
+        o(["-s", "--strategy"], default="iterative", show_default=True, help="Strategy name."),
+        o(
+            ["--strategy-option", "strategy_options"],
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Strategy option; repeat for several.",
+        ),
+        o(["--reasoning-model"], help="Reasoning model as provider/model."),
+        o(["--reasoning-base-url"], help="API base URL for the reasoning model."),
+        o(
+            ["--source-model"],
+            metavar="PROVIDER/MODEL",
+            help="Model the prompt was written for: adds migration guidance for the task model.",
+        ),
+        o(
+            ["--reasoning-template", "reasoning_templates"],
+            multiple=True,
+            metavar="NAME=FILE",
+            help="Override a reasoning prompt template with a file's text; repeat for several.",
+        ),
+        o(
+            ["--max-iterations"],
+            type=int,
+            help="Candidates to try. Default: 5, or with --max-calls as many as the budget "
+            "pays a val pass for (at least 5).",
+        ),
+        o(["--threshold"], type=FiniteFloat(), help="Stop once the best val score reaches this."),
+        o(
+            ["--batch-size"],
+            type=int,
+            default=8,
+            show_default=True,
+            help="Train rows per iteration (minibatch).",
+        ),
+        o(["--early-stopping-patience"], type=int, default=3, show_default=True),
+        o(
+            ["--allow-degenerate-seed"],
+            is_flag=True,
+            help="Run even if the starting prompt scores the worst value on every row.",
+        ),
+    ]
+
+
+def _run() -> list[click.Parameter]:
+    """Splits, concurrency, budgets, the run directory and resuming."""
+    return [
+        o(["--train-split"], type=FiniteFloat(), default=0.6, show_default=True),
+        o(["--val-split"], type=FiniteFloat(), default=0.2, show_default=True),
+        o(["--group-key"], help="Metadata key whose rows stay in one split."),
+        o(["--seed"], type=int, default=0, show_default=True),
+        o(
+            ["--max-workers"],
+            type=int,
+            default=8,
+            show_default=True,
+            help="Model calls in flight at once, across the whole run.",
+        ),
+        o(
+            ["--client-processes"],
+            type=click.IntRange(0, 64),
+            default=0,
+            show_default=True,
+            help="Processes that run LiteLLM's per-call CPU off the run's event loop; try the "
+            "number of cores when many calls are in flight to a fast provider (0: in-process).",
+        ),
+        o(["--max-calls"], type=int, help="Budget: metric calls (uncached model calls)."),
+        o(["--max-reasoning-calls"], type=int, help="Budget: reasoning-model calls."),
+        o(["--max-cost"], type=FiniteFloat(), help="Budget: dollars."),
+        o(["--max-seconds"], type=FiniteFloat(), help="Budget: wall-clock seconds."),
+        o(
+            ["--cache-namespace"],
+            default="default",
+            show_default=True,
+            help="Change to ignore earlier cached responses.",
+        ),
+        o(["--run-dir"], default=".reflex", show_default=True, type=click.Path(file_okay=False)),
+        o(
+            ["--resume"],
+            is_flag=True,
+            help="Continue the latest unfinished run for this dataset and prompt.",
+        ),
+        o(["--resume-from"], metavar="RUN_ID", help="Continue this unfinished run."),
+    ]
+
+
+def _output() -> list[click.Parameter]:
+    """What is written and printed."""
+    return [
+        o(
+            ["-o", "--output"],
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Write the best prompt (the one whose test score is reported) here.",
+        ),
+        o(
+            ["--results-json"],
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Write the full result as JSON here.",
+        ),
+        o(["-v", "--verbose"], is_flag=True, help="Debug logging and full tracebacks."),
+    ]
+
+
+def optimize_params() -> list[click.Parameter]:
+    """Every ``optimize`` argument and option, in the order ``--help`` shows them."""
+    return [*_inputs(), *_pipeline(), *_scoring(), *_strategy(), *_run(), *_output()]

@@ -1,0 +1,173 @@
+"""Run configuration: every setting that shapes a run, validated, JSON-serialisable, no secrets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+
+from reflex.errors import ConfigurationError
+from reflex.models.client import parse_model
+from reflex.redact import redact_url
+
+__all__ = [
+    "BudgetConfig",
+    "ConfigurableMetric",
+    "MetricSpec",
+    "RunConfig",
+    "BaseRunConfig",
+    "metric_specs",
+    "redact_url",
+]
+
+
+class BudgetConfig(BaseModel):
+    """Limits checked before work starts; ``None`` means unlimited."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_metric_calls: int | None = Field(default=None, gt=0)
+    max_reasoning_calls: int | None = Field(default=None, gt=0)
+    max_cost: float | None = Field(default=None, gt=0)
+    max_seconds: float | None = Field(default=None, gt=0)
+
+
+class MetricSpec(BaseModel):
+    """How to rebuild one metric that takes options: ``registry.metric(name, **options)``.
+
+    ``name`` is the metric's *registered* name (e.g. ``llm_judge``); ``options`` are JSON values.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class ConfigurableMetric(Protocol):
+    """A metric with options opts in to being rebuilt from config.json (``check``, ``export``).
+
+    ``to_config()`` returns ``{"name": <registered name>, "options": {...}}`` such that
+    ``get_registry().metric(name, **options)`` builds an equal metric. Options must be JSON
+    values and must never hold secrets (API keys, credentials in URLs: see reflex.redact).
+    """
+
+    def to_config(self) -> dict[str, Any]: ...
+
+
+def metric_specs(metrics: Iterable[object]) -> list[MetricSpec]:
+    """The specs of the metrics that opt in (:class:`ConfigurableMetric`), in order."""
+    return [
+        MetricSpec.model_validate(m.to_config())
+        for m in metrics
+        if isinstance(m, ConfigurableMetric)
+    ]
+
+
+class BaseRunConfig(BaseModel):
+    """Every run setting with its default and constraints; a :class:`RunConfig` without models.
+
+    The builder validates each call against this as it is made, so a bad value is reported
+    where it was set, also before any task model is added.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[str] = Field(default_factory=list)
+    api_base: str | None = Field(default=None, repr=False)  # may hold credentials
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    reasoning_model: str | None = None
+    reasoning_base_url: str | None = Field(default=None, repr=False)
+    reasoning_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    # Model family the prompt was written for: reasoning prompts then add migration guidance.
+    source_model: str | None = None
+    # Reasoning-prompt templates overridden for this run, by name (see reflex.judging.reasoning).
+    reasoning_templates: dict[str, str] = Field(default_factory=dict)
+    metrics: list[str] = Field(default_factory=list)
+    metric_weights: dict[str, float] = Field(default_factory=dict)
+    # How to rebuild the metrics that take options (e.g. llm_judge's model and rubric), so
+    # ``check`` and ``export`` score exactly as the run did; option-less metrics rebuild by name.
+    metric_specs: list[MetricSpec] = Field(default_factory=list)
+    guards: dict[str, float] = Field(default_factory=dict)
+    slice_by: list[str] = Field(default_factory=list)
+    strategy: str = "iterative"
+    strategy_options: dict[str, Any] = Field(default_factory=dict)
+    # None: 5, or with max_metric_calls, as many candidates as the search budget pays a val
+    # pass for (at least 5); resolved by the engine once the splits are known.
+    max_iterations: int | None = Field(default=None, ge=0)
+    score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    train_split: float = Field(default=0.6, gt=0.0, lt=1.0)
+    val_split: float = Field(default=0.2, ge=0.0, lt=1.0)
+    group_key: str | None = None
+    seed: int = 0
+    batch_size: int = Field(default=8, gt=0)
+    early_stopping_patience: int | None = Field(default=3, gt=0)
+    max_workers: int = Field(default=8, gt=0)
+    # Processes that run LiteLLM's per-call CPU off the event loop (reflex.models.offload); 0: none.
+    client_processes: int = Field(default=0, ge=0, le=64)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    run_dir: str = ".reflex"
+    cache_namespace: str = "default"
+    prompt_mode: Literal["replace", "prepend"] = "replace"
+    # Pipeline mode (reflex.data.pipeline): where the function came from and its source hash (a
+    # changed pipeline cannot resume a run), the per-example timeout, and the metrics that
+    # score the whole trace instead of the final output.
+    pipeline: str | None = None
+    pipeline_sha256: str | None = None
+    pipeline_timeout: float = Field(default=60.0, gt=0)
+    trace_metrics: list[str] = Field(default_factory=list)
+    allow_degenerate_seed: bool = False
+    # Leakage checks on every candidate (reflex.checks.leakage); strict rejects flagged candidates.
+    strict_leakage: bool = False
+    leakage_min_words: int = Field(default=8, ge=2)
+    leakage_gain_margin: float = Field(default=0.15, gt=0.0, le=1.0)
+    leakage_gain_ratio: float = Field(default=3.0, ge=1.0)
+    dataset_name: str = ""
+    dataset_size: int = 0
+    run_id: str = ""
+    resumed: bool = False
+
+    @field_serializer("api_base", "reasoning_base_url")
+    def _no_credentials(self, value: str | None) -> str | None:
+        # Credentials in a URL are secrets: config.json, callbacks' dumps and resume's
+        # comparison only ever see the redacted form; model calls use the attribute itself.
+        return redact_url(value)
+
+    @field_validator("models")
+    @classmethod
+    def _models(cls, value: list[str]) -> list[str]:
+        return [parse_model(m) for m in value]
+
+    @field_validator("reasoning_model")
+    @classmethod
+    def _reasoning(cls, value: str | None) -> str | None:
+        return parse_model(value) if value else None
+
+    @model_validator(mode="after")
+    def _splits(self) -> BaseRunConfig:
+        if self.train_split + self.val_split >= 1.0:
+            raise ConfigurationError(
+                f"train split {self.train_split} + val split {self.val_split} leaves no test "
+                "split: make them sum to less than 1 (e.g. 0.6 and 0.2)"
+            )
+        return self
+
+    @property
+    def test_split(self) -> float:
+        return round(1.0 - self.train_split - self.val_split, 10)
+
+
+class RunConfig(BaseRunConfig):
+    """Everything the engine needs besides the dataset, the metric objects and the prompt."""
+
+    models: list[str] = Field(min_length=1)

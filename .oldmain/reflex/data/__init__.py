@@ -1,0 +1,1 @@
+"""The data layer: datasets and their readers, seeded splits, prompt files, pipelines, language."""

@@ -1,0 +1,59 @@
+"""Plugin hooks. Each receives a typed ``register`` callback (or the CLI group), returns nothing.
+
+The registrar types are part of the plugin API (:mod:`reflex.api`): annotate a hook
+implementation with them, e.g. ``def register_metrics(register: MetricRegistrar) -> None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+    from reflex.callbacks import Callback
+    from reflex.types import Metric, Strategy
+
+__all__ = [
+    "CallbackFactory",
+    "MetricFactory",
+    "MetricRegistrar",
+    "OptionRegistrar",
+    "StrategyRegistrar",
+    "hookimpl",
+    "hookspec",
+]
+
+hookspec = pluggy.HookspecMarker("reflex")
+hookimpl = pluggy.HookimplMarker("reflex")
+
+# A metric factory takes the metric's options as keyword arguments (``--metric`` passes none).
+MetricFactory = Callable[..., "Metric"]
+# Turns the values of a plugin's ``optimize`` options (by parameter name) into callbacks.
+CallbackFactory = Callable[[dict[str, Any]], Sequence["Callback"]]
+StrategyRegistrar = Callable[[type["Strategy[Any]"]], None]
+MetricRegistrar = Callable[[str, MetricFactory], None]
+OptionRegistrar = Callable[[Sequence["click.Parameter"], CallbackFactory], None]
+
+
+@hookspec
+def register_strategies(register: StrategyRegistrar) -> None:
+    """Register strategies: ``register(StrategyClass)``; its name is ``StrategyClass.name``."""
+
+
+@hookspec
+def register_metrics(register: MetricRegistrar) -> None:
+    """Register metrics: ``register(name, factory)``; ``factory(**options)`` returns a Metric."""
+
+
+@hookspec
+def register_optimize_options(register: OptionRegistrar) -> None:
+    """Add ``optimize`` options: ``register(click_options, to_callbacks(values) -> callbacks)``."""
+
+
+@hookspec
+def register_commands(cli: click.Group) -> None:
+    """Add commands to the ``aevyra-reflex`` click group."""

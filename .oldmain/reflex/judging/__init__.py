@@ -1,0 +1,1 @@
+"""Model-graded scoring and the reasoning-model templates: judge, parsing, pairwise, reasoning."""

@@ -1,0 +1,1 @@
+"""The model channel: one client per run (cache, ledger, retries, concurrency) over LiteLLM."""

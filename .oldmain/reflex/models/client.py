@@ -1,0 +1,333 @@
+"""Every model call goes through here: LiteLLM (imported lazily), cache, retries, usage, limits.
+
+``import litellm`` costs 5-9 s, so it happens on the first call, never at ``import reflex``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
+from reflex.models import providers
+from reflex.models.cache import CachedResponse, ResponseCache, cache_key
+from reflex.models.litellm_call import Completion, call_once, litellm_listens
+from reflex.models.providers import register_provider
+from reflex.models.retry import (
+    RetryPolicy,
+    first_line,
+    is_rate_limit,
+    is_transient,
+    permanent_message,
+)
+from reflex.models.spec import ModelSpec, parse_model
+from reflex.models.usage import Ledger, Role
+
+if TYPE_CHECKING:
+    from reflex.models.offload import OffloadPool
+
+__all__ = [
+    "Completion",
+    "ModelSpec",
+    "ProviderClient",
+    "load_litellm",
+    "parse_model",
+    "register_provider",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def load_litellm() -> ModuleType:
+    """Import litellm once, offline-friendly and quiet, with our custom providers installed."""
+    if not providers.litellm_loaded():
+        from reflex.models.local import register_local_provider
+
+        if not providers.is_custom("local"):
+            register_local_provider()
+    return providers.load_litellm()
+
+
+def client_pool(processes: int) -> OffloadPool | None:
+    """The shared pool of ``processes`` client processes (``reflex.models.offload``), or None."""
+    if processes < 1:
+        return None
+    from reflex.models.offload import OffloadPool
+
+    return OffloadPool.shared(processes)
+
+
+RetryListener = Callable[[str, int, BaseException, float], None]
+
+
+class ProviderClient:
+    """Run-wide client: one concurrency limit, one cache, one ledger for every call."""
+
+    def __init__(
+        self,
+        *,
+        max_workers: int = 8,
+        cache: ResponseCache | None = None,
+        cache_namespace: str = "default",
+        ledger: Ledger | None = None,
+        retry: RetryPolicy | None = None,
+        seed: int = 0,
+        on_retry: RetryListener | None = None,
+        owner: str | None = None,
+        offload: OffloadPool | None = None,
+        processes: int = 0,
+    ) -> None:
+        if max_workers < 1:
+            raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
+        self.max_workers = max_workers
+        self.cache = cache
+        self.namespace = cache_namespace
+        self.ledger = ledger or Ledger()
+        self.retry = retry or RetryPolicy()
+        self._rng = random.Random(seed)
+        self._on_retry = on_retry
+        self._semaphore: asyncio.Semaphore | None = None
+        self._semaphore_loop: asyncio.AbstractEventLoop | None = None
+        self._serial: dict[str, asyncio.Lock] = {}  # per serial provider, for this loop
+        # ``owner`` (the run id) marks what this run paid for, so a resumed run that replays
+        # its history from the cache counts those calls exactly once, as the original did.
+        self.owner = owner
+        self._seen: set[str] = set()
+        self._inflight: dict[str, asyncio.Future[Completion]] = {}
+        # Run-wide back-off: a 429 pauses every call of the run (loop time), not just its own.
+        self._resume_at = 0.0
+        self.backoff_waits = 0  # calls that waited for the shared back-off
+        # Client processes for LiteLLM's per-call CPU (models.offload): ``offload``, or a shared
+        # pool of ``processes`` started by the first call that can leave this process.
+        self.offload = offload
+        self._processes = processes if offload is None else 0
+        self._wire = offload is not None or processes > 0  # slots held there, on the wire only
+        self._wire_calls = 0  # calls admitted under that rule and not yet done
+        self._admission: asyncio.Semaphore | None = None
+        self._spare = max(4, -(-max_workers // 2))  # calls admitted beyond max_workers there
+
+    def _limit(self, admission: bool = False) -> asyncio.Semaphore:
+        # Created lazily, and again for a new loop: a semaphore that ever had to wait is bound to
+        # its loop, and reusing it from another loop (asyncio.run twice) raises RuntimeError.
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or self._semaphore_loop is not loop:
+            self._semaphore = asyncio.Semaphore(self.max_workers)
+            self._admission = asyncio.Semaphore(self.max_workers + self._spare)
+            self._serial = {}
+            self._semaphore_loop = loop
+        if admission:
+            assert self._admission is not None
+            return self._admission
+        return self._semaphore
+
+    def _in_order(self, spec: ModelSpec) -> contextlib.AbstractAsyncContextManager[None]:
+        """A FIFO lock for a serial provider's calls (taken before a worker slot), else nothing."""
+        provider = spec.model.partition("/")[0]
+        if not providers.is_serial(provider):
+            return contextlib.nullcontext()
+        self._limit()  # resets the locks when the loop changed
+        return self._serial.setdefault(provider, asyncio.Lock())
+
+    def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> str:
+        return cache_key(self.namespace, spec.model, spec.cache_params(), messages)
+
+    def would_pay(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> bool:
+        """Whether ``complete`` would count a paid call (a miss, or a replay of our own call)."""
+        key = self.key(spec, messages)
+        hit = self.cache.get(key) if self.cache is not None else None
+        return hit is None or self._replays(key, hit)
+
+    def _replays(self, key: str, hit: CachedResponse) -> bool:
+        return self.owner is not None and hit.owner == self.owner and key not in self._seen
+
+    async def complete(
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role = "task"
+    ) -> Completion:
+        """One answer: from the cache, from an identical call in flight, or from the provider."""
+        key = self.key(spec, messages)
+        if key in self._inflight:  # the same request is already being paid for: share it
+            shared = await asyncio.shield(self._inflight[key])
+            self.ledger.add_cache_hit(role, shared.cost)
+            return _as_cached(shared)
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            if self._replays(key, hit):
+                self.ledger.add_call(role, hit.prompt_tokens, hit.completion_tokens, hit.cost)
+            else:
+                self.ledger.add_cache_hit(role, hit.cost)
+            self._seen.add(key)
+            return Completion(
+                hit.text,
+                hit.prompt_tokens,
+                hit.completion_tokens,
+                hit.cost,
+                cached=True,
+                attempts=0,
+            )
+        return await self._pay(key, spec, messages, role)
+
+    async def _pay(
+        self, key: str, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role
+    ) -> Completion:
+        future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            async with self._in_order(spec), self._slot(spec) as gate:
+                completion = await self._call_with_retries(spec, messages, role, gate)
+            self.ledger.add_call(
+                role, completion.prompt_tokens, completion.completion_tokens, completion.cost
+            )
+            if self.cache is not None:
+                # Still in ``_inflight`` until the row is committed: an identical call arriving
+                # meanwhile shares this one instead of missing the cache and paying again.
+                await self.cache.aput(
+                    key,
+                    CachedResponse(
+                        completion.text,
+                        completion.prompt_tokens,
+                        completion.completion_tokens,
+                        completion.cost,
+                        self.owner,
+                    ),
+                )
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: nobody may be waiting on it
+            raise
+        finally:
+            del self._inflight[key]
+        self._seen.add(key)
+        future.set_result(completion)
+        return completion
+
+    async def _call_with_retries(
+        self,
+        spec: ModelSpec,
+        messages: Sequence[Mapping[str, str]],
+        role: Role,
+        gate: tuple[int, int] | None = None,
+    ) -> Completion:
+        attempt = 0
+        while True:
+            attempt += 1
+            await self._respect_backoff()
+            try:
+                return await self._attempt(spec, messages, attempt, gate)
+            except Exception as exc:  # classified right below: permanent or transient
+                if not is_transient(exc):
+                    raise ProviderError(
+                        permanent_message(spec.model, exc, spec.api_base), model=spec.model
+                    ) from exc
+                if attempt > self.retry.max_retries:
+                    raise TransientProviderError(
+                        f"{spec.model}: still failing after {attempt} attempts: "
+                        f"{first_line(exc, spec.api_base)}; check the provider status or lower "
+                        "--max-workers",
+                        model=spec.model,
+                    ) from exc
+                delay = self.retry.delay(attempt, exc, self._rng)
+                self.ledger.add_retry(role)
+                if self._on_retry is not None:
+                    self._on_retry(spec.model, attempt, exc, delay)
+                logger.info(
+                    "retrying %s in %.2fs after %s",
+                    spec.model,
+                    delay,
+                    first_line(exc, spec.api_base),
+                )
+                if is_rate_limit(exc):  # the provider wants the whole run to slow down
+                    resume = asyncio.get_running_loop().time() + delay
+                    self._resume_at = max(self._resume_at, resume)
+                else:
+                    await asyncio.sleep(delay)
+
+    async def _attempt(
+        self,
+        spec: ModelSpec,
+        messages: Sequence[Mapping[str, str]],
+        attempt: int,
+        gate: tuple[int, int] | None,
+    ) -> Completion:
+        offload = self.offload
+        if offload is not None and gate is not None:
+            if offload.alive():
+                return await offload.call(spec, messages, attempt, gate)
+            self._wire = False  # no client process left: this call holds a slot here
+            async with self._limit():
+                return await call_once(load_litellm(), spec, messages, attempt)
+        if offload is not None and self._offloaded(spec):
+            return await offload.call(spec, messages, attempt)
+        return await call_once(load_litellm(), spec, messages, attempt)
+
+    def _offloadable(self, spec: ModelSpec) -> bool:
+        """Whether this call may run in a client process (see :mod:`reflex.models.offload`)."""
+        if self.offload is None and not self._processes:
+            return False
+        if providers.is_custom(spec.model.partition("/")[0]):
+            return False  # in-process providers live in this process
+        from reflex.models.offload import OffloadPool
+
+        if not OffloadPool.portable(spec):
+            return False  # a decoding option that cannot be handed to another process
+        litellm = sys.modules.get("litellm")  # not imported here: nobody registered a callback
+        if litellm is not None and litellm_listens(litellm):
+            return False
+        if self.offload is None:  # the first call that can go: start the processes now
+            self.offload = client_pool(self._processes)
+        return True
+
+    def _offloaded(self, spec: ModelSpec) -> bool:
+        """Whether a call that holds a whole-call slot runs in a client process now."""
+        return self._offloadable(spec) and self.offload is not None and self.offload.ready()
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, spec: ModelSpec) -> AsyncIterator[tuple[int, int] | None]:
+        """The call's share of ``max_workers``: a gate for client processes, or a slot here.
+
+        While every call of this client goes to client processes, they hold the slots, only
+        on the wire, and ``_spare`` more calls than ``max_workers`` are admitted (being built,
+        waiting for a slot or being parsed; measured best at 4-8 for 8 slots and about half
+        of 64, where more keep the processes' loops from reading responses in time). The first
+        call made here ends that for good, once the calls in client processes are done.
+        """
+        if self._wire and self._offloadable(spec) and self.offload and self.offload.alive():
+            async with self._limit(admission=True):
+                self._wire_calls += 1
+                try:
+                    yield (id(self), self.max_workers)
+                finally:
+                    self._wire_calls -= 1
+            return
+        self._wire = False
+        while self._wire_calls:  # no slot here until the client processes hold none
+            await asyncio.sleep(0.01)
+        async with self._limit():
+            yield None
+
+    async def _respect_backoff(self) -> None:
+        loop = asyncio.get_running_loop()
+        waited = False
+        while (wait := self._resume_at - loop.time()) > 0:
+            waited = True
+            await asyncio.sleep(wait)
+        self.backoff_waits += waited
+
+
+def _as_cached(completion: Completion) -> Completion:
+    return Completion(
+        completion.text,
+        completion.prompt_tokens,
+        completion.completion_tokens,
+        completion.cost,
+        cached=True,
+        attempts=0,
+    )

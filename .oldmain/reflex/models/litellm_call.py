@@ -1,0 +1,123 @@
+"""One LiteLLM call, and the per-call work around it kept as cheap as LiteLLM allows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextvars import Token
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from reflex.models.client import ModelSpec
+
+__all__ = ["Completion", "call_once", "litellm_listens"]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One answered call. Usage numbers are the original call's, also on a cache hit."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+    cached: bool
+    attempts: int
+
+
+class _Message(Protocol):
+    @property
+    def content(self) -> str | None: ...
+
+
+class _Choice(Protocol):
+    @property
+    def message(self) -> _Message: ...
+
+
+class _Response(Protocol):
+    """What we read of LiteLLM's ``ModelResponse`` (usage and pricing are read defensively)."""
+
+    @property
+    def choices(self) -> Sequence[_Choice]: ...
+
+
+async def call_once(
+    litellm: ModuleType, spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int
+) -> Completion:
+    quiet = _skip_litellm_logging(litellm)
+    try:
+        response: _Response = await litellm.acompletion(
+            model=spec.model, messages=list(messages), **spec.call_kwargs()
+        )
+    finally:
+        if quiet is not None:
+            quiet.var.reset(quiet)
+    choice = response.choices[0]
+    text = choice.message.content
+    if text is None:
+        text = ""
+    usage = getattr(response, "usage", None)
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    return Completion(
+        str(text),
+        prompt_tokens,
+        completion_tokens,
+        _cost(litellm, response),
+        cached=False,
+        attempts=attempt,
+    )
+
+
+_LITELLM_CALLBACK_LISTS = (
+    "callbacks",
+    "success_callback",
+    "_async_success_callback",
+    "failure_callback",
+    "_async_failure_callback",
+    "input_callback",
+    "_async_input_callback",
+)
+
+
+def litellm_listens(litellm: object) -> bool:
+    """Whether a LiteLLM callback is registered (someone reads LiteLLM's per-call logging)."""
+    return any(getattr(litellm, name, None) for name in _LITELLM_CALLBACK_LISTS)
+
+
+def _skip_litellm_logging(litellm: object) -> Token[bool] | None:
+    """Turn off LiteLLM's per-call logging for this call when nobody listens to it.
+
+    With no LiteLLM callback registered, its success/failure handlers only build a logging
+    payload nobody reads (~1 ms of CPU per call; we keep our own ledger and events). LiteLLM marks
+    such calls with its ``is_internal_call`` context variable, which skips exactly that dispatch;
+    the response, its usage and its ``response_cost`` are computed as before. A user who adds a
+    LiteLLM callback (e.g. ``mlflow.litellm.autolog()``) gets full logging again. Returns the
+    token to reset, or None when logging stays on (or this LiteLLM has no such switch).
+    """
+    if litellm_listens(litellm):
+        return None
+    internal = getattr(litellm, "_internal_context", None)
+    flag = getattr(internal, "is_internal_call", None)
+    return None if flag is None else flag.set(True)
+
+
+# Models LiteLLM could not price once: asking again costs ~0.3 ms per call and cannot succeed.
+_UNPRICED: set[str] = set()
+
+
+def _cost(litellm: ModuleType, response: object) -> float | None:
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost")
+    if cost is not None:
+        return float(cost)
+    model = str(getattr(response, "model", "") or "") + "|" + str(hidden.get("litellm_model_name"))
+    if model in _UNPRICED:
+        return None
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # noqa: BLE001 - unknown models have no price; cost stays unknown
+        _UNPRICED.add(model)
+        return None

@@ -1,0 +1,106 @@
+"""Token, call and cost ledgers, kept separately for task, judge and reasoning calls."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+__all__ = ["ROLES", "Ledger", "Role", "Usage"]
+
+Role = Literal["task", "judge", "reasoning"]
+ROLES: tuple[Role, ...] = ("task", "judge", "reasoning")
+
+
+@dataclass
+class Usage:
+    """Totals for one role.
+
+    ``cost`` sums the calls whose cost is known; ``cost_unknown`` counts the rest.
+    ``cached_cost`` is what the cache hits' original calls cost: saved, not spent (the engine
+    reserves the final test evaluation's cost from it when the baseline came from the cache).
+    """
+
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    cost_unknown: int = 0
+    cached_cost: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, float]:
+        """Every field plus ``tokens`` (counts are ints, costs floats)."""
+        return {**asdict(self), "tokens": self.tokens}
+
+
+class Ledger:
+    """Thread-safe per-role usage totals. A retried call is counted once, when it succeeds."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.by_role: dict[str, Usage] = {role: Usage() for role in ROLES}
+
+    def add_call(
+        self, role: Role, prompt_tokens: int, completion_tokens: int, cost: float | None
+    ) -> None:
+        with self._lock:
+            usage = self.by_role[role]
+            usage.calls += 1
+            usage.prompt_tokens += prompt_tokens
+            usage.completion_tokens += completion_tokens
+            if cost is None:
+                usage.cost_unknown += 1
+            else:
+                usage.cost += cost
+
+    def add_cache_hit(self, role: Role, cost: float | None = None) -> None:
+        """A free answer; ``cost`` is what the original call cost (None when unknown)."""
+        with self._lock:
+            usage = self.by_role[role]
+            usage.cache_hits += 1
+            if cost is not None:
+                usage.cached_cost += cost
+
+    def add_retry(self, role: Role) -> None:
+        with self._lock:
+            self.by_role[role].retries += 1
+
+    def total(self) -> Usage:
+        with self._lock:
+            total = Usage()
+            for usage in self.by_role.values():
+                for name in (
+                    "calls",
+                    "cache_hits",
+                    "retries",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "cost_unknown",
+                ):
+                    setattr(total, name, getattr(total, name) + getattr(usage, name))
+                total.cost += usage.cost
+                total.cached_cost += usage.cached_cost
+            return total
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        out = {role: usage.to_dict() for role, usage in self.by_role.items()}
+        out["total"] = self.total().to_dict()
+        return out
+
+    def restore(self, data: Mapping[str, Mapping[str, Any]]) -> None:
+        """Load totals saved by :meth:`to_dict` (used when resuming a run).
+
+        Untyped values: JSON numbers read back into the int and float fields of :class:`Usage`.
+        """
+        with self._lock:
+            for role in ROLES:
+                saved = dict(data.get(role, {}))
+                saved.pop("tokens", None)
+                self.by_role[role] = Usage(**saved)

@@ -1,0 +1,410 @@
+"""The fluent builder: ``PromptOptimizer().set_dataset(d).add_provider(..).add_metric(..).run(p)``.
+
+Each call validates its input at once, so a mistake is reported where it was made.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from reflex.callbacks import AnyCallback
+from reflex.config import BaseRunConfig, BudgetConfig, RunConfig, metric_specs
+from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
+from reflex.data.prompts import PromptSpec, is_components_path, load_prompt_file, spec_from_mapping
+from reflex.errors import ConfigurationError
+from reflex.models.client import parse_model
+from reflex.plugins import get_registry
+from reflex.result import OptimizationResult
+from reflex.types import Metric
+
+if TYPE_CHECKING:
+    from reflex.run.compare import Comparison
+
+__all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
+
+
+def validation_message(exc: ValidationError, names: Mapping[str, str] | None = None) -> str:
+    """One line from a pydantic error: the field, the bad value and what is expected.
+
+    ``names`` renames fields to what the caller passed (``max_metric_calls`` is ``max_calls``).
+    """
+    first = exc.errors()[0]
+    loc = [str(p) for p in first["loc"]]
+    if loc and names:
+        loc[0] = names.get(loc[0], loc[0])
+    field = ".".join(loc) or "value"
+    return f"{field}={first.get('input')!r}: {first['msg']}"
+
+
+def read_prompt(prompt: str | Path) -> str:
+    """A prompt given as text, or as a Path to a UTF-8 text file; empty prompts are refused."""
+    if isinstance(prompt, Path):
+        try:
+            text = prompt.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            raise ConfigurationError(f"{prompt}: prompt file not found") from None
+        except UnicodeDecodeError:
+            raise ConfigurationError(
+                f"{prompt}: prompt file is not UTF-8 text; re-save it as UTF-8"
+            ) from None
+        if "\x00" in text:
+            raise ConfigurationError(f"{prompt}: prompt file looks binary (NUL bytes)")
+    else:
+        text = prompt
+    if not text.strip():
+        where = f"{prompt}: " if isinstance(prompt, Path) else ""
+        raise ConfigurationError(f"{where}the prompt is empty; write the starting instructions")
+    return text.strip("\n")
+
+
+def prompt_spec(prompt: str | Path | PromptSpec | Mapping[str, str]) -> PromptSpec:
+    """Any accepted prompt as a PromptSpec: text, a prompt file or directory, or components."""
+    if isinstance(prompt, PromptSpec):
+        return prompt
+    if isinstance(prompt, Mapping):
+        return spec_from_mapping(prompt)
+    if isinstance(prompt, Path) and is_components_path(prompt):
+        return load_prompt_file(prompt)
+    return PromptSpec.single(read_prompt(prompt))
+
+
+class PromptOptimizer:
+    """Fluent builder for one optimization run; ``run`` returns an OptimizationResult."""
+
+    def __init__(self) -> None:
+        self._dataset: Dataset | None = None
+        self._metrics: list[Metric] = []
+        self._settings: dict[str, Any] = {"models": []}
+        self._budget: dict[str, Any] = {}
+        self._pipeline: Pipeline | None = None
+
+    def _set(self, **values: Any) -> PromptOptimizer:
+        trial = {**self._settings, **values}
+        try:  # every setting and their cross-checks; that a model is given waits for run()
+            BaseRunConfig.model_validate(trial)
+        except ValidationError as exc:
+            raise ConfigurationError(validation_message(exc)) from None
+        self._settings = trial
+        return self
+
+    def set_dataset(
+        self,
+        data: Dataset | str | Path | Sequence[dict[str, Any]] | Any,
+        *,
+        input_field: str | None = None,
+        output_field: str | None = None,
+        name: str | None = None,
+    ) -> PromptOptimizer:
+        """A Dataset, a JSONL/CSV path, a list of records or a pandas DataFrame."""
+        if isinstance(data, Dataset):
+            self._dataset = data
+        else:
+            self._dataset = load_dataset(
+                data, input_field=input_field, output_field=output_field, name=name
+            )
+        return self
+
+    def set_inputs(self, data: str | Path | Sequence[Any]) -> PromptOptimizer:
+        """Pipeline inputs: a JSON array / JSONL file, or a list, of strings or ``{input, ...}``.
+
+        References (``ideal``) are optional; see :func:`reflex.data.pipeline.load_inputs`.
+        """
+        self._dataset = load_inputs(data)
+        return self
+
+    def set_pipeline(
+        self,
+        pipeline: Callable[..., Any] | str | Path,
+        *,
+        timeout: float | None = None,
+        trace_metrics: Sequence[str] = (),
+    ) -> PromptOptimizer:
+        """Pipeline mode: ``pipeline(prompt, input, call)`` replaces the one task-model call.
+
+        ``pipeline``: a function, or a ``.py`` file (``file.py:name``) defining ``run`` or
+        ``pipeline``. ``timeout``: seconds per example (default 60). ``trace_metrics``: metrics
+        that score the whole trace instead of the final output. See :mod:`reflex.data.pipeline`.
+        """
+        if isinstance(pipeline, (str, Path)):
+            loaded = load_pipeline(pipeline)
+        else:
+            loaded = pipeline_from_function(pipeline)
+        timeout_setting = {} if timeout is None else {"pipeline_timeout": timeout}
+        self._set(
+            pipeline=loaded.name,
+            pipeline_sha256=loaded.sha256,
+            trace_metrics=list(trace_metrics),
+            **timeout_setting,
+        )
+        self._pipeline = loaded
+        return self
+
+    def add_provider(
+        self, provider: str, model: str | None = None, *, api_base: str | None = None
+    ) -> PromptOptimizer:
+        """Add a task model: ``add_provider("openai", "gpt-4o-mini")`` or ``("openai/gpt-4o")``.
+
+        ``api_base`` applies to every task model (one endpoint per run).
+        """
+        full = parse_model(f"{provider}/{model}" if model else provider)
+        if api_base is not None:
+            self._set(api_base=api_base)
+        return self._set(models=[*self._settings["models"], full])
+
+    add_model = add_provider
+
+    def add_metric(
+        self, metric: Metric | str, *, weight: float = 1.0, **options: Any
+    ) -> PromptOptimizer:
+        """A Metric object, or a registered metric name plus its options."""
+        if isinstance(metric, str):
+            metric = get_registry().metric(metric, **options)
+        elif not isinstance(metric, Metric):
+            raise ConfigurationError(
+                f"{metric!r} is not a metric: it needs name, "
+                "requires_reference and score(output, example)"
+            )
+        if not weight >= 0 or math.isinf(weight):  # also refuses nan, which passes every `<`
+            raise ConfigurationError(
+                f"metric weight must be a finite number >= 0 (0 = reported and guardable, not "
+                f"optimized), got {weight}"
+            )
+        if any(m.name == metric.name for m in self._metrics):
+            raise ConfigurationError(f"metric {metric.name!r} was added twice")
+        self._metrics.append(metric)
+        weights = {**self._settings.get("metric_weights", {}), metric.name: weight}
+        return self._set(
+            metrics=[m.name for m in self._metrics],
+            metric_weights=weights,
+            metric_specs=metric_specs(self._metrics),
+        )
+
+    def set_judge(
+        self,
+        model: str,
+        *,
+        criteria: str | Path | None = None,
+        criteria_list: Sequence[Any] | None = None,
+        weight: float = 1.0,
+        **options: Any,
+    ) -> PromptOptimizer:
+        """Score with an LLM judge (``LLMJudge``), alone or beside other metrics.
+
+        ``criteria``: rubric text or a rubric file; ``criteria_list``: named criteria with
+        weights and gates. Judge calls are cached and counted under the "judge" role.
+        """
+        from reflex.judging.judge import LLMJudge
+
+        judge = LLMJudge(model, criteria=criteria, criteria_list=criteria_list, **options)
+        return self.add_metric(judge, weight=weight)
+
+    def add_guard(self, metric: str, tolerance: float = 0.0) -> PromptOptimizer:
+        """A candidate may not lower ``metric`` on val by more than ``tolerance`` vs the start.
+
+        Add the metric itself too; with ``weight=0`` it is reported and guarded, not optimized.
+        """
+        if not tolerance >= 0 or math.isinf(tolerance):  # nan would never reject anything
+            raise ConfigurationError(
+                f"guard tolerance must be a finite number >= 0, got {tolerance}"
+            )
+        guards = {**self._settings.get("guards", {}), metric: tolerance}
+        return self._set(guards=guards)
+
+    def set_strict_leakage(self, strict: bool = True) -> PromptOptimizer:
+        """Reject candidates flagged for leakage instead of only recording the flags.
+
+        Thresholds (see :mod:`reflex.checks.leakage`): ``configure(leakage_min_words=8,
+        leakage_gain_margin=0.15, leakage_gain_ratio=3.0)``.
+        """
+        return self._set(strict_leakage=strict)
+
+    def set_slices(self, *keys: str) -> PromptOptimizer:
+        """Report test scores per group of these metadata keys, baseline vs final."""
+        if not all(isinstance(k, str) and k for k in keys):
+            raise ConfigurationError(f"slice keys must be non-empty strings, got {keys!r}")
+        return self._set(slice_by=list(dict.fromkeys(keys)))
+
+    def set_strategy(self, name: str, **options: Any) -> PromptOptimizer:
+        get_registry().strategy(name)
+        return self._set(strategy=name, strategy_options=options)
+
+    def set_reasoning_model(
+        self, model: str, *, base_url: str | None = None, temperature: float | None = None
+    ) -> PromptOptimizer:
+        extra = {} if temperature is None else {"reasoning_temperature": temperature}
+        return self._set(reasoning_model=model, reasoning_base_url=base_url, **extra)
+
+    def set_source_model(self, model: str) -> PromptOptimizer:
+        """The model the prompt was written for; reasoning prompts add migration guidance."""
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigurationError(f"source model must be a model name, got {model!r}")
+        return self._set(source_model=model.strip())
+
+    def set_reasoning_template(self, name: str, text: str | Path) -> PromptOptimizer:
+        """Override reasoning template ``name`` (see ``reasoning.template_names()``)."""
+        from reflex.judging.reasoning import template
+
+        template(name)  # unknown names raise, listing the known ones
+        body = read_prompt(text)
+        merged = {**self._settings.get("reasoning_templates", {}), name: body}
+        return self._set(reasoning_templates=merged)
+
+    def set_splits(
+        self, train: float = 0.6, val: float = 0.2, *, group_key: str | None = None
+    ) -> PromptOptimizer:
+        return self._set(train_split=train, val_split=val, group_key=group_key)
+
+    def set_budget(
+        self,
+        *,
+        max_calls: int | None = None,
+        max_reasoning_calls: int | None = None,
+        max_cost: float | None = None,
+        max_seconds: float | None = None,
+    ) -> PromptOptimizer:
+        try:
+            budget = BudgetConfig(
+                max_metric_calls=max_calls,
+                max_reasoning_calls=max_reasoning_calls,
+                max_cost=max_cost,
+                max_seconds=max_seconds,
+            )
+        except ValidationError as exc:
+            names = {"max_metric_calls": "max_calls"}  # the name this method takes
+            raise ConfigurationError(validation_message(exc, names)) from None
+        return self._set(budget=budget.model_dump())
+
+    def configure(self, **settings: Any) -> PromptOptimizer:
+        """Set any RunConfig field by name (seed, max_iterations, max_workers, run_dir, ...)."""
+        unknown = set(settings) - set(RunConfig.model_fields)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown setting(s) {sorted(unknown)}; known: "
+                f"{', '.join(sorted(RunConfig.model_fields))}"
+            )
+        return self._set(**settings)
+
+    def set_seed(self, seed: int) -> PromptOptimizer:
+        return self._set(seed=seed)
+
+    def set_max_iterations(self, n: int) -> PromptOptimizer:
+        return self._set(max_iterations=n)
+
+    def set_max_workers(self, n: int) -> PromptOptimizer:
+        return self._set(max_workers=n)
+
+    def set_run_dir(self, path: str | Path) -> PromptOptimizer:
+        return self._set(run_dir=str(path))
+
+    def clone(self) -> PromptOptimizer:
+        """An independent copy of this builder (dataset and metric objects are shared)."""
+        other = PromptOptimizer()
+        other._dataset, other._metrics = self._dataset, list(self._metrics)
+        other._settings, other._budget = dict(self._settings), dict(self._budget)
+        other._pipeline = self._pipeline
+        return other
+
+    def compare(
+        self,
+        prompt: str | Path | PromptSpec | Mapping[str, str],
+        strategies: Sequence[str],
+        *,
+        seeds: int | Sequence[int] = 3,
+        max_calls: int | None = None,
+        **kwargs: Any,
+    ) -> Comparison:
+        """Run each strategy for each seed at ``max_calls`` metric calls; see reflex.run.compare."""
+        from reflex.run.compare import compare
+
+        return compare(self, prompt, strategies, seeds=seeds, max_calls=max_calls, **kwargs)
+
+    def build_config(self) -> RunConfig:
+        """The validated RunConfig this builder would run with."""
+        if self._dataset is None:
+            raise ConfigurationError("no dataset: call .set_dataset(path_or_records) first")
+        if not self._settings["models"]:
+            raise ConfigurationError("no task model: call .add_provider('openai', 'gpt-4o-mini')")
+        if not self._metrics:
+            raise ConfigurationError("no metric: call .add_metric(...) e.g. 'exact_match'")
+        self._check_references()
+        unknown = sorted(set(self._settings.get("guards", {})) - {m.name for m in self._metrics})
+        if unknown:
+            raise ConfigurationError(
+                f"guard metric(s) {unknown} are not among the run's metrics "
+                f"({', '.join(m.name for m in self._metrics)}): add them with weight=0"
+            )
+        traced = sorted(
+            set(self._settings.get("trace_metrics", [])) - {m.name for m in self._metrics}
+        )
+        if traced:
+            raise ConfigurationError(
+                f"trace metric(s) {traced} are not among the run's metrics "
+                f"({', '.join(m.name for m in self._metrics)}): add them with --metric"
+            )
+        return RunConfig(
+            **self._settings, dataset_name=self._dataset.name, dataset_size=len(self._dataset)
+        )
+
+    def _check_references(self) -> None:
+        assert self._dataset is not None
+        if self._dataset.with_references == 0 and all(m.requires_reference for m in self._metrics):
+            names = ", ".join(m.name for m in self._metrics)
+            raise ConfigurationError(
+                f"dataset {self._dataset.name!r} has no reference answers "
+                f"but every metric ({names}) needs one: add an 'ideal' "
+                "field or use a judge metric"
+            )
+
+    def run(
+        self,
+        prompt: str | Path | PromptSpec | Mapping[str, str],
+        callbacks: Sequence[AnyCallback] = (),
+        *,
+        resume: bool | str = False,
+    ) -> OptimizationResult:
+        """Optimize ``prompt``; returns the result.
+
+        ``prompt``: text, a Path to a prompt file (.md/.txt, or .json/.yaml/.toml components,
+        or a directory of .md components), a :class:`reflex.data.prompts.PromptSpec`, or a mapping
+        of component names to texts (see :mod:`reflex.data.prompts`). The engine optimizes the
+        assembled text; ``result.best_components`` holds the winner's components when known.
+
+        ``callbacks``: objects with any subset of the ``on_*`` hooks of :class:`reflex.Callback`
+        (subclassing it is optional); one that raises is a warning, never the end of the run.
+
+        ``resume=True`` continues the latest unfinished run for this dataset and prompt in the
+        run directory; ``resume="<run id>"`` continues that run. Paid calls are not repeated.
+        """
+        from reflex.run.engine import Engine
+        from reflex.run.resume import find_resumable, load_resume
+
+        config = self.build_config()
+        assert self._dataset is not None
+        spec = prompt_spec(prompt)
+        text = spec.render()
+        strategy_cls = get_registry().strategy(config.strategy)
+        point = None
+        if resume:
+            run_id = (
+                resume
+                if isinstance(resume, str)
+                else find_resumable(config.run_dir, self._dataset, text)
+            )
+            point = load_resume(config, self._dataset, text, run_id)
+        engine = Engine(
+            config,
+            self._dataset,
+            self._metrics,
+            strategy_cls,
+            callbacks,
+            point,
+            prompt_spec=spec,
+            pipeline=self._pipeline,
+        )
+        return engine.run(text)

@@ -1,0 +1,199 @@
+"""The one redactor: keep secrets out of everything a run writes, logs or hands to a tracker.
+
+API keys belong in the environment. A URL may still carry one (``https://user:pass@host``,
+``?api-key=...``, Azure's ``?sig=...``); the run needs the real URL for its calls, but
+config.json, events, results, error lines, log records and tracker params, tags and traces only
+ever see redacted forms:
+
+* :func:`redact_url`: the URL with its credentials replaced by ``***``;
+* :func:`scrub`: a text with the credentials of the given URLs and the value of every
+  secret-named environment variable (``OPENAI_API_KEY``, ...) replaced by ``***``;
+* :func:`redact_data`: the same for nested JSON-like data, where a string under a secret-named
+  key is replaced whole;
+* :class:`ScrubFilter` and :func:`scrubbed_logs`: the same for log records (message, arguments,
+  traceback), per handler or for every record of every logger.
+
+One name pattern (:func:`is_secret_name`) decides what is secret, for query parameters,
+environment variables and tag or parameter keys alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
+
+__all__ = [
+    "REDACTED",
+    "ScrubFilter",
+    "env_secrets",
+    "is_secret_name",
+    "redact_data",
+    "redact_url",
+    "scrub",
+    "scrubbed_logs",
+    "url_secrets",
+]
+
+REDACTED = "***"
+# Names whose values are credentials: ``?api-key=``, ``?token=``, Azure SAS ``?sig=``/``?code=``,
+# ``OPENAI_API_KEY``, a ``x-signature`` tag. Parts are delimited, so ``tokens`` or ``keyword``
+# are not secret.
+_SECRET_NAME = re.compile(
+    r"(?:^|[_\-.])(?:api[_-]?key|key|token|secret|password|passwd|auth|sig|signature|code"
+    r"|credentials?)(?:$|[_\-.])",
+    re.I,
+)
+_MIN_URL_SECRET = 3  # shorter values ("1", "ab") would redact ordinary text
+_MIN_ENV_SECRET = 8  # likewise for environment values ("1", "true", "dev")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a query parameter, environment variable or key named ``name`` holds a secret."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def redact_url(url: str | None) -> str | None:
+    """``url`` with any ``user:password@`` and secret-named query values replaced by ``***``.
+
+    Deterministic, so two redacted forms of the same URL compare equal (``--resume`` does).
+    """
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL we can parse: keep nothing that might be a secret
+        return REDACTED
+    _, at, host = parts.netloc.rpartition("@")
+    netloc = f"{REDACTED}@{host}" if at else parts.netloc
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query = (
+        urlencode([(k, REDACTED if is_secret_name(k) else v) for k, v in pairs], safe="*")
+        if pairs
+        else parts.query
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The credential strings inside ``url`` (its password, or a user part without one, and
+    secret query values), raw and as they appear percent-encoded, longest first."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return [url]
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    # ``user:password@``: the password (a user name is an identity, and hiding a name like
+    # "user" would blank that word in every text); a lone ``token@`` is the credential itself.
+    user, colon, password = userinfo.partition(":")
+    found = [password if colon else user] if at else []
+    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if is_secret_name(k)]
+    variants = {f for v in found for f in (v, unquote(v), quote(v, safe=""), quote_plus(v))}
+    return sorted((v for v in variants if len(v) >= _MIN_URL_SECRET), key=len, reverse=True)
+
+
+def env_secrets() -> list[str]:
+    """The values of secret-named environment variables (``OPENAI_API_KEY``, ...), longest
+    first. Read on every call: a key exported after the run started is still hidden."""
+    values = {
+        value
+        for name, value in os.environ.items()
+        if is_secret_name(name) and len(value) >= _MIN_ENV_SECRET
+    }
+    return sorted(values, key=len, reverse=True)
+
+
+def _secrets(urls: tuple[str | None, ...]) -> list[str]:
+    found = {s for url in urls for s in url_secrets(url)} | set(env_secrets())
+    return sorted(found, key=len, reverse=True)  # longest first: no half-replaced secret
+
+
+def _replace(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def scrub(text: str, *urls: str | None) -> str:
+    """``text`` with every credential of ``urls`` and every secret environment value replaced
+    by ``***`` (for error messages, log lines and anything else that leaves the process)."""
+    return _replace(text, _secrets(urls))
+
+
+def redact_data(data: Mapping[str, Any], *urls: str | None) -> dict[str, Any]:
+    """A copy of JSON-like ``data`` that :func:`scrub` would pass: every string scrubbed, and a
+    string or container under a secret-named key replaced by ``***`` whole. Numbers, booleans
+    and None stay as they are (they carry no credential and keep the data's types)."""
+    secrets = _secrets(urls)
+    return {str(k): _redact_value(str(k), v, secrets) for k, v in data.items()}
+
+
+def _redact_value(key: str | None, value: Any, secrets: list[str]) -> Any:
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if key is not None and is_secret_name(key):
+        return REDACTED
+    if isinstance(value, str):
+        return _replace(value, secrets)
+    if isinstance(value, Mapping):
+        return {str(k): _redact_value(str(k), v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_value(None, v, secrets) for v in value]
+    return value  # another leaf (a Path, a datetime): its JSON writer decides
+
+
+class ScrubFilter(logging.Filter):
+    """A logging filter that scrubs each record: its message (arguments merged in), its
+    traceback and its stack (see :func:`scrub`)."""
+
+    def __init__(self, *urls: str | None) -> None:
+        super().__init__()
+        self.urls = urls
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = _secrets(self.urls)
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError, KeyError):
+            # A malformed logging call: logging would print its raw arguments; drop them.
+            message, record.args = str(record.msg), ()
+        clean = _replace(message, secrets)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        if record.exc_info and not record.exc_text:
+            # Formatters reuse exc_text, so the scrubbed traceback is the one printed.
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = _replace(record.exc_text, secrets)
+        if record.stack_info:
+            record.stack_info = _replace(record.stack_info, secrets)
+        return True
+
+
+@contextlib.contextmanager
+def scrubbed_logs(*urls: str | None) -> Iterator[None]:
+    """Inside the block, every log record of every logger is scrubbed when it is created.
+
+    A filter on the root handlers is not enough: LiteLLM and MLflow log through handlers of
+    their own (LiteLLM's DEBUG lines echo the request URL) and W&B writes its debug log files
+    itself, so the records are cleaned at their source instead.
+    """
+    previous = logging.getLogRecordFactory()
+    scrubber = ScrubFilter(*urls)
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        scrubber.filter(record)
+        return record
+
+    logging.setLogRecordFactory(factory)
+    try:
+        yield
+    finally:
+        logging.setLogRecordFactory(previous)

@@ -1,0 +1,291 @@
+"""Result records. Attribute names here are a public contract (see DESIGN.md); keep them.
+
+Every record round-trips through ``to_dict`` / ``from_dict``; ``OptimizationResult.to_dict``
+is what ``--results-json`` and ``result.json`` hold (with ``schema_version``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
+from typing import Any
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "EvalSnapshot",
+    "IterationRecord",
+    "OptimizationResult",
+    "RunEnd",
+    "Sample",
+    "StopReason",
+]
+
+SCHEMA_VERSION = 1
+
+
+class StopReason(str, Enum):
+    """Why the strategy's loop ended (``OptimizationResult.stop``); ``stop_reason`` says it in
+    words. The values are what the result JSON's ``stop`` holds."""
+
+    BUDGET = "budget"  # a budget ran out (``end_state`` says whether the run still finished)
+    EARLY_STOPPING = "early_stopping"  # no val improvement in early_stopping_patience iterations
+    ERROR = "error"  # an exception ended the run before the loop did
+    INTERRUPTED = "interrupted"  # Ctrl-C
+    MAX_ITERATIONS = "max_iterations"
+    SCORE_THRESHOLD = "score_threshold"  # the best val score reached score_threshold
+    STRATEGY_FINISHED = "strategy_finished"  # the strategy returned on its own (nothing left)
+
+    @property
+    def per_phase(self) -> bool:
+        """True when a new phase (``ctx.begin_phase``) clears this stop: early stopping ends a
+        phase of a phased strategy (e.g. ``auto``), not its run."""
+        return self is StopReason.EARLY_STOPPING
+
+    @property
+    def converged(self) -> bool:
+        """True when the run stopped on its own: it reached the threshold or stopped improving."""
+        return self in (StopReason.SCORE_THRESHOLD, StopReason.EARLY_STOPPING)
+
+
+class RunEnd(str, Enum):
+    """How a run ended (``OptimizationResult.end_state``); the result JSON's ``end_state``.
+
+    ``COMPLETED`` is ``completed=True``: the final test evaluation ran (a budget that stopped only
+    the strategy's loop still completes). The others have no final: ``BUDGET_STOPPED`` a budget
+    ran out outside the loop, ``INTERRUPTED`` Ctrl-C, ``FAILED`` any other exception.
+    """
+
+    BUDGET_STOPPED = "budget_stopped"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+    @classmethod
+    def of_record(cls, data: Mapping[str, object]) -> RunEnd:
+        """The end state of a result JSON, including records written before ``end_state``."""
+        if data.get("end_state"):
+            return cls(str(data["end_state"]))
+        if data.get("completed"):
+            return cls.COMPLETED
+        # Older records carry the interruption only in their text; new code reads end_state.
+        interrupted = "KeyboardInterrupt" in str(data.get("stop_reason"))
+        return cls.INTERRUPTED if interrupted else cls.FAILED
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One (example, model) evaluation: output, combined score, per-metric scores and feedback.
+
+    ``score`` is None when no metric applied to the row (e.g. no reference) or it errored.
+    ``trace``: in pipeline mode, the pipeline's named steps (``{"name", "input", "output"}``
+    each) in order; None outside pipeline mode.
+    """
+
+    example_id: str
+    model: str
+    output: str
+    score: float | None
+    scores: dict[str, float] = field(default_factory=dict)
+    feedback: dict[str, str] = field(default_factory=dict)
+    objectives: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    cached: bool = False
+    failed_metrics: list[str] = field(default_factory=list)
+    trace: list[dict[str, Any]] | None = None
+
+    @property
+    def key(self) -> str:
+        """Pairing key: example id, plus the model when several task models are evaluated."""
+        return f"{self.example_id}@{self.model}"
+
+
+@dataclass(frozen=True)
+class EvalSnapshot:
+    """A prompt measured on one split. ``mean_score`` averages the scored samples.
+
+    ``n_skipped``: rows a reference metric skipped (no reference), per metric. ``n_failed``:
+    rows a metric could not score (e.g. failed judgements), per metric; they are excluded.
+    ``model_graded``: a judge model scored this snapshot.
+    """
+
+    system_prompt: str
+    split: str
+    mean_score: float
+    scores_by_metric: dict[str, float]
+    samples: tuple[Sample, ...] = ()
+    n_errors: int = 0
+    n_skipped: dict[str, int] = field(default_factory=dict)
+    n_failed: dict[str, int] = field(default_factory=dict)
+    model_graded: bool = False
+
+    def per_example(self) -> dict[str, float]:
+        """Scores keyed for pairing (example id @ model), scored samples only."""
+        return {s.key: s.score for s in self.samples if s.score is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["samples"] = [asdict(s) for s in self.samples]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalSnapshot:
+        values = {k: v for k, v in data.items() if k in _names(cls)}
+        values["samples"] = tuple(Sample(**s) for s in data.get("samples", ()))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """One strategy iteration: train (or minibatch) score, val score, and what was tried.
+
+    ``score`` is the candidate's train score, ``val_score`` its validation score (None without a
+    val split or when the iteration failed). ``change`` is the train-score change against the
+    prompt it was derived from. ``failed`` is an error; ``rejected`` a reason the candidate was
+    not eligible (screened out before val, or a guard metric regressed). ``calls``/``tokens``/
+    ``cost`` are run totals so far. ``components``: the candidate's named prompt components
+    when the strategy edits components (see :mod:`reflex.data.prompts`), else None. ``leakage``:
+    the candidate's leakage flags (:mod:`reflex.checks.leakage`), each a ``LeakageFlag.to_dict()``.
+    """
+
+    iteration: int
+    score: float | None
+    val_score: float | None
+    scores_by_metric: dict[str, float]
+    system_prompt: str
+    reasoning: str = ""
+    val_scores_by_metric: dict[str, float] = field(default_factory=dict)
+    accepted: bool = False
+    change: float | None = None
+    failed: str | None = None
+    rejected: str | None = None
+    is_best: bool = False
+    phase: str = ""
+    calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    elapsed_s: float = 0.0
+    components: dict[str, str] | None = None
+    leakage: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IterationRecord:
+        return cls(**{k: v for k, v in data.items() if k in _names(cls)})
+
+
+@dataclass
+class OptimizationResult:
+    """The outcome of a run. ``best_prompt`` is the prompt whose ``final`` test score is reported.
+
+    ``best_score`` is ``best_prompt``'s validation score (the selection criterion; its train score
+    when the run has no val split). ``baseline`` and ``final`` are measured on the test split.
+    ``slices``: per-group test scores by metadata key, baseline vs final (see
+    :func:`reflex.run.evaluate.slice_scores`); empty unless slices were asked for.
+    ``best_components``: ``best_prompt`` as named components when known (None when a strategy
+    edited the assembled text). ``lineage``: candidates of a search strategy (e.g. ``gepa``)
+    with their parents, the component each changed and their scores; empty otherwise.
+    ``failed_proposals``: reasoning answers that stayed unusable after their retry, each with
+    ``iteration``, ``phase``, ``purpose``, ``error`` and ``attempts``.
+    ``warnings``: ``{"kind", "message"}`` a reviewer should read (model-graded metric, overfit,
+    no validation split; see :func:`reflex.checks.audit.run_warnings`). ``environment``: versions of
+    aevyra-reflex, Python and each plugin, and the dataset file's path and sha256.
+    ``prompt_versions``: the initial and every accepted prompt, content-addressed, with
+    provenance and a diff against its parent (see :mod:`reflex.checks.versions`).
+    ``stop``: why the strategy's loop ended, as a :class:`StopReason` (``stop_reason`` says it
+    in words); ``end_state``: how the run ended, as a :class:`RunEnd`. Both are None until set.
+    """
+
+    best_prompt: str
+    best_score: float | None
+    baseline: EvalSnapshot | None
+    final: EvalSnapshot | None
+    iterations: list[IterationRecord] = field(default_factory=list)
+    initial_prompt: str = ""
+    p_value: float | None = None
+    significance: dict[str, Any] | None = None
+    stop_reason: str = ""
+    completed: bool = False
+    run_id: str | None = None
+    run_dir: str | None = None
+    strategy: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
+    split_sizes: dict[str, int] = field(default_factory=dict)
+    phase_history: list[dict[str, Any]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    slices: dict[str, Any] = field(default_factory=dict)
+    best_components: dict[str, str] | None = None
+    lineage: list[dict[str, Any]] = field(default_factory=list)
+    failed_proposals: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    prompt_versions: list[dict[str, Any]] = field(default_factory=list)
+    stop: StopReason | None = None
+    end_state: RunEnd | None = None
+
+    @property
+    def model_graded(self) -> bool:
+        """True when a judge model scored the reported numbers (baseline or final)."""
+        return any(s is not None and s.model_graded for s in (self.baseline, self.final))
+
+    @property
+    def improvement(self) -> float | None:
+        if self.baseline is None or self.final is None:
+            return None
+        return self.final.mean_score - self.baseline.mean_score
+
+    @property
+    def improvement_pct(self) -> float | None:
+        gain = self.improvement
+        if gain is None or self.baseline is None or self.baseline.mean_score == 0:
+            return None
+        return 100.0 * gain / self.baseline.mean_score
+
+    @property
+    def score_trajectory(self) -> list[float | None]:
+        return [record.score for record in self.iterations]
+
+    @property
+    def val_trajectory(self) -> list[float | None]:
+        return [record.val_score for record in self.iterations]
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, EvalSnapshot):
+                value = value.to_dict()
+            elif f.name == "iterations":
+                value = [record.to_dict() for record in value]
+            elif isinstance(value, Enum):
+                value = value.value
+            data[f.name] = value
+        data.update(
+            improvement=self.improvement,
+            improvement_pct=self.improvement_pct,
+            score_trajectory=self.score_trajectory,
+            val_trajectory=self.val_trajectory,
+            model_graded=self.model_graded,
+        )
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OptimizationResult:
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION}")
+        values = {k: v for k, v in data.items() if k in _names(cls)}
+        for name in ("baseline", "final"):
+            if values.get(name) is not None:
+                values[name] = EvalSnapshot.from_dict(values[name])
+        values["iterations"] = [IterationRecord.from_dict(r) for r in values.get("iterations", [])]
+        # Records written before ``stop`` / ``end_state`` existed lack them: leave them None.
+        values["stop"] = StopReason(values["stop"]) if values.get("stop") else None
+        values["end_state"] = RunEnd(values["end_state"]) if values.get("end_state") else None
+        return cls(**values)
+
+
+def _names(cls: type) -> set[str]:
+    return {f.name for f in fields(cls)}

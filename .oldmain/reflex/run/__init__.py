@@ -1,0 +1,3 @@
+"""Executing a run: engine, session, strategy context, evaluation, budget, run store, resume;
+and re-evaluating recorded runs (gate, export, compare).
+"""

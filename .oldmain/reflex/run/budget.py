@@ -1,0 +1,73 @@
+"""Budgets: metric calls, reasoning calls, dollars and wall-clock, checked before work starts."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from reflex.config import BudgetConfig
+from reflex.errors import BudgetExhausted
+from reflex.models.usage import Ledger
+
+__all__ = ["Budget"]
+
+
+@dataclass
+class Budget:
+    """Tracks what was spent against the limits and refuses work that would exceed them.
+
+    ``metric_calls`` counts paid task-model calls: one per (example, model) evaluation, several
+    for a pipeline that calls a model several times (cache hits are free). The engine reserves
+    room for the final test evaluation so a budget never leaves a run without its honest final
+    measurement: the task requests the baseline made on the test rows, paid or served from the
+    cache, and what those requests (and their judge calls) cost, a cache hit at its original
+    call's cost (a new prompt pays for each).
+    """
+
+    limits: BudgetConfig
+    ledger: Ledger
+    metric_calls: int = 0
+    reserved_calls: int = 0
+    reserved_cost: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+    elapsed_before: float = 0.0
+
+    @property
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.monotonic() - self.started
+
+    def check_evaluation(self, uncached_calls: int, *, use_reserve: bool = False) -> None:
+        """Raise BudgetExhausted if ``uncached_calls`` more metric calls would break a limit."""
+        self._check_clock_and_cost(use_reserve)
+        limit = self.limits.max_metric_calls
+        if limit is None or uncached_calls == 0:
+            return
+        if use_reserve and self.reserved_calls:
+            # The final evaluation is held to its reserve (what the baseline needed on the same
+            # rows): for a pipeline, a better estimate than its average over every row so far.
+            uncached_calls = min(uncached_calls, self.reserved_calls)
+        room = limit - self.metric_calls - (0 if use_reserve else self.reserved_calls)
+        if uncached_calls > room:
+            raise BudgetExhausted(
+                f"metric-call budget: {uncached_calls} more calls needed, {max(room, 0)} left of "
+                f"{limit} (raise --max-calls to continue)"
+            )
+
+    def check_reasoning(self) -> None:
+        self._check_clock_and_cost(False)
+        limit = self.limits.max_reasoning_calls
+        if limit is not None and self.ledger.by_role["reasoning"].calls >= limit:
+            raise BudgetExhausted(f"reasoning-call budget: all {limit} calls used")
+
+    def _check_clock_and_cost(self, use_reserve: bool) -> None:
+        if self.limits.max_seconds is not None and self.elapsed >= self.limits.max_seconds:
+            raise BudgetExhausted(
+                f"time budget: {self.elapsed:.0f}s used of {self.limits.max_seconds:.0f}s"
+            )
+        if self.limits.max_cost is not None:
+            spent = self.ledger.total().cost + (0.0 if use_reserve else self.reserved_cost)
+            if spent >= self.limits.max_cost:
+                raise BudgetExhausted(
+                    f"cost budget: ${spent:.4f} spent or reserved of ${self.limits.max_cost:.4f}"
+                    " (raise --max-cost to continue)"
+                )

@@ -1,0 +1,208 @@
+"""Compare strategies head to head: each strategy x seed at the same metric-call budget.
+
+Every run gets its own run directory (so its own response cache): a strategy never rides on
+calls another one paid for, and each is charged the same way. The seed also sets the split, so
+for one seed every strategy is measured on the same test rows; the per-strategy p-value is the
+paired sign-flip test of its final per-example test scores against the best strategy's, paired
+by (seed, example, model).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import fmean, stdev
+from typing import TYPE_CHECKING, Any
+
+from reflex.checks.stats import sign_flip_p
+from reflex.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from reflex.callbacks import AnyCallback
+    from reflex.data.prompts import PromptSpec
+    from reflex.optimizer import PromptOptimizer
+    from reflex.result import OptimizationResult
+
+__all__ = ["Comparison", "RunSummary", "StrategySummary", "compare"]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One strategy x seed run: its final test score, spend and where it is on disk."""
+
+    strategy: str
+    seed: int
+    baseline: float | None
+    final: float | None
+    metric_calls: int
+    tokens: int
+    cost: float
+    stop_reason: str
+    run_dir: str | None
+    per_example: dict[str, float] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class StrategySummary:
+    """Per strategy: mean and sd of the final test score over seeds, mean spend, p vs best."""
+
+    strategy: str
+    n: int
+    mean: float | None
+    sd: float | None
+    mean_calls: float
+    mean_tokens: float
+    mean_cost: float
+    p_vs_best: float | None
+    is_best: bool
+
+
+@dataclass
+class Comparison:
+    """The outcome of :func:`compare`; ``save`` writes ``compare.json`` and ``compare.md``."""
+
+    strategies: list[StrategySummary]
+    runs: list[RunSummary]
+    seeds: list[int]
+    max_calls: int | None
+    directory: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seeds": self.seeds,
+            "max_calls": self.max_calls,
+            "strategies": [asdict(s) for s in self.strategies],
+            "runs": [asdict(r) for r in self.runs],
+        }
+
+    def table(self) -> str:
+        """A markdown table, best strategy first."""
+        head = "| strategy | test mean | sd | calls | tokens | cost | p vs best |"
+        lines = [head, "|---|---|---|---|---|---|---|"]
+        for s in self.strategies:
+            p = "best" if s.is_best else _fmt(s.p_vs_best)
+            lines.append(
+                f"| {s.strategy} | {_fmt(s.mean)} | {_fmt(s.sd)} | {s.mean_calls:.0f} | "
+                f"{s.mean_tokens:.0f} | ${s.mean_cost:.4f} | {p} |"
+            )
+        return "\n".join(lines)
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``compare.json`` and ``compare.md`` into ``directory``; returns the JSON path."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.json").write_text(
+            json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8"
+        )
+        budget = f"{self.max_calls} metric calls" if self.max_calls else "no call limit"
+        title = f"# compare: seeds {self.seeds}, {budget}\n\n"
+        (out / "compare.md").write_text(title + self.table() + "\n", encoding="utf-8")
+        return out / "compare.json"
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _summarize_run(strategy: str, seed: int, result: OptimizationResult) -> RunSummary:
+    total = result.usage.get("total", {})
+    final = result.final
+    return RunSummary(
+        strategy=strategy,
+        seed=seed,
+        baseline=result.baseline.mean_score if result.baseline else None,
+        final=final.mean_score if final else None,
+        metric_calls=int(result.usage.get("metric_calls", 0)),
+        tokens=int(total.get("tokens", 0)),
+        cost=float(total.get("cost", 0.0)),
+        stop_reason=result.stop_reason,
+        run_dir=result.run_dir,
+        per_example={f"{seed}:{k}": v for k, v in (final.per_example() if final else {}).items()},
+    )
+
+
+def _paired_p(a: Mapping[str, float], b: Mapping[str, float], seed: int) -> float | None:
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        return None
+    return sign_flip_p([a[k] - b[k] for k in shared], seed=seed)[0]
+
+
+def summarize(runs: Sequence[RunSummary], strategies: Sequence[str]) -> list[StrategySummary]:
+    """Per-strategy statistics, best mean test score first (ties: the order given)."""
+    groups = {name: [r for r in runs if r.strategy == name] for name in strategies}
+    means = {
+        name: fmean(finals) if (finals := [r.final for r in rs if r.final is not None]) else None
+        for name, rs in groups.items()
+    }
+
+    def rank(name: str) -> float:
+        mean = means[name]
+        return -mean if mean is not None else math.inf
+
+    ranked = sorted(strategies, key=rank)
+    best = ranked[0]
+    pooled = {n: {k: v for r in groups[n] for k, v in r.per_example.items()} for n in strategies}
+    out = []
+    for name in ranked:
+        rs = groups[name]
+        finals = [r.final for r in rs if r.final is not None]
+        out.append(
+            StrategySummary(
+                strategy=name,
+                n=len(rs),
+                mean=means[name],
+                sd=stdev(finals) if len(finals) > 1 else None,
+                mean_calls=fmean([r.metric_calls for r in rs]) if rs else 0.0,
+                mean_tokens=fmean([r.tokens for r in rs]) if rs else 0.0,
+                mean_cost=fmean([r.cost for r in rs]) if rs else 0.0,
+                p_vs_best=None if name == best else _paired_p(pooled[name], pooled[best], 0),
+                is_best=name == best,
+            )
+        )
+    return out
+
+
+def compare(
+    optimizer: PromptOptimizer,
+    prompt: str | Path | PromptSpec | Mapping[str, str],
+    strategies: Sequence[str],
+    *,
+    seeds: int | Sequence[int] = 3,
+    max_calls: int | None = None,
+    strategy_options: Mapping[str, Mapping[str, Any]] | None = None,
+    callbacks: Sequence[AnyCallback] = (),
+    directory: str | Path | None = None,
+) -> Comparison:
+    """Run each strategy for each seed at ``max_calls`` metric calls and summarize.
+
+    ``optimizer`` is a configured builder (dataset, models, metrics, reasoning model); its
+    strategy, seed and call budget are overridden per run. Results are saved under
+    ``directory`` (default: ``<run dir>/compare/<timestamp>``).
+    """
+    names = list(dict.fromkeys(strategies))
+    if not names:
+        raise ConfigurationError("compare needs at least one strategy (e.g. iterative,gepa)")
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    if not seed_list:
+        raise ConfigurationError(f"compare needs at least one seed, got {seeds!r}")
+    base_dir = Path(optimizer.build_config().run_dir)
+    out = Path(directory) if directory else base_dir / "compare" / time.strftime("%Y%m%d-%H%M%S")
+    options = strategy_options or {}
+    runs = []
+    for name in names:
+        for seed in seed_list:
+            run = optimizer.clone().set_strategy(name, **dict(options.get(name, {})))
+            run.set_seed(seed).set_run_dir(out / f"{name}-seed{seed}")
+            if max_calls is not None:  # other limits (cost, time) stay as the user set them
+                limits = run.build_config().budget.model_dump()
+                run.configure(budget={**limits, "max_metric_calls": max_calls})
+            result = run.run(prompt, callbacks)
+            runs.append(_summarize_run(name, seed, result))
+    comparison = Comparison(summarize(runs, names), runs, seed_list, max_calls, str(out))
+    comparison.save(out)
+    return comparison

@@ -1,0 +1,435 @@
+"""What a strategy sees: data, evaluation, reasoning, iteration recording and stop signals."""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel
+
+from reflex.checks.leakage import LeakageFlag, LeakageGuard
+from reflex.data.dataset import Dataset
+from reflex.data.prompts import PromptSpec
+from reflex.errors import ConfigurationError, ReflexError
+from reflex.judging.judge import judge_channel
+from reflex.judging.pairwise import PairOutcome, compare_all
+from reflex.plugins import build_options, get_registry
+from reflex.result import EvalSnapshot, IterationRecord, StopReason
+from reflex.run.budget import Budget
+from reflex.run.session import Session
+from reflex.run.stopping import DEFAULT_ITERATIONS, Stopping
+from reflex.types import (
+    BudgetView,
+    Example,
+    ModelGradedMetric,
+    RunSettings,
+    Strategy,
+)
+
+__all__ = ["RunContext"]
+
+
+class RunContext:
+    """The engine's side of the Strategy contract: implements ``reflex.types.StrategyContext``.
+
+    ``record_iteration`` measures each candidate on the validation split, keeps the best-on-val
+    prompt (ties keep the earlier one; guard metrics must not regress), applies early stopping
+    and the threshold, writes a checkpoint and notifies callbacks.
+
+    On resume the strategy is replayed from the start against the response cache (no paid calls);
+    iterations up to the checkpoint are checked against it and not reported twice.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        train: Dataset,
+        val: Dataset,
+        initial_prompt: str,
+        options: BaseModel,
+        initial_val: EvalSnapshot | None,
+        replay: Sequence[Mapping[str, Any]] = (),
+        prompt_spec: PromptSpec | None = None,
+        test: Dataset | None = None,
+    ) -> None:
+        self._session = session
+        self.train = train
+        self.val = val
+        self.initial_prompt = initial_prompt
+        self.options = options
+        self.config = session.config
+        self.seed = session.config.seed
+        self.rng = random.Random(session.config.seed)
+        self.state: dict[str, Any] = {}
+        self.iterations: list[IterationRecord] = []
+        self.phase = session.config.strategy
+        self.phase_history: list[dict[str, Any]] = []
+        # Reasoning answers unusable even after their retry (see ``fail_proposal``).
+        self.failed_proposals: list[dict[str, Any]] = []
+        self.best_prompt = initial_prompt
+        # The initial prompt as named components; strategies that edit one text ignore it.
+        self.prompt_spec = prompt_spec or PromptSpec.single(initial_prompt)
+        self.best_components: dict[str, str] | None = dict(self.prompt_spec.components)
+        # Held-out (val, test) text indexed once; every candidate is checked (checks.leakage).
+        self._leakage = LeakageGuard.for_run(
+            self.config,
+            train=train,
+            held_out={"val": val, "test": test or ()},
+            seed_texts=[initial_prompt, *self.prompt_spec.components.values()],
+        )
+        # (prompt, span flags) from the latest ``leakage_screen``, for that prompt's record.
+        self._screened: tuple[str, list[LeakageFlag]] | None = None
+        self.best_val: float | None = initial_val.mean_score if initial_val else None
+        self._initial_val = initial_val
+        config = session.config
+        self._stopping = Stopping(
+            self.settings.max_iterations, config.score_threshold, config.early_stopping_patience
+        )
+        self._started = time.monotonic()
+        self._replay = list(replay)
+        if not self._replay:
+            session.end_replay(0)
+
+    @functools.cached_property
+    def settings(self) -> RunSettings:
+        """The settings a strategy may read: a frozen copy of the run's config, made once (it is
+        read in every strategy loop, and the config does not change during a run)."""
+        config = self.config
+        return RunSettings(
+            models=tuple(config.models),
+            reasoning_model=config.reasoning_model,
+            source_model=config.source_model,
+            reasoning_templates=MappingProxyType(dict(config.reasoning_templates)),
+            # The engine resolved an unset value from the budget; DEFAULT_ITERATIONS otherwise.
+            max_iterations=DEFAULT_ITERATIONS
+            if config.max_iterations is None
+            else config.max_iterations,
+            batch_size=config.batch_size,
+            seed=config.seed,
+        )
+
+    @property
+    def budget(self) -> BudgetView:
+        """What is left of the budget now (remaining calls exclude the final-test reserve)."""
+        budget: Budget = self._session.budget
+        limit = budget.limits.max_metric_calls
+        reasoning = budget.ledger.by_role["reasoning"]
+        return BudgetView(
+            remaining_calls=None
+            if limit is None
+            else max(0, limit - budget.metric_calls - budget.reserved_calls),
+            calls_per_row=self.calls_per_row,
+            reasoning_calls=reasoning.calls,
+            reasoning_tokens=reasoning.tokens,
+            elapsed_s=budget.elapsed,
+        )
+
+    @property
+    def calls_per_row(self) -> float:
+        """Task-model calls one (example, model) evaluation makes, for budget plans.
+
+        1.0 for a plain run; a pipeline's average so far (1.0 before its first run).
+        """
+        pipeline = self._session.evaluator.pipeline
+        if pipeline is None or pipeline.runs == 0:
+            return 1.0
+        return pipeline.calls / pipeline.runs
+
+    @property
+    def iteration(self) -> int:
+        """Number of iterations recorded so far."""
+        return len(self.iterations)
+
+    @property
+    def should_stop(self) -> bool:
+        return self._stopping.should_stop(self.iteration)
+
+    @property
+    def stop(self) -> StopReason | None:
+        """Why the run stops, as the enum the result carries (None while it goes on)."""
+        return self._stopping.reason
+
+    def stop_with(self, reason: StopReason, message: str) -> None:
+        """Stop the run for ``reason``; ``message`` is the ``stop_reason`` people read."""
+        self._stopping.stop(reason, message)
+
+    @property
+    def stop_reason(self) -> str:
+        """Why the run stops, in words ("" while it goes on); ``stop`` is the same as an enum."""
+        return self._stopping.text
+
+    @stop_reason.setter
+    def stop_reason(self, message: str) -> None:
+        self._stopping.set_text(message)
+
+    def begin_phase(
+        self, name: str, *, reset_patience: bool = True, max_iterations: int | None = None
+    ) -> None:
+        """Start a named phase (e.g. ``auto`` running ``fewshot``); recorded in phase_history.
+
+        By default the early-stopping counter restarts, so one phase's misses do not end the next.
+        ``max_iterations`` caps this phase: ``should_stop`` turns True after that many more
+        iterations without setting ``stop_reason``, so the caller may start another phase.
+        """
+        self._stopping.begin_phase(self.iteration, max_iterations, reset_patience)
+        self.phase = name
+        self.phase_history.append({"phase": name, "start_iteration": self.iteration + 1})
+        self.log("phase", phase=name)
+
+    def end_phase(self, **facts: Any) -> None:
+        """Add ``facts`` to the current phase's ``phase_history`` entry (e.g. its end score)."""
+        if self.phase_history:
+            self.phase_history[-1].update(facts)
+
+    def strategies(self) -> Mapping[str, type[Strategy[Any]]]:
+        """Every registered strategy class by name."""
+        registry = get_registry()
+        return MappingProxyType({name: cls for name, (_, cls) in registry.strategies.items()})
+
+    def build_strategy(self, name: str, options: Mapping[str, object]) -> Strategy[Any]:
+        """A registered strategy with validated ``options`` (a one-line ConfigurationError)."""
+        cls = get_registry().strategy(name)
+        return cls(build_options(cls, options))
+
+    def evaluate(
+        self, prompt: str, examples: Sequence[Example] | None = None, label: str = "train"
+    ) -> EvalSnapshot:
+        """Score ``prompt`` on ``examples`` (default: the whole train split)."""
+        rows = list(self.train) if examples is None else list(examples)
+        return self._session.evaluate(prompt, rows, f"{label}:it{self.iteration + 1}")
+
+    def reason(self, messages: Sequence[Mapping[str, str]] | str) -> str:
+        """Ask the reasoning model; a plain string is sent as one user message."""
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        return self._session.reason(messages)
+
+    def log(self, kind: str, **data: Any) -> None:
+        """Append a strategy event to the run's events.jsonl."""
+        self._session.event(kind, iteration=self.iteration, **data)
+
+    def fail_proposal(self, purpose: str, error: str, **data: Any) -> None:
+        """Record a reasoning answer that stayed unusable after its retry.
+
+        It lands in ``result.failed_proposals`` (with the iteration it belonged to and the
+        phase) and as a ``failed_proposal`` event; the run goes on.
+        """
+        entry = {"iteration": self.iteration + 1, "phase": self.phase, "purpose": purpose}
+        entry.update(error=error, **data)
+        self.failed_proposals.append(entry)
+        self.log("failed_proposal", **{k: v for k, v in entry.items() if k != "iteration"})
+
+    @property
+    def judge(self) -> ModelGradedMetric | None:
+        """The run's first model-graded metric (e.g. an ``LLMJudge``), or None; read-only use."""
+        metrics = self._session.evaluator.metrics
+        return next((m for m in metrics if isinstance(m, ModelGradedMetric)), None)
+
+    @property
+    def label_free(self) -> bool:
+        """True when no train row has a reference answer."""
+        return all(example.ideal is None for example in self.train)
+
+    def judge_pairs(self, rows: Sequence[tuple[Example, str, str]]) -> list[PairOutcome]:
+        """Ask the run's judge, per ``(example, first output, second output)``, which is better.
+
+        Both orders are asked (position bias); calls are cached and counted under "judge".
+        See :mod:`reflex.judging.pairwise`. Raises ConfigurationError when the run has no judge.
+        """
+        metric = self.judge
+        if metric is None:
+            raise ConfigurationError("pairwise judging needs a judge metric: add one (--judge)")
+        self._session.budget.check_evaluation(0)  # the clock and cost limits still apply
+        call = judge_channel(self._session.client, metric.judge)
+        templates = self.config.reasoning_templates
+        return self._session.runner.run(compare_all(call, metric, rows, templates))
+
+    def leakage_screen(self, prompt: str) -> str | None:
+        """Check a candidate for copied held-out text before a strategy scores it on val itself.
+
+        Returns the rejection reason under ``strict_leakage`` when it copies some (pass it as
+        ``record_iteration(..., rejected=reason)`` and skip the val evaluation), else None.
+        The flags land on the next ``record_iteration`` of this prompt (and its ``leakage``
+        event), exactly as when ``record_iteration`` screens the candidate itself.
+        """
+        flags = self._leakage.screen(prompt)
+        self._screened = (prompt, flags)
+        return self._leakage.reject(flags)
+
+    def record_iteration(
+        self,
+        prompt: str,
+        train: EvalSnapshot | None,
+        *,
+        reasoning: str = "",
+        accepted: bool | None = None,
+        change: float | None = None,
+        failed: str | None = None,
+        rejected: str | None = None,
+        components: Mapping[str, str] | None = None,
+    ) -> IterationRecord:
+        """Record one iteration and return it.
+
+        The candidate is measured on val unless it ``failed`` (an error) or was ``rejected``
+        before val (e.g. screened out on train; the reason is recorded). ``accepted=None`` means
+        "accepted if it became the new best on val". ``components``: the candidate as named
+        components (``prompt`` must be their rendering); kept as ``best_components`` if it wins.
+        Leakage flags (:mod:`reflex.checks.leakage`) are recorded; ``strict_leakage`` rejects them.
+        """
+        leaks = self._span_flags(prompt, failed, rejected)
+        rejected = rejected or self._leakage.reject(leaks)  # before val is paid for
+        val = None
+        if failed is None and rejected is None and len(self.val):
+            val = self._session.evaluate(prompt, list(self.val), f"val:it{self.iteration + 1}")
+        selection = val.mean_score if val is not None else None
+        if not len(self.val) and failed is None and rejected is None and train is not None:
+            selection = train.mean_score
+        if val is not None and train is not None:
+            rows = (len(train.samples), len(val.samples))
+            leaks += self._leakage.gain(
+                train.mean_score, val.mean_score, self.best_val, change, rows
+            )
+        rejected = rejected or self._leakage.reject(leaks) or self._guard_violation(val)
+        is_best = (
+            failed is None
+            and rejected is None
+            and selection is not None
+            and (self.best_val is None or selection > self.best_val)
+        )
+        if is_best:
+            self.best_prompt, self.best_val = prompt, selection
+            self.best_components = self._components_of(prompt, components)
+            self._leakage.became_best(train.mean_score if train else None)
+        ok = is_best if accepted is None else accepted
+        record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
+        record = replace(
+            record,
+            rejected=rejected,
+            components=dict(components) if components else None,
+            leakage=[flag.to_dict() for flag in leaks],
+        )
+        self._log_leakage(record, leaks)
+        self.iterations.append(record)
+        self._stopping.recorded(is_best, self.best_val)
+        self._publish(record)
+        return record
+
+    def _span_flags(
+        self, prompt: str, failed: str | None, rejected: str | None
+    ) -> list[LeakageFlag]:
+        """Span flags for the candidate's record.
+
+        From ``leakage_screen`` when it screened this prompt last, else screened now unless the
+        candidate failed or was rejected before val.
+        """
+        screened, self._screened = self._screened, None
+        if failed is not None:
+            return []
+        if screened is not None and screened[0] == prompt:
+            return list(screened[1])
+        return self._leakage.screen(prompt) if rejected is None else []
+
+    def _log_leakage(self, record: IterationRecord, leaks: Sequence[LeakageFlag]) -> None:
+        if leaks:  # session.event skips it while a resumed run replays what it logged
+            flags = [flag.to_dict() for flag in leaks]
+            self._session.event(
+                "leakage", iteration=record.iteration, rejected=record.rejected, flags=flags
+            )
+
+    def _components_of(
+        self, prompt: str, components: Mapping[str, str] | None
+    ) -> dict[str, str] | None:
+        """Named components of ``prompt``; None when a multi-part prompt was edited as text."""
+        if components is not None:
+            return dict(components)
+        return {"system": prompt} if self.prompt_spec.is_single else None
+
+    def _guard_violation(self, val: EvalSnapshot | None) -> str | None:
+        """A reason when a guard metric regressed on val beyond its tolerance, else None."""
+        if val is None or self._initial_val is None:
+            return None
+        for name, tolerance in self.config.guards.items():
+            before = self._initial_val.scores_by_metric.get(name)
+            after = val.scores_by_metric.get(name)
+            if before is not None and after is not None and after < before - tolerance:
+                return f"guard {name} regressed {before:.3f} -> {after:.3f} (tolerance {tolerance})"
+        return None
+
+    def _publish(self, record: IterationRecord) -> None:
+        session = self._session
+        if session.replaying:
+            self._check_replay(record)
+            if self.iteration >= len(self._replay):
+                session.end_replay(self.iteration)
+            return
+        session.store.write_prompt(f"iter_{record.iteration:03d}", record.system_prompt)
+        session.store.write_json("checkpoint.json", self.checkpoint())
+        session.event("iteration", **record.to_dict())
+        session.dispatcher.iteration(record)
+
+    def _check_replay(self, record: IterationRecord) -> None:
+        saved = self._replay[record.iteration - 1]
+        fields = ("system_prompt", "score", "val_score", "failed", "is_best")
+        diffs = [f for f in fields if saved.get(f) != getattr(record, f)]
+        if diffs:
+            raise ReflexError(
+                f"resume diverged at iteration {record.iteration} ({', '.join(diffs)} differ): "
+                "the models or the cache changed since the run was interrupted; start a new run"
+            )
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The state after the latest iteration (written atomically after each iteration)."""
+        budget = self._session.budget
+        return {
+            "stage": "iterations",
+            "iteration": self.iteration,
+            "phase": self.phase,
+            "phase_history": self.phase_history,
+            "best_prompt": self.best_prompt,
+            "best_val": self.best_val,
+            "since_best": self._stopping.since_best,
+            "stop_reason": self.stop_reason,
+            "stop": self.stop.value if self.stop else None,
+            "state": self.state,
+            "iterations": [r.to_dict() for r in self.iterations],
+            "ledger": self._session.client.ledger.to_dict(),
+            "metric_calls": budget.metric_calls,
+            "elapsed_s": round(budget.elapsed, 3),
+        }
+
+    def _make_record(
+        self,
+        prompt: str,
+        train: EvalSnapshot | None,
+        val: EvalSnapshot | None,
+        reasoning: str,
+        accepted: bool,
+        change: float | None,
+        failed: str | None,
+        is_best: bool,
+    ) -> IterationRecord:
+        total = self._session.client.ledger.total()
+        return IterationRecord(
+            iteration=self.iteration + 1,
+            score=train.mean_score if train else None,
+            val_score=val.mean_score if val is not None else None,
+            scores_by_metric=dict(train.scores_by_metric) if train else {},
+            val_scores_by_metric=dict(val.scores_by_metric) if val is not None else {},
+            system_prompt=prompt,
+            reasoning=reasoning,
+            accepted=accepted and failed is None,
+            change=change,
+            failed=failed,
+            is_best=is_best,
+            phase=self.phase,
+            calls=total.calls,
+            tokens=total.tokens,
+            cost=total.cost,
+            elapsed_s=round(time.monotonic() - self._started, 3),
+        )

@@ -1,0 +1,264 @@
+"""Prompt x examples -> per-example outputs, per-metric scores and feedback.
+
+``render_messages`` is the one place that decides how the prompt enters the conversation.
+In pipeline mode (:mod:`reflex.data.pipeline`) the user's pipeline replaces the one task-model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from statistics import fmean
+from typing import TYPE_CHECKING, Literal, TypedDict
+
+from reflex.models.client import ModelSpec, ProviderClient
+from reflex.result import EvalSnapshot, Sample
+from reflex.types import Example, JudgeCall, Metric, ModelGradedMetric, Score
+
+if TYPE_CHECKING:
+    from reflex.run.pipeline_runner import PipelineOutcome, PipelineRunner
+
+__all__ = [
+    "PromptMode",
+    "Evaluator",
+    "SliceRow",
+    "combine_scores",
+    "render_messages",
+    "slice_scores",
+]
+
+PromptMode = Literal["replace", "prepend"]
+Progress = Callable[[int], None]
+
+
+def render_messages(
+    prompt: str, example: Example, mode: PromptMode = "replace"
+) -> list[dict[str, str]]:
+    """The conversation sent to the task model for ``example`` under ``prompt``.
+
+    The prompt is the system message. If the example carries its own system message, ``replace``
+    swaps it for the prompt and ``prepend`` puts the prompt before its text.
+    """
+    messages = [dict(m) for m in example.messages]
+    if messages and messages[0].get("role") == "system":
+        if mode == "prepend":
+            messages[0]["content"] = f"{prompt}\n\n{messages[0].get('content', '')}"
+        else:
+            messages[0]["content"] = prompt
+        return messages
+    return [{"role": "system", "content": prompt}, *messages]
+
+
+def combine_scores(scores: Mapping[str, float], weights: Mapping[str, float]) -> float | None:
+    """Weighted mean of the metric scores that applied; None when none applied."""
+    total = sum(weights.get(name, 1.0) for name in scores)
+    if not scores or total <= 0:
+        return None
+    return sum(value * weights.get(name, 1.0) for name, value in scores.items()) / total
+
+
+@dataclass
+class Evaluator:
+    """Runs a prompt over examples on every task model and scores the outputs."""
+
+    client: ProviderClient
+    models: Sequence[ModelSpec]
+    metrics: Sequence[Metric]
+    weights: Mapping[str, float]
+    prompt_mode: PromptMode = "replace"
+    pipeline: PipelineRunner | None = None
+
+    async def evaluate(
+        self, prompt: str, examples: Sequence[Example], split: str, progress: Progress | None = None
+    ) -> EvalSnapshot:
+        async def one(spec: ModelSpec, example: Example) -> Sample:
+            sample = await self._sample(prompt, spec, example)
+            if progress is not None:
+                progress(1)
+            return sample
+
+        tasks = [asyncio.ensure_future(one(spec, ex)) for spec in self.models for ex in examples]
+        try:
+            samples = tuple(await asyncio.gather(*tasks))
+        except BaseException:
+            # A permanent failure (or Ctrl-C) stops the run at once: without this, the other
+            # calls would go on paying in the background after the run has ended.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return self._snapshot(prompt, split, samples, examples)
+
+    async def _sample(self, prompt: str, spec: ModelSpec, example: Example) -> Sample:
+        if self.pipeline is not None:
+            outcome = await self.pipeline.run(prompt, spec, example)
+            if outcome.error is not None:
+                return self._failed_run(example, spec.model, outcome)
+            sample = await self._scored(example, spec.model, outcome.output, outcome)
+            return replace(sample, trace=outcome.trace)
+        completion = await self.client.complete(
+            spec, render_messages(prompt, example, self.prompt_mode)
+        )
+        return await self._scored(example, spec.model, completion.text, completion.cached)
+
+    async def _scored(
+        self, example: Example, model: str, output: str, source: bool | PipelineOutcome
+    ) -> Sample:
+        """Score ``output``; ``source`` is a pipeline's outcome, or whether the call was cached."""
+        scores: dict[str, float] = {}
+        feedback: dict[str, str] = {}
+        objectives: dict[str, float] = {}
+        errors: list[str] = []
+        failed: list[str] = []
+        for metric in self.metrics:
+            if metric.requires_reference and example.ideal is None:
+                continue
+            text = output
+            if not isinstance(source, bool) and self._scores_trace(metric):
+                text = source.scored_text()
+            verdict = await self._score(metric, text, example)
+            if verdict.error is not None:
+                errors.append(f"{metric.name}: {verdict.error}")
+                failed.append(metric.name)
+                continue
+            scores[metric.name] = verdict.value
+            if verdict.feedback:
+                feedback[metric.name] = verdict.feedback
+            objectives.update({f"{metric.name}.{k}": v for k, v in verdict.objectives.items()})
+        combined = None if errors else combine_scores(scores, self.weights)
+        return Sample(
+            example_id=example.id,
+            model=model,
+            output=output,
+            score=combined,
+            scores=scores,
+            feedback=feedback,
+            objectives=objectives,
+            error="; ".join(errors) or None,
+            cached=source if isinstance(source, bool) else source.cached,
+            failed_metrics=failed,
+        )
+
+    def _scores_trace(self, metric: Metric) -> bool:
+        return self.pipeline is not None and self.pipeline.scores_trace(metric)
+
+    def _failed_run(self, example: Example, model: str, outcome: PipelineOutcome) -> Sample:
+        """A pipeline that failed on ``example`` scores 0 on each metric that applies to it.
+
+        The candidate prompt is responsible for what its pipeline does (an unparseable step,
+        a hang), so the failure counts against it instead of being left out of the mean.
+        """
+        reason = f"pipeline failed: {outcome.error}"
+        applies = [
+            m.name for m in self.metrics if not (m.requires_reference and example.ideal is None)
+        ]
+        scores = dict.fromkeys(applies, 0.0)
+        return Sample(
+            example_id=example.id,
+            model=model,
+            output=outcome.output,
+            score=combine_scores(scores, self.weights),
+            scores=scores,
+            feedback=dict.fromkeys(applies, reason),
+            error=reason,
+            cached=outcome.cached,
+            trace=outcome.trace,
+        )
+
+    async def _score(self, metric: Metric, output: str, example: Example) -> Score:
+        if isinstance(metric, ModelGradedMetric):
+            return await metric.ascore(output, example, self._judge_call(metric))
+        return metric.score(output, example)
+
+    def _judge_call(self, metric: ModelGradedMetric) -> JudgeCall:
+        # Judge calls take the task calls' road: same client, cache, ledger and concurrency.
+        async def call(messages: Sequence[Mapping[str, str]]) -> str:
+            completion = await self.client.complete(metric.judge, messages, role="judge")
+            return completion.text
+
+        return call
+
+    def _snapshot(
+        self, prompt: str, split: str, samples: tuple[Sample, ...], examples: Sequence[Example]
+    ) -> EvalSnapshot:
+        scored = [s.score for s in samples if s.score is not None]
+        by_metric: dict[str, float] = {}
+        skipped: dict[str, int] = {}
+        failed: dict[str, int] = {}
+        for metric in self.metrics:
+            values = [s.scores[metric.name] for s in samples if metric.name in s.scores]
+            if values:
+                by_metric[metric.name] = fmean(values)
+            n_failed = sum(1 for s in samples if metric.name in s.failed_metrics)
+            if n_failed:
+                failed[metric.name] = n_failed
+            if metric.requires_reference:
+                missing = sum(1 for ex in examples if ex.ideal is None) * len(self.models)
+                if missing:
+                    skipped[metric.name] = missing
+        return EvalSnapshot(
+            system_prompt=prompt,
+            split=split,
+            mean_score=fmean(scored) if scored else 0.0,
+            scores_by_metric=by_metric,
+            samples=samples,
+            n_errors=sum(1 for s in samples if s.error is not None),
+            n_skipped=skipped,
+            n_failed=failed,
+            model_graded=any(isinstance(m, ModelGradedMetric) for m in self.metrics),
+        )
+
+
+class SliceRow(TypedDict):
+    """One group of :func:`slice_scores`: rows measured, mean score before and after, change."""
+
+    n: int
+    baseline: float | None
+    final: float | None
+    change: float | None
+
+
+def slice_scores(
+    examples: Iterable[Example],
+    baseline: EvalSnapshot | None,
+    final: EvalSnapshot | None,
+    keys: Sequence[str],
+) -> dict[str, dict[str, SliceRow]]:
+    """Per-group mean scores by metadata key, baseline vs final.
+
+    ``{key: {group: {"n", "baseline", "final", "change"}}}`` over the rows the snapshots measured
+    (``n`` counts those rows); rows without the key fall in the group ``"(none)"``; a side with
+    no scored row in a group reads None.
+    """
+    snapshots = [snap for snap in (baseline, final) if snap is not None]
+    measured = {s.example_id for snap in snapshots for s in snap.samples}
+    rows = [example for example in examples if example.id in measured]
+    out: dict[str, dict[str, SliceRow]] = {}
+    for key in keys:
+        members: dict[str, set[str]] = {}
+        for example in rows:
+            value = example.metadata.get(key)
+            members.setdefault("(none)" if value is None else str(value), set()).add(example.id)
+        table: dict[str, SliceRow] = {}
+        for group in sorted(members):
+            before, after = (
+                _group_mean(baseline, members[group]),
+                _group_mean(final, members[group]),
+            )
+            change = None if before is None or after is None else after - before
+            table[group] = {
+                "n": len(members[group]),
+                "baseline": before,
+                "final": after,
+                "change": change,
+            }
+        out[key] = table
+    return out
+
+
+def _group_mean(snapshot: EvalSnapshot | None, ids: set[str]) -> float | None:
+    if snapshot is None:
+        return None
+    values = [s.score for s in snapshot.samples if s.example_id in ids and s.score is not None]
+    return fmean(values) if values else None

@@ -1,0 +1,120 @@
+"""Distillation data: the best prompt's rewarded rollouts as chat-format training examples.
+
+The rollouts are the run's own: the best prompt is evaluated on the chosen split through the
+run directory's response cache, so answers the run already paid for are read back, not asked
+again. Rows missing from the cache would be real calls; :func:`plan_export` counts them first.
+Held-out rows (val, test) are never exported unless asked: training on them would leak the
+data the run's scores were measured on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reflex.config import RunConfig
+from reflex.data.dataset import Dataset
+from reflex.errors import ConfigurationError
+from reflex.redact import REDACTED
+from reflex.result import EvalSnapshot
+from reflex.run.evaluate import Evaluator, render_messages
+from reflex.run.gate import build_evaluator, paid_calls, rebuild_metrics, run_evaluation
+from reflex.run.records import read_json
+from reflex.types import Example, Metric
+
+__all__ = ["ExportPlan", "held_out_warning", "plan_export", "training_examples"]
+
+HELD_OUT = ("val", "test")
+
+
+@dataclass
+class ExportPlan:
+    """What an export will read: the prompt, the rows, and how many calls are not cached."""
+
+    run: Path
+    prompt: str
+    split: str
+    examples: list[Example]
+    evaluator: Evaluator
+    uncached: int
+
+    def rollouts(self) -> EvalSnapshot:
+        """Evaluate the best prompt on the rows (cache first; ``uncached`` calls are paid)."""
+        return run_evaluation(self.evaluator, self.prompt, self.examples, f"export:{self.split}")
+
+    def close(self) -> None:
+        if self.evaluator.client.cache is not None:
+            self.evaluator.client.cache.close()
+
+
+def _config(stored: Mapping[str, object], api_base: str | None) -> RunConfig:
+    stored_base = stored.get("api_base")
+    if api_base is None and stored_base and REDACTED in str(stored_base):
+        raise ConfigurationError(
+            "the run's --api-base held credentials and was stored redacted: pass --api-base URL"
+        )
+    return RunConfig.model_validate({**stored, "api_base": api_base or stored_base})
+
+
+def plan_export(
+    run: Path,
+    dataset: Dataset,
+    split: str,
+    *,
+    api_base: str | None = None,
+    supplied: Sequence[Metric] = (),
+) -> ExportPlan:
+    """Check the run and dataset, build the evaluator and count the uncached calls.
+
+    The run's metrics are rebuilt from its config.json (:func:`reflex.run.gate.rebuild_metrics`);
+    ``supplied`` fills in those it could not record (e.g. an older run's judge).
+    """
+    meta = read_json(run / "run.json")
+    result = read_json(run / "result.json")
+    if not result.get("completed"):
+        raise ConfigurationError(f"run {run.name} did not complete; export from a finished run")
+    if meta.get("dataset_fingerprint") not in (None, dataset.fingerprint()):
+        raise ConfigurationError(
+            f"the dataset's rows differ from run {run.name}'s (fingerprint mismatch): pass the "
+            "dataset the run used"
+        )
+    ids = read_json(run / "splits.json").get(split) or []
+    if not ids:
+        raise ConfigurationError(f"run {run.name} has no {split} rows")
+    config = _config(read_json(run / "config.json"), api_base)
+    metrics = rebuild_metrics(config, supplied, f"run {run.name}")
+    evaluator = build_evaluator(config, metrics, run.parent.parent / "cache.sqlite")
+    examples = [dataset.by_id(str(i)) for i in ids]
+    prompt = str(result["best_prompt"])
+    return ExportPlan(
+        run, prompt, split, examples, evaluator, paid_calls(evaluator, prompt, examples)
+    )
+
+
+def training_examples(
+    plan: ExportPlan, snapshot: EvalSnapshot, min_score: float
+) -> list[dict[str, list[dict[str, str]]]]:
+    """One ``{"messages": [...]}`` per rollout scoring at least ``min_score`` without error.
+
+    The messages are exactly what the model was sent (the best prompt as the system message)
+    followed by its answer as the assistant turn.
+    """
+    rows = {example.id: example for example in plan.examples}
+    out = []
+    for sample in snapshot.samples:
+        if sample.error is not None or sample.score is None or sample.score < min_score:
+            continue
+        sent = render_messages(plan.prompt, rows[sample.example_id], plan.evaluator.prompt_mode)
+        out.append({"messages": [*sent, {"role": "assistant", "content": sample.output}]})
+    return out
+
+
+def held_out_warning(split: str) -> str | None:
+    """The warning for exporting a held-out split (None for train)."""
+    if split not in HELD_OUT:
+        return None
+    return (
+        f"warning: exporting {split} rollouts: a model trained on them has seen the rows the "
+        f"run's {split} scores were measured on, so those scores no longer hold for it"
+    )

@@ -1,0 +1,295 @@
+"""The CI gate behind ``aevyra-reflex check``: score a prompt and compare it with a baseline.
+
+The baseline is a number, or a run record (a run folder, its result.json or a run id). A record
+fixes the rows (its split's ids from ``splits.json``), the metrics and the decoding settings, so
+the current prompt is measured exactly as the record's final prompt was. Evaluation goes
+through the engine's own path (:class:`~reflex.models.client.ProviderClient` and
+:class:`~reflex.run.evaluate.Evaluator`), so its numbers are the optimizer's numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reflex.checks.stats import PairedTest, paired_test
+from reflex.config import RunConfig
+from reflex.data.dataset import Dataset
+from reflex.errors import ConfigurationError, ReflexError
+from reflex.models.cache import ResponseCache
+from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.runner import LoopRunner
+from reflex.result import EvalSnapshot
+from reflex.run.evaluate import Evaluator, render_messages
+from reflex.run.records import read_json, resolve_run
+from reflex.types import Example, Metric
+
+__all__ = [
+    "Baseline",
+    "CheckOutcome",
+    "build_evaluator",
+    "compare",
+    "evaluate_prompt",
+    "load_baseline",
+    "paid_calls",
+    "rebuild_metrics",
+    "rows_for",
+    "run_evaluation",
+    "supplied_judge",
+]
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the current prompt must not fall below.
+
+    ``config`` is the record's run configuration (None for a plain number); ``ids`` the rows to
+    measure on (None: the whole dataset); ``per_example`` the record's per-row scores, for a
+    paired test.
+    """
+
+    score: float
+    source: str
+    split: str | None = None
+    ids: list[str] | None = None
+    config: dict[str, Any] | None = None
+    per_example: dict[str, float] = field(default_factory=dict)
+
+
+def _as_number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def load_baseline(ref: str, split: str | None, run_dir: str | Path = ".reflex") -> Baseline:
+    """A baseline from a score (``"0.82"``) or a run record; ConfigurationError when unusable."""
+    number = _as_number(ref)
+    if number is not None:
+        if not 0.0 <= number <= 1.0:
+            raise ConfigurationError(f"--baseline {ref}: a score must be between 0 and 1")
+        return Baseline(score=number, source=f"score {ref}", split=split)
+    path = resolve_run(ref, run_dir)
+    result = read_json(path / "result.json")
+    splits = read_json(path / "splits.json")
+    config = read_json(path / "config.json")
+    split = split or "test"
+    if split == "test":
+        final = result.get("final") or {}
+        if "mean_score" not in final:
+            raise ConfigurationError(f"run {path.name} has no final test score (did it finish?)")
+        per = {f"{s['example_id']}@{s['model']}": s["score"] for s in final.get("samples", [])}
+        score = float(final["mean_score"])
+        per = {k: float(v) for k, v in per.items() if v is not None}
+    elif split == "val" and splits.get("val") and result.get("best_score") is not None:
+        score, per = float(result["best_score"]), {}
+    else:
+        raise ConfigurationError(
+            f"run {path.name} records no {split} score of its best prompt: use --split test "
+            "(the final test score) or --split val (the best val score)"
+        )
+    return Baseline(
+        score=score,
+        source=f"run {path.name} ({split})",
+        split=split,
+        ids=[str(i) for i in splits.get(split, [])],
+        config=config,
+        per_example=per,
+    )
+
+
+def rows_for(dataset: Dataset, baseline: Baseline) -> list[Example]:
+    """The rows to score: the record's split ids, or the dataset (or its own ``split`` rows)."""
+    if baseline.ids is not None:
+        missing = [i for i in baseline.ids if i not in set(dataset.ids)]
+        if missing:
+            raise ConfigurationError(
+                f"{len(missing)} {baseline.split} row(s) of {baseline.source} are not in the "
+                f"dataset (e.g. {missing[:3]}): pass the run's dataset, or a score as --baseline"
+            )
+        return [dataset.by_id(i) for i in baseline.ids]
+    if baseline.split is None:
+        return list(dataset)
+    rows = [e for e in dataset if e.split == baseline.split]
+    if not rows:
+        raise ConfigurationError(
+            f"--split {baseline.split}: no rows of the dataset have split={baseline.split!r}; "
+            "drop --split to score the whole dataset"
+        )
+    return rows
+
+
+JUDGE_HINT = "pass --judge PROVIDER/MODEL (and --judge-criteria FILE) as the run used them"
+
+
+def rebuild_metrics(
+    config: RunConfig, supplied: Sequence[Metric] = (), source: str = "the run"
+) -> list[Metric]:
+    """The metrics of ``config.metrics``, rebuilt as the run built them.
+
+    A metric with a stored spec (``config.metric_specs``) is rebuilt from its options; one
+    without is taken from ``supplied`` (e.g. ``--judge``), else rebuilt by name. A metric that
+    cannot be rebuilt is a one-line ConfigurationError saying what to pass.
+    """
+    from reflex.plugins import get_registry
+
+    registry = get_registry()
+    stored: dict[str, Metric] = {}
+    for spec in config.metric_specs:
+        try:
+            metric = registry.metric(spec.name, **spec.options)
+        except ReflexError as exc:
+            raise ConfigurationError(
+                f"cannot rebuild metric {spec.name!r} of {source} from its config.json: {exc}"
+            ) from None
+        stored[metric.name] = metric
+    given = {m.name: m for m in supplied}
+    for name in given:
+        if name in stored:
+            raise ConfigurationError(
+                f"{source} records its own {name} (model, rubric): drop --judge"
+            )
+        if name not in config.metrics:
+            raise ConfigurationError(f"{source} does not score with {name}: drop --judge")
+    return [stored.get(n) or given.get(n) or _by_name(n, source) for n in config.metrics]
+
+
+def supplied_judge(model: str | None, criteria: str | Path | None) -> list[Metric]:
+    """The judge given as ``--judge``/``--judge-criteria`` (for records that lack one)."""
+    if model is None:
+        if criteria is not None:
+            raise ConfigurationError("--judge-criteria needs --judge PROVIDER/MODEL")
+        return []
+    from reflex.judging.judge import LLMJudge
+
+    return [LLMJudge(model, criteria=criteria)]
+
+
+def _by_name(name: str, source: str) -> Metric:
+    from reflex.plugins import get_registry
+
+    try:
+        return get_registry().metric(name)
+    except ConfigurationError:
+        hint = (
+            JUDGE_HINT
+            if name == "llm_judge"
+            else "the metric needs options it does not record (see ConfigurableMetric in "
+            "reflex.config)"
+        )
+        raise ConfigurationError(
+            f"{source} records metric {name!r} without its options (its config.json has no "
+            f"metric_specs entry for it), so it cannot be rebuilt: {hint}"
+        ) from None
+
+
+def build_evaluator(
+    config: RunConfig, metrics: Sequence[Metric], cache: Path | None = None
+) -> Evaluator:
+    """An Evaluator wired like a run's (client, cache namespace, decoding settings, weights).
+
+    ``cache``: a response cache file (e.g. a run directory's ``cache.sqlite``): answers already
+    there cost nothing, new ones are added to it.
+    """
+    client = ProviderClient(
+        max_workers=config.max_workers,
+        processes=config.client_processes,
+        cache=ResponseCache(cache) if cache is not None else None,
+        cache_namespace=config.cache_namespace,
+        seed=config.seed,
+    )
+    specs = [
+        ModelSpec(
+            model=m,
+            api_base=config.api_base,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            seed=config.seed,
+        )
+        for m in config.models
+    ]
+    return Evaluator(
+        client=client,
+        models=specs,
+        metrics=metrics,
+        weights=config.metric_weights,
+        prompt_mode=config.prompt_mode,
+    )
+
+
+def paid_calls(evaluator: Evaluator, prompt: str, examples: Sequence[Example]) -> int:
+    """How many task-model calls evaluating ``prompt`` would pay for (cache misses)."""
+    return sum(
+        evaluator.client.would_pay(spec, render_messages(prompt, ex, evaluator.prompt_mode))
+        for spec in evaluator.models
+        for ex in examples
+    )
+
+
+def run_evaluation(
+    evaluator: Evaluator, prompt: str, examples: Sequence[Example], label: str
+) -> EvalSnapshot:
+    """Evaluate on the shared loop, then close the evaluator's cache."""
+    try:
+        return LoopRunner.shared().run(evaluator.evaluate(prompt, list(examples), label))
+    finally:
+        if evaluator.client.cache is not None:
+            evaluator.client.cache.close()
+
+
+def evaluate_prompt(
+    prompt: str,
+    examples: Sequence[Example],
+    config: RunConfig,
+    metrics: Sequence[Metric],
+    *,
+    cache: Path | None = None,
+) -> EvalSnapshot:
+    """Score ``prompt`` on ``examples`` the way a run with ``config`` does (same client path)."""
+    return run_evaluation(build_evaluator(config, metrics, cache), prompt, examples, "check")
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """The gate's verdict: ``regressed`` when current < baseline - tolerance or a row errored."""
+
+    baseline: Baseline
+    current: EvalSnapshot
+    tolerance: float
+    test: PairedTest | None
+
+    @property
+    def delta(self) -> float:
+        return self.current.mean_score - self.baseline.score
+
+    @property
+    def regressed(self) -> bool:
+        return self.delta < -self.tolerance or self.current.n_errors > 0
+
+    def lines(self) -> list[str]:
+        n = len(self.current.samples)
+        out = [
+            f"baseline  {self.baseline.score:.4f}  ({self.baseline.source})",
+            f"current   {self.current.mean_score:.4f}  ({n} rows)",
+            f"change    {self.delta:+.4f}  (tolerance {self.tolerance:.4f})",
+        ]
+        out += [f"  {k}: {v:.4f}" for k, v in sorted(self.current.scores_by_metric.items())]
+        if self.test is not None:
+            out.append(f"paired    {self.test.summary()}")
+        if self.current.n_errors:
+            out.append(f"errors    {self.current.n_errors} row(s) errored (a failing row fails)")
+        verdict = "REGRESSION" if self.regressed else "ok"
+        out.append(f"verdict   {verdict}")
+        return out
+
+
+def compare(baseline: Baseline, current: EvalSnapshot, tolerance: float) -> CheckOutcome:
+    """Compare; a paired test when the record has per-row scores of the same rows."""
+    test = None
+    now = current.per_example()
+    if baseline.per_example and set(baseline.per_example) & set(now):
+        test = paired_test(baseline.per_example, now)
+    return CheckOutcome(baseline, current, tolerance, test)

@@ -1,0 +1,123 @@
+"""The run-wide services a strategy's context and the engine share.
+
+One ``Session`` owns the event loop, the provider client (concurrency, cache, retries, ledger),
+the evaluator, the budget, the run store and the callback dispatcher. Every evaluation and every
+reasoning call of a run goes through it, so each is counted once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reflex.callbacks import CallbackDispatcher
+from reflex.config import RunConfig
+from reflex.errors import ConfigurationError
+from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.runner import LoopRunner
+from reflex.result import EvalSnapshot
+from reflex.run.budget import Budget
+from reflex.run.evaluate import Evaluator, render_messages
+from reflex.run.store import RunStore
+from reflex.types import Example
+
+__all__ = ["Session"]
+
+_MUTED = CallbackDispatcher(())  # what a replaying session notifies: nobody
+
+
+@dataclass
+class Session:
+    config: RunConfig
+    runner: LoopRunner
+    client: ProviderClient
+    evaluator: Evaluator
+    budget: Budget
+    store: RunStore
+    dispatcher: CallbackDispatcher
+    reasoning: ModelSpec | None = None
+    replaying: bool = False
+
+    def event(self, kind: str, **data: Any) -> None:
+        """Append to events.jsonl, except while a resumed run replays what it already logged."""
+        if not self.replaying:
+            self.store.event(kind, **data)
+
+    @property
+    def notify(self) -> CallbackDispatcher:
+        """The callbacks, muted while a resumed run replays what they were already told."""
+        return _MUTED if self.replaying else self.dispatcher
+
+    def end_replay(self, iteration: int) -> None:
+        if self.replaying:
+            self.replaying = False
+            self.store.event("resumed", after_iteration=iteration)
+
+    def uncached_calls(self, prompt: str, examples: Sequence[Example]) -> int:
+        """How many (example, model) calls an evaluation would pay for (cache probes only).
+
+        A pipeline's calls cannot be probed before it runs: they are estimated from the
+        pipeline's average so far, and the calls it really made are counted afterwards.
+        """
+        if self.evaluator.pipeline is not None:
+            rows = len(examples) * len(self.evaluator.models)
+            return self.evaluator.pipeline.estimate_calls(rows)
+        mode = self.evaluator.prompt_mode
+        return sum(
+            self.client.would_pay(spec, render_messages(prompt, example, mode))
+            for spec in self.evaluator.models
+            for example in examples
+        )
+
+    def evaluate(
+        self, prompt: str, examples: Sequence[Example], label: str, *, use_reserve: bool = False
+    ) -> EvalSnapshot:
+        """Evaluate ``prompt`` on ``examples`` after checking the budget; emits progress."""
+        if not examples:
+            raise ConfigurationError(f"cannot evaluate on an empty set of examples ({label})")
+        needed = self.uncached_calls(prompt, examples)
+        self.budget.check_evaluation(needed, use_reserve=use_reserve)
+        total = len(examples) * len(self.evaluator.models)
+        self.notify.evaluation_start(label, total)
+        before = self.client.ledger.by_role["task"].calls
+        snapshot = self.runner.run(
+            self.evaluator.evaluate(prompt, examples, label.split(":")[0], progress=self._advance)
+        )
+        self.budget.metric_calls += self.client.ledger.by_role["task"].calls - before
+        self.event(
+            "evaluation",
+            label=label,
+            examples=len(examples),
+            calls=needed,
+            mean_score=snapshot.mean_score,
+            errors=snapshot.n_errors,
+        )
+        self.notify.evaluation_end(label, snapshot)
+        return snapshot
+
+    def _advance(self, n: int) -> None:
+        # Called on the loop thread; progress callbacks must be cheap and thread-safe.
+        self.notify.evaluation_advance(n)
+
+    def reason(self, messages: Sequence[Mapping[str, str]]) -> str:
+        """One reasoning-model call (budget-checked, cached, counted under 'reasoning')."""
+        if self.reasoning is None:
+            raise ConfigurationError(
+                f"strategy {self.config.strategy!r} needs a reasoning model: pass "
+                "--reasoning-model provider/model (or .set_reasoning_model(...))"
+            )
+        self.budget.check_reasoning()
+        completion = self.runner.run(
+            self.client.complete(self.reasoning, messages, role="reasoning")
+        )
+        self.event(
+            "reasoning",
+            cached=completion.cached,
+            tokens=completion.prompt_tokens + completion.completion_tokens,
+        )
+        return completion.text
+
+    def close(self) -> None:
+        if self.client.cache is not None:
+            self.client.cache.close()

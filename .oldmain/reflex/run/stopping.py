@@ -1,0 +1,88 @@
+"""When a run stops: max iterations, the score threshold, early stopping, a phase's cap.
+
+One small state machine the strategy context consults before and after each iteration, so the
+rules live in one place: the threshold and patience are checked after a record, max iterations
+and a phase's cap before the next one; early stopping ends only the current phase when a new
+phase starts (``StopReason.per_phase``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reflex.result import StopReason
+
+__all__ = ["DEFAULT_ITERATIONS", "Stopping", "iteration_limit"]
+
+#: Iterations when ``max_iterations`` is not set and no ``--max-calls`` budget sizes the search.
+DEFAULT_ITERATIONS = 5
+
+
+def iteration_limit(
+    max_iterations: int | None,
+    max_calls: int | None,
+    *,
+    fixed_calls: int,
+    val_pass: int,
+) -> int:
+    """``max_iterations`` when set; else as many val passes as the search budget pays for.
+
+    ``fixed_calls`` is what the run pays besides its candidates (preflight, the test baseline,
+    the val baseline and the final test reserve); ``val_pass`` is one candidate's val
+    measurement. Never fewer than DEFAULT_ITERATIONS: a small budget still ends the run itself.
+    """
+    if max_iterations is not None:
+        return max_iterations
+    if max_calls is None or val_pass <= 0:
+        return DEFAULT_ITERATIONS
+    return max(DEFAULT_ITERATIONS, (max_calls - fixed_calls) // val_pass)
+
+
+@dataclass
+class Stopping:
+    """The stop state of one run; ``reason`` is None while the run goes on."""
+
+    max_iterations: int
+    threshold: float | None
+    patience: int | None
+    reason: StopReason | None = None
+    text: str = ""
+    since_best: int = 0
+    phase_end: int | None = None
+
+    def should_stop(self, iteration: int) -> bool:
+        """True when the run (or the current phase, when it is capped) must not go on."""
+        if self.text:
+            return True
+        if self.phase_end is not None and iteration >= self.phase_end:
+            return True  # the phase's share is used up; the run goes on (no reason)
+        if iteration >= self.max_iterations:
+            self.stop(StopReason.MAX_ITERATIONS, f"reached max iterations ({self.max_iterations})")
+        return bool(self.text)
+
+    def stop(self, reason: StopReason, message: str) -> None:
+        self.reason, self.text = reason, message
+
+    def set_text(self, message: str) -> None:
+        """A strategy that sets the text itself ends the run on its own terms ("" goes on)."""
+        self.reason = StopReason.STRATEGY_FINISHED if message else None
+        self.text = message
+
+    def begin_phase(self, iteration: int, cap: int | None, reset_patience: bool) -> None:
+        """A new phase: its own cap, and (by default) a fresh early-stopping count."""
+        self.phase_end = None if cap is None else iteration + cap
+        if reset_patience:
+            self.since_best = 0
+            if self.reason is not None and self.reason.per_phase:
+                self.set_text("")
+
+    def recorded(self, is_best: bool, best_val: float | None) -> None:
+        """After an iteration: count it against patience and check the threshold."""
+        self.since_best = 0 if is_best else self.since_best + 1
+        if self.threshold is not None and best_val is not None and best_val >= self.threshold:
+            self.stop(StopReason.SCORE_THRESHOLD, f"reached score threshold {self.threshold}")
+        if self.patience is not None and self.since_best >= self.patience:
+            self.stop(
+                StopReason.EARLY_STOPPING,
+                f"no val improvement in {self.patience} iterations (early stopping)",
+            )

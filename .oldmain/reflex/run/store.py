@@ -1,0 +1,69 @@
+"""The run directory: ``<run_dir>/runs/<id>/`` with config, splits, events, checkpoint, result.
+
+Layout::
+
+    <run_dir>/cache.sqlite          response cache shared by the runs in this directory
+    <run_dir>/runs/<id>/config.json run configuration (no secrets)
+                        splits.json the example ids of train / val / test
+                        events.jsonl append-only log of evaluations, iterations, retries, failures
+                        checkpoint.json latest engine state, replaced atomically
+                        prompts/     every prompt that was recorded, by iteration
+                        result.json  the final OptimizationResult (schema_version'd)
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from pathlib import Path
+
+from reflex.data.files import atomic_write_text
+from reflex.errors import storage_error
+
+__all__ = ["RunStore"]
+
+
+class RunStore:
+    """Creates one run's directory and writes its files."""
+
+    def __init__(self, run_dir: str | Path, run_id: str | None = None) -> None:
+        self.root = Path(run_dir)
+        self.run_id = run_id or _new_run_id()
+        self.path = self.root / "runs" / self.run_id
+        try:
+            self.path.mkdir(parents=True, exist_ok=run_id is not None)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            raise storage_error(self.path, exc) from exc
+        self._lock = threading.Lock()
+
+    @property
+    def cache_path(self) -> Path:
+        return self.root / "cache.sqlite"
+
+    def write_json(self, name: str, data: object) -> Path:
+        target = self.path / name
+        atomic_write_text(target, json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        return target
+
+    def write_prompt(self, label: str, prompt: str) -> None:
+        atomic_write_text(self.path / "prompts" / f"{label}.txt", prompt)
+
+    def event(self, kind: str, **data: object) -> None:
+        line = json.dumps(
+            {"ts": time.time(), "type": kind, **data}, ensure_ascii=False, default=str
+        )
+        target = self.path / "events.jsonl"
+        try:
+            with self._lock, open(target, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+        except OSError as exc:
+            raise storage_error(target, exc) from exc
+
+
+def _new_run_id() -> str:
+    # Timestamp for sorting, random suffix so two processes starting together never collide.
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)

@@ -1,0 +1,102 @@
+"""``--mlflow`` options for ``aevyra-reflex optimize`` (the ``mlflow`` plugin).
+
+This module must stay light: the CLI loads every plugin to build ``--help``, so mlflow is only
+imported (through the callback) when a run actually asks for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from reflex.api import ConfigurationError, hookimpl, parse_tag_pairs, wanted
+
+if TYPE_CHECKING:
+    from reflex.api import Callback
+
+__all__ = ["OPTIONS", "register_optimize_options", "tag_option", "to_callbacks"]
+
+
+def tag_option(flag: str, tracker: str) -> click.Option:
+    """A repeatable ``KEY=VALUE`` option, checked when the command line is parsed."""
+
+    def check(
+        ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        try:
+            parse_tag_pairs(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+        return value
+
+    return click.Option(
+        [flag],
+        multiple=True,
+        metavar="KEY=VALUE",
+        callback=check,
+        help=f"Add a tag to the {tracker} run (repeatable).",
+    )
+
+
+OPTIONS: list[click.Option] = [
+    click.Option(
+        ["--mlflow"],
+        is_flag=True,
+        help="Log the run to MLflow (implied by any other --mlflow-* option).",
+    ),
+    click.Option(
+        ["--mlflow-experiment"], metavar="NAME", help="MLflow experiment [default: aevyra-reflex]."
+    ),
+    click.Option(
+        ["--mlflow-tracking-uri"],
+        metavar="URI",
+        help="Tracking URI [default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db].",
+    ),
+    click.Option(["--mlflow-run-name"], metavar="NAME", help="MLflow run name."),
+    tag_option("--mlflow-tag", "MLflow"),
+    click.Option(
+        ["--mlflow-log-prompts"],
+        is_flag=True,
+        help="Also log every iteration's prompt and reasoning as artifacts.",
+    ),
+    click.Option(
+        ["--mlflow-trace"],
+        is_flag=True,
+        help="Record one MLflow trace per LiteLLM call, linked to the run.",
+    ),
+    click.Option(
+        ["--mlflow-register-prompt"],
+        metavar="NAME",
+        help="Register the best prompt under NAME in the MLflow prompt registry.",
+    ),
+]
+
+
+def to_callbacks(values: dict[str, Any]) -> list[Callback]:
+    """The options' values -> ``[MLflowCallback(...)]``, or ``[]`` when MLflow is not asked for."""
+    if not wanted(values, "mlflow"):
+        return []
+    try:
+        from reflex_mlflow.callback import MLflowCallback
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"--mlflow needs MLflow ({exc}): pip install 'aevyra-reflex[mlflow]'"
+        ) from None
+    return [
+        MLflowCallback(
+            run_name=values["mlflow_run_name"],
+            tracking_uri=values["mlflow_tracking_uri"],
+            experiment_name=values["mlflow_experiment"] or "aevyra-reflex",
+            tags=parse_tag_pairs(values["mlflow_tag"]),
+            log_prompt_each_iter=values["mlflow_log_prompts"],
+            register_prompt=values["mlflow_register_prompt"],
+            trace_llm_calls=values["mlflow_trace"],
+        )
+    ]
+
+
+@hookimpl
+def register_optimize_options(register: Callable[..., None]) -> None:
+    register(OPTIONS, to_callbacks)

@@ -1,0 +1,1 @@
+"""Built-in strategy plugins (import name ``reflex_strategies``), one module per strategy."""

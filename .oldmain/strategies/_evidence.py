@@ -1,0 +1,142 @@
+"""What ``auto`` looks at to choose its next axis, and the (pure) choice itself.
+
+Evidence: whether train references form a label set (so ``instructions`` has candidates),
+how many rows have references, how the best prompt so far fails on a probe batch (format
+failures: the output contains the reference but is not it; content failures: anything else),
+the iterations and metric calls left, and what each earlier phase gained on val.
+
+``calls_per_iteration`` is in model calls, like the budget: (batch + val rows) x task models x
+the calls each row makes (``StrategyContext.calls_per_row``: several for a pipeline).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from .instructions import InstructionsOptions, instruction_candidates
+
+if TYPE_CHECKING:
+    from reflex.api import StrategyContext
+
+__all__ = ["DATA_AXES", "PRIORITY", "Evidence", "PhaseOutcome", "choose_axis", "gather_evidence"]
+
+# Base priority of each built-in axis; registered auto-eligible strategies get EXTRA_PRIORITY.
+PRIORITY: dict[str, float] = {
+    "instructions": 3.0,
+    "fewshot": 2.5,
+    "iterative": 2.0,
+    "structural": 1.0,
+    "pdo": 0.8,
+}
+EXTRA_PRIORITY = 0.5
+# Data-derived axes give the same candidates when rerun, so they run at most once.
+DATA_AXES = frozenset({"instructions", "fewshot"})
+PDO_MIN_ITERATIONS = 3
+
+
+@dataclass(frozen=True)
+class Evidence:
+    labels: bool
+    references: float
+    format_failures: float
+    content_failures: float
+    remaining_iterations: int
+    remaining_calls: int | None
+    calls_per_iteration: int
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PhaseOutcome:
+    axis: str
+    gain: float
+    iterations: int
+
+
+def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
+    """Evidence for the next choice; ``probe`` scores the best prompt on a few train rows."""
+    train = list(ctx.train)
+    with_refs = [e for e in train if e.ideal is not None and e.ideal.strip()]
+    labels = bool(instruction_candidates(train, ctx.best_prompt, InstructionsOptions()))
+    fmt = content = 0.0
+    if probe and train:
+        rows = train[: min(ctx.settings.batch_size, len(train))]  # fixed rows: usually cached
+        snapshot = ctx.evaluate(ctx.best_prompt, rows)
+        failing = [s for s in snapshot.samples if s.score is not None and s.score < 1.0]
+        by_id = {e.id: e for e in rows}
+        formats = sum(1 for s in failing if _format_failure(s.output, by_id[s.example_id].ideal))
+        fmt = formats / len(snapshot.samples)
+        content = (len(failing) - formats) / len(snapshot.samples)
+    return Evidence(
+        labels=labels,
+        references=len(with_refs) / len(train) if train else 0.0,
+        format_failures=round(fmt, 4),
+        content_failures=round(content, 4),
+        remaining_iterations=max(0, ctx.settings.max_iterations - ctx.iteration),
+        remaining_calls=ctx.budget.remaining_calls,
+        calls_per_iteration=_calls_per_iteration(ctx),
+    )
+
+
+def _calls_per_iteration(ctx: StrategyContext) -> int:
+    rows = (ctx.settings.batch_size + len(ctx.val)) * len(ctx.settings.models)
+    return math.ceil(rows * ctx.budget.calls_per_row)
+
+
+def _format_failure(output: str, ideal: str | None) -> bool:
+    if not ideal or not ideal.strip():
+        return False
+    return ideal.strip().lower() in output.lower() and output.strip() != ideal.strip()
+
+
+def _score(axis: str, ev: Evidence, runs: list[PhaseOutcome], max_repeats: int) -> float | None:
+    """The axis's priority now, or None when it is not eligible."""
+    if runs and (axis in DATA_AXES or len(runs) >= max_repeats or runs[-1].gain <= 0):
+        return None
+    base = PRIORITY.get(axis, EXTRA_PRIORITY)
+    if axis == "instructions":
+        return base + 2 * ev.format_failures if ev.labels else None
+    if axis == "fewshot":
+        return base + ev.content_failures if ev.references > 0 else None
+    if axis == "pdo":
+        cost = 4 * ev.calls_per_iteration
+        if ev.remaining_iterations < PDO_MIN_ITERATIONS or (
+            ev.remaining_calls is not None and ev.remaining_calls < cost
+        ):
+            return None
+    bonus = {
+        "iterative": ev.content_failures + 0.5 * ev.format_failures,
+        "structural": ev.format_failures,
+    }.get(axis, 0.0)
+    return (base + bonus) * (0.5 ** len(runs))
+
+
+def choose_axis(
+    ev: Evidence, history: Sequence[PhaseOutcome], axes: Sequence[str], max_repeats: int = 2
+) -> str | None:
+    """The next axis to run, or None when nothing is worth the remaining budget.
+
+    An axis whose last phase gained nothing on val is not chosen again; one that gained may
+    repeat (at half priority each time, ``max_repeats`` phases at most). Data-derived axes run
+    once. When the last two phases both gained nothing, ``pdo`` (a broader search) is favoured.
+    Ties keep the order of ``axes``.
+    """
+    if ev.remaining_iterations <= 0:
+        return None
+    if ev.remaining_calls is not None and ev.remaining_calls < ev.calls_per_iteration:
+        return None
+    plateau = len(history) >= 2 and all(h.gain <= 0 for h in history[-2:])
+    best: tuple[float, str] | None = None
+    for axis in axes:
+        score = _score(axis, ev, [h for h in history if h.axis == axis], max_repeats)
+        if score is None:
+            continue
+        score += 1.5 if axis == "pdo" and plateau else 0.0
+        if best is None or score > best[0]:
+            best = (score, axis)
+    return best[1] if best else None

@@ -1,0 +1,211 @@
+"""``auto``: run one axis after another, each chosen from the evidence, each from the best prompt.
+
+Axes: ``instructions`` and ``fewshot`` (data-derived, no reasoning model), and with a reasoning
+model (``ctx.settings.reasoning_model`` set and ``use_reasoning_model`` on) also ``iterative``,
+``structural``, ``pdo`` and any registered strategy that declares ``auto_eligible = True``
+(options from ``extra_options[name]``). ``axes`` restricts the choice.
+
+Before each phase ``_evidence.gather_evidence`` looks at label availability, how the best
+prompt so far fails on a fixed probe batch (reasoning mode only: ``batch_size`` train rows,
+usually cached), the score trajectory of earlier phases and the iterations and metric calls
+left; ``_evidence.choose_axis`` picks the axis. Without a reasoning model this reduces to the
+reasoning-free plan: ``instructions`` then ``fewshot``, and no reasoning call is ever made.
+
+Iterations are split up front (``plan_iterations``): reasoning axes keep a third (at least
+one), ``instructions`` gets two fifths of the rest (at least one), ``fewshot`` what remains;
+a reasoning phase may use half of what is left (at least ``min_phase_iterations``). Each phase
+opens with ``ctx.begin_phase(name, max_iterations=cap)``, starts from ``ctx.best_prompt`` and
+shares the run's context, so batch size, seed, budgets and workers carry over unchanged.
+Early stopping ends a phase, not the run; the budget, the score threshold or
+``max_iterations`` end the run. ``result.phase_history`` entries carry ``start_score`` and
+``end_score`` (best score on ``split``, val unless the run has none), ``iterations``,
+``stop`` and the ``evidence`` behind the choice.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reflex.api import (
+    BaseStrategy,
+    BudgetExhausted,
+    ConfigurationError,
+    Strategy,
+    StrategyRegistrar,
+    hookimpl,
+)
+
+from ._evidence import Evidence, PhaseOutcome, choose_axis, gather_evidence
+from .fewshot import FewshotOptions, FewshotStrategy
+from .instructions import InstructionsOptions, InstructionsStrategy
+from .iterative import IterativeOptions, IterativeStrategy
+from .pdo import PDOOptions, PDOStrategy
+from .structural import StructuralOptions, StructuralStrategy
+
+if TYPE_CHECKING:
+    from reflex.api import StrategyContext
+
+__all__ = ["AutoOptions", "AutoStrategy", "plan_iterations", "register_strategies"]
+
+BUILTIN_AXES = ("instructions", "fewshot", "iterative", "structural", "pdo")
+
+
+class AutoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    instructions: InstructionsOptions = Field(default_factory=InstructionsOptions)
+    fewshot: FewshotOptions = Field(default_factory=FewshotOptions)
+    iterative: IterativeOptions = Field(default_factory=IterativeOptions)
+    structural: StructuralOptions = Field(default_factory=StructuralOptions)
+    pdo: PDOOptions = Field(default_factory=PDOOptions)
+    use_reasoning_model: bool = Field(
+        default=True, description="use reasoning axes when a reasoning model is configured"
+    )
+    axes: list[str] | None = Field(default=None, description="axes auto may choose from")
+    extra_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="options of registered auto-eligible strategies"
+    )
+    max_repeats: int = Field(default=2, gt=0, description="phases per reasoning axis at most")
+    min_phase_iterations: int = Field(default=2, gt=0)
+
+
+def plan_iterations(total: int, reasoning: bool) -> dict[str, int]:
+    """Iterations each phase may use out of ``total``: ``{"instructions", "iterative"}``.
+
+    ``iterative`` is the share kept for the reasoning axes (all of them together).
+    """
+    reserve = max(1, total // 3) if reasoning and total > 0 else 0
+    instructions = max(1, (total - reserve) * 2 // 5) if total > reserve else 0
+    return {"instructions": instructions, "iterative": reserve}
+
+
+def _extra_axes(ctx: StrategyContext, reasoning: bool) -> list[str]:
+    """Registered strategies (not built in) that declare themselves auto-eligible."""
+    return [
+        name
+        for name, cls in sorted(ctx.strategies().items())
+        if name not in BUILTIN_AXES
+        and name != "auto"
+        and cls.auto_eligible
+        and (reasoning or not cls.requires_reasoning_model)
+    ]
+
+
+class AutoStrategy(BaseStrategy[AutoOptions]):
+    name: ClassVar[str] = "auto"
+    Options: ClassVar[type[BaseModel]] = AutoOptions
+    requires_reasoning_model: ClassVar[bool] = False
+    derives_from_data: ClassVar[bool] = True
+
+    def optimize(self, ctx: StrategyContext) -> None:
+        reasoning = bool(ctx.settings.reasoning_model) and self.options.use_reasoning_model
+        plan = plan_iterations(ctx.settings.max_iterations - ctx.iteration, reasoning)
+        extras = _extra_axes(ctx, reasoning)
+        axes = self._axes(reasoning, extras)
+        ctx.log("auto_plan", reasoning=reasoning, axes=axes, **plan)
+        history: list[PhaseOutcome] = []
+        while not _run_over(ctx):
+            evidence = gather_evidence(ctx, probe=reasoning)
+            axis = choose_axis(evidence, history, axes, self.options.max_repeats)
+            ctx.log("auto_choice", axis=axis, evidence=evidence.to_dict())
+            if axis is None:
+                return
+            cap = self._cap(ctx, axis, plan, reasoning)
+            if cap <= 0:
+                history.append(PhaseOutcome(axis, 0.0, 0))
+                continue
+            history.append(self._run_phase(ctx, axis, cap, evidence, extras))
+
+    def _axes(self, reasoning: bool, extras: list[str]) -> list[str]:
+        axes = [*BUILTIN_AXES, *extras] if reasoning else ["instructions", "fewshot"]
+        if self.options.axes is not None:
+            unknown = sorted(set(self.options.axes) - {*BUILTIN_AXES, *extras})
+            if unknown:
+                raise ConfigurationError(
+                    f"auto option 'axes': unknown axis {unknown}; available: "
+                    f"{', '.join([*BUILTIN_AXES, *extras])}"
+                )
+            axes = [a for a in axes if a in self.options.axes]
+        return axes
+
+    def _cap(self, ctx: StrategyContext, axis: str, plan: dict[str, int], reasoning: bool) -> int:
+        left = ctx.settings.max_iterations - ctx.iteration
+        if axis == "instructions":
+            return min(self.options.instructions.max_candidates, plan["instructions"], left)
+        if axis == "fewshot":  # every iteration left, unless num_candidates was set
+            fewshot = self.options.fewshot
+            room = left - plan["iterative"]
+            return (
+                min(fewshot.num_candidates, room)
+                if "num_candidates" in fewshot.model_fields_set
+                else room
+            )
+        return min(left, max(self.options.min_phase_iterations, -(-left // 2)))
+
+    def _run_phase(
+        self,
+        ctx: StrategyContext,
+        axis: str,
+        cap: int,
+        evidence: Evidence,
+        extras: list[str],
+    ) -> PhaseOutcome:
+        start, first = ctx.best_val, ctx.iteration
+        ctx.begin_phase(axis, max_iterations=cap)
+        ctx.end_phase(
+            start_score=start, split="val" if len(ctx.val) else "train", evidence=evidence.to_dict()
+        )
+        try:
+            self._strategy(ctx, axis, cap, extras).optimize(ctx)
+        except BudgetExhausted as exc:  # the run ends here: its last phase is still complete
+            _close_phase(ctx, first, f"budget exhausted: {exc.reason}")
+            raise
+        stop = ctx.stop_reason or ("phase cap" if ctx.iteration - first >= cap else "finished")
+        _close_phase(ctx, first, stop)
+        gain = (ctx.best_val or 0.0) - (start or 0.0)
+        return PhaseOutcome(axis, gain, ctx.iteration - first)
+
+    def _strategy(
+        self, ctx: StrategyContext, axis: str, cap: int, extras: list[str]
+    ) -> Strategy[Any]:
+        opts = self.options
+        if axis == "instructions":
+            return InstructionsStrategy(
+                opts.instructions.model_copy(update={"max_candidates": cap})
+            )
+        if axis == "fewshot":
+            ctx.state.pop("fewshot", None)  # start from the best prompt so far
+            return FewshotStrategy(opts.fewshot.model_copy(update={"num_candidates": cap}))
+        if axis == "iterative":
+            # iterative revises ctx.state["current"]: point it at the best prompt so far.
+            ctx.state["current"] = ctx.best_prompt
+            return IterativeStrategy(opts.iterative)
+        if axis == "structural":
+            return StructuralStrategy(opts.structural)
+        if axis == "pdo":
+            return PDOStrategy(opts.pdo)
+        return ctx.build_strategy(axis, opts.extra_options.get(axis, {}))
+
+
+def _close_phase(ctx: StrategyContext, first: int, stop: str) -> None:
+    """Record the phase's end: best score, last iteration, iterations run and why it stopped."""
+    ctx.end_phase(
+        end_score=ctx.best_val,
+        end_iteration=ctx.iteration,
+        iterations=ctx.iteration - first,
+        stop=stop,
+    )
+
+
+def _run_over(ctx: StrategyContext) -> bool:
+    """True when the run (not just a phase) must end: a stop reason other than early stopping."""
+    if ctx.iteration >= ctx.settings.max_iterations:
+        return True
+    return ctx.stop is not None and not ctx.stop.per_phase
+
+
+@hookimpl
+def register_strategies(register: StrategyRegistrar) -> None:
+    register(AutoStrategy)

@@ -1,0 +1,388 @@
+"""``gepa``: reflective prompt evolution over a per-instance Pareto front (after GEPA).
+
+Candidates are maps of named text components (a plain prompt is one component, ``system``;
+see :mod:`reflex.data.prompts`). Each iteration:
+
+1. sample a parent from the Pareto front of the per-example validation scores (weight = the
+   rows it wins; ``epsilon`` and ``top_k`` widen / narrow the front);
+2. run it on a seeded train minibatch (``minibatch_size``, default 3); if it is perfect there,
+   record the iteration as rejected without a reasoning call;
+3. show the reasoning model the parent's outputs and the metrics' feedback, plus earlier
+   rewrites of that component that did not help, and let it rewrite one component
+   (round-robin) or all of them;
+4. run the child on the same minibatch; accept it only if it scores strictly higher, and only
+   then score it on the whole validation set (it joins the front). Under ``strict_leakage`` a
+   child (or merge) that copies held-out text is rejected before that val evaluation
+   (``ctx.leakage_screen``).
+
+After an accepted child, a multi-component run tries one *merge*: two candidates that improved
+different components since a common ancestor are combined, and the merge is kept if it does at
+least as well as the better of them on a minibatch. Without a val split the front is built on
+the train split instead.
+
+Calls per proposal: ``2 * minibatch_size`` (parent, child) per task model, plus ``len(val)``
+when accepted, times the model calls a pipeline makes per row (its average so far). The plan
+is logged (``budget_plan`` event) before the search starts, with a warning when the metric-call
+budget buys fewer than ``min_proposals`` proposals. The lineage (parents, changed component,
+scores) is ``ctx.state["lineage"]``, reported as ``result.lineage``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING, ClassVar, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reflex.api import (
+    BaseStrategy,
+    EvalSnapshot,
+    Example,
+    Sample,
+    StrategyRegistrar,
+    ask,
+    hookimpl,
+    parse_proposal,
+    render,
+    system_prompt,
+)
+
+from ._gepa_plan import BudgetPlan, plan_budget
+from ._merge import Candidate, find_merge
+from ._pareto import sample_parent
+from ._rows import sample_row
+
+if TYPE_CHECKING:
+    from reflex.api import StrategyContext
+
+__all__ = ["BudgetPlan", "GepaOptions", "GepaStrategy", "plan_budget", "register_strategies"]
+
+logger = logging.getLogger(__name__)
+
+
+class GepaOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    minibatch_size: int = Field(default=3, gt=0, description="train rows per acceptance test")
+    component_selection: Literal["round_robin", "all"] = Field(
+        default="round_robin", description="rewrite one component per iteration, or all"
+    )
+    epsilon: float = Field(default=0.0, ge=0.0, le=1.0, description="per-row win tolerance")
+    top_k: int | None = Field(default=None, gt=0, description="sample among the k best-mean")
+    merge: bool = Field(default=True, description="try merges (multi-component prompts)")
+    max_merges: int = Field(default=5, ge=0, description="most merge attempts")
+    memory: int = Field(default=5, ge=0, description="rejected rewrites shown per component")
+    min_proposals: int = Field(default=5, gt=0, description="warn below this many proposals")
+    max_chars: int = Field(default=600, gt=20, description="truncate inputs/outputs shown")
+
+
+class _Rejected(TypedDict):
+    """A component text the minibatch gate refused, shown to the reasoner so it moves on."""
+
+    component: str
+    text: str
+    score: float
+    parent: float
+
+
+class GepaStrategy(BaseStrategy[GepaOptions]):
+    name: ClassVar[str] = "gepa"
+    Options: ClassVar[type[BaseModel]] = GepaOptions
+    requires_reasoning_model: ClassVar[bool] = True
+
+    def __init__(self, options: GepaOptions) -> None:
+        super().__init__(options)
+        self._cands: list[Candidate] = []
+        self._scores: dict[str, dict[str, float]] = {}
+        self._memory: list[_Rejected] = []
+        self._turn = 0
+        self._merge_due = False
+        self._merges_tried: set[tuple[int, int]] = set()
+
+    def optimize(self, ctx: StrategyContext) -> None:
+        spec = ctx.prompt_spec
+        pool = list(ctx.val) if len(ctx.val) else list(ctx.train)
+        if not spec.is_single:
+            ctx.log("gepa_components", components=spec.names)
+        batch_rows = min(self.options.minibatch_size, len(ctx.train))
+        plan = plan_budget(ctx, len(pool), batch_rows, seed_cached=bool(len(ctx.val)))
+        self._announce(ctx, plan)
+        seed = ctx.evaluate(spec.render(), pool, label="val")
+        self._add(ctx, Candidate(0, dict(spec.components), (), (), "seed", 0), seed)
+        while not ctx.should_stop:
+            if self._merge_due and self._can_merge(ctx):
+                self._merge_due = False
+                merge = find_merge(self._cands, self._scores, self._merges_tried)
+                if merge is not None:
+                    self._try_merge(ctx, pool, *merge)
+                    continue
+            self._reflect(ctx, pool)
+
+    def _announce(self, ctx: StrategyContext, plan: BudgetPlan) -> None:
+        text = plan.message()
+        logger.info(text)
+        ctx.log(
+            "budget_plan",
+            available=plan.available,
+            per_rejected=plan.per_rejected,
+            per_accepted=plan.per_accepted,
+            calls_per_row=round(plan.calls_per_row, 3),
+            proposals_if_all_accepted=plan.proposals(accepted=True),
+            proposals_if_all_rejected=plan.proposals(accepted=False),
+        )
+        few = plan.proposals(accepted=True)
+        if plan.available is not None and few < self.options.min_proposals:
+            logger.warning(
+                "%s; fewer than %d proposals if they are accepted: raise --max-calls, or "
+                "shrink the val split or minibatch_size",
+                text,
+                self.options.min_proposals,
+            )
+
+    def _can_merge(self, ctx: StrategyContext) -> bool:
+        return (
+            self.options.merge
+            and len(ctx.prompt_spec.names) > 1
+            and len(self._merges_tried) < self.options.max_merges
+        )
+
+    def _add(self, ctx: StrategyContext, cand: Candidate, pool_snap: EvalSnapshot) -> None:
+        self._cands.append(cand)
+        self._scores[str(cand.id)] = pool_snap.per_example()
+        entry = cand.to_lineage(pool_snap.mean_score)
+        ctx.state["lineage"] = [*ctx.state.get("lineage", []), entry]
+
+    def _batch(self, ctx: StrategyContext) -> list[Example]:
+        train = list(ctx.train)
+        return ctx.rng.sample(train, min(self.options.minibatch_size, len(train)))
+
+    def _targets(self, names: Sequence[str]) -> list[str]:
+        if self.options.component_selection == "all":
+            return list(names)
+        name = names[self._turn % len(names)]
+        self._turn += 1
+        return [name]
+
+    def _reflect(self, ctx: StrategyContext, pool: list[Example]) -> None:
+        spec = ctx.prompt_spec
+        opts = self.options
+        parent = self._cands[
+            int(sample_parent(self._scores, ctx.rng, epsilon=opts.epsilon, top_k=opts.top_k))
+        ]
+        batch = self._batch(ctx)
+        before = ctx.evaluate(spec.render(parent.components), batch)
+        if all(s.score == 1.0 for s in before.samples):
+            ctx.record_iteration(
+                spec.render(parent.components),
+                before,
+                accepted=False,
+                rejected=f"parent {parent.id} is perfect on this minibatch",
+                components=parent.components,
+            )
+            return
+        child, changed, notes, error = self._propose(ctx, parent, before)
+        if error is not None:
+            ctx.record_iteration(
+                spec.render(parent.components), None, accepted=False, failed=error, reasoning=notes
+            )
+            return
+        self._judge(ctx, pool, parent, child, changed, batch, before, notes)
+
+    def _judge(
+        self,
+        ctx: StrategyContext,
+        pool: list[Example],
+        parent: Candidate,
+        child: dict[str, str],
+        changed: list[str],
+        batch: list[Example],
+        before: EvalSnapshot,
+        notes: str,
+    ) -> None:
+        text = ctx.prompt_spec.render(child)
+        after = ctx.evaluate(text, batch)
+        change = after.mean_score - before.mean_score
+        if change <= 0:
+            for name in changed:
+                self._memory.append(
+                    {
+                        "component": name,
+                        "text": child[name],
+                        "score": after.mean_score,
+                        "parent": before.mean_score,
+                    }
+                )
+            reason = (
+                f"minibatch gate: {after.mean_score:.3f} <= parent {parent.id} "
+                f"{before.mean_score:.3f}"
+            )
+            _reject(ctx, text, after, notes, change, child, reason)
+            return
+        if self._leaks(ctx, text, after, notes, change, child):
+            return
+        full = ctx.evaluate(text, pool, label="val")
+        ctx.record_iteration(
+            text,
+            after if len(ctx.val) else full,
+            reasoning=notes,
+            accepted=True,
+            change=change,
+            components=child,
+        )
+        cand = Candidate(
+            len(self._cands),
+            child,
+            (parent.id,),
+            tuple(changed),
+            "reflection",
+            ctx.iteration,
+            (before.mean_score, after.mean_score),
+        )
+        self._add(ctx, cand, full)
+        self._merge_due = True
+
+    def _leaks(
+        self,
+        ctx: StrategyContext,
+        text: str,
+        after: EvalSnapshot,
+        notes: str,
+        change: float,
+        components: dict[str, str],
+    ) -> bool:
+        """True, and recorded as rejected, when strict leakage screening refuses ``text``.
+
+        Checked before the Pareto-set (val) evaluation: a candidate copying held-out text is
+        never scored on val, so it costs no val calls and its val scores never reach the front.
+        """
+        reason = ctx.leakage_screen(text)
+        if reason is None:
+            return False
+        _reject(ctx, text, after, notes, change, components, reason)
+        return True
+
+    def _propose(
+        self, ctx: StrategyContext, parent: Candidate, before: EvalSnapshot
+    ) -> tuple[dict[str, str], list[str], str, str | None]:
+        child = dict(parent.components)
+        changed: list[str] = []
+        notes: list[str] = []
+        for name in self._targets(ctx.prompt_spec.names):
+            current = parent.components[name]
+            tried = [m["text"] for m in self._memory if m["component"] == name]
+            messages = [
+                {"role": "system", "content": system_prompt(ctx, "gepa.system")},
+                {"role": "user", "content": self._brief(ctx, parent, name, before)},
+            ]
+            proposal, error = ask(
+                ctx,
+                f"gepa: rewrite {name}",
+                messages,
+                partial(parse_proposal, current=current, forbidden=tried),
+            )
+            if proposal is None:
+                return child, changed, "\n".join(notes), error
+            child[name] = proposal.prompt
+            changed.append(name)
+            label = "" if ctx.prompt_spec.is_single else f"[{name}] "
+            notes.append(label + (proposal.diagnosis or proposal.edit))
+        return child, changed, "\n".join(notes), None
+
+    def _brief(
+        self, ctx: StrategyContext, parent: Candidate, name: str, before: EvalSnapshot
+    ) -> str:
+        rows = [self._row(ctx, s) for s in before.samples]
+        memory = [m for m in self._memory if m["component"] == name][-self.options.memory :]
+        rejected = (
+            "\n".join(
+                f"- scored {m['score']:.3f} vs parent {m['parent']:.3f}: {m['text'][:300]!r}"
+                for m in memory
+            )
+            if self.options.memory
+            else ""
+        )
+        return render(
+            "gepa.reflect",
+            ctx.settings.reasoning_templates,
+            whole=ctx.prompt_spec.render(parent.components),
+            component=name,
+            current=parent.components[name],
+            score=f"{before.mean_score:.3f}",
+            rows="\n\n".join(rows),
+            rejected=rejected or "- none yet",
+        )
+
+    def _row(self, ctx: StrategyContext, sample: Sample) -> str:
+        return sample_row(ctx.train.by_id(sample.example_id), sample, self.options.max_chars)
+
+    def _try_merge(
+        self,
+        ctx: StrategyContext,
+        pool: list[Example],
+        a: Candidate,
+        b: Candidate,
+        merged: dict[str, str],
+        changed: list[str],
+    ) -> None:
+        self._merges_tried.add((a.id, b.id))
+        spec = ctx.prompt_spec
+        batch = self._batch(ctx)
+        score_a = ctx.evaluate(spec.render(a.components), batch).mean_score
+        score_b = ctx.evaluate(spec.render(b.components), batch).mean_score
+        text = spec.render(merged)
+        after = ctx.evaluate(text, batch)
+        notes = f"merge of candidates {a.id} and {b.id} (components: {', '.join(changed)})"
+        best = max(score_a, score_b)
+        if after.mean_score < best:
+            reason = f"merge scored {after.mean_score:.3f} < {best:.3f}"
+            _reject(ctx, text, after, notes, after.mean_score - best, merged, reason)
+            return
+        if self._leaks(ctx, text, after, notes, after.mean_score - best, merged):
+            return
+        full = ctx.evaluate(text, pool, label="val")
+        ctx.record_iteration(
+            text,
+            after if len(ctx.val) else full,
+            reasoning=notes,
+            accepted=True,
+            change=after.mean_score - best,
+            components=merged,
+        )
+        cand = Candidate(
+            len(self._cands),
+            merged,
+            (a.id, b.id),
+            tuple(changed),
+            "merge",
+            ctx.iteration,
+            (best, after.mean_score),
+        )
+        self._add(ctx, cand, full)
+
+
+@hookimpl
+def register_strategies(register: StrategyRegistrar) -> None:
+    register(GepaStrategy)
+
+
+def _reject(
+    ctx: StrategyContext,
+    text: str,
+    after: EvalSnapshot,
+    notes: str,
+    change: float,
+    components: dict[str, str],
+    reason: str,
+) -> None:
+    """Record a candidate refused before its val evaluation (gate, merge or leakage)."""
+    ctx.record_iteration(
+        text,
+        after,
+        reasoning=notes,
+        accepted=False,
+        change=change,
+        rejected=reason,
+        components=components,
+    )

@@ -1,0 +1,137 @@
+"""Shared fixtures: a scripted fake task model + reasoning model behind the LiteLLM boundary."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from typing import Any
+
+import reflex
+from reflex.models.client import load_litellm
+from reflex.models.runner import LoopRunner
+from reflex.plugins import reset_registry
+from reflex.testing import FakeRequest
+
+# pytester runs examples/plugin_package's own tests in-process (tests/test_plugin_package.py).
+pytest_plugins = ["pytester"]
+
+REFLEX_DIR = Path(reflex.__file__).parent
+# How many short polls a test may make while it waits for a state (not a time): the bound only
+# turns a hang into a failure, it is no speed requirement. 30,000 x 10 ms = 5 minutes.
+HANG_POLLS = 30_000
+KEYWORD = "Answer with one word."
+BETTER = f"Classify the sentiment. {KEYWORD}"
+LABELS = ["positive", "negative"]
+
+
+def make_rows(n: int = 30) -> list[dict[str, str]]:
+    words = ["great", "awful", "fine", "bad", "lovely", "poor"]
+    return [
+        {
+            "id": f"r{i:03d}",
+            "input": f"review {i}: {words[i % len(words)]} film",
+            "ideal": LABELS[i % 2],
+        }
+        for i in range(n)
+    ]
+
+
+ANSWERS = {row["input"]: row["ideal"] for row in make_rows(200)}
+
+
+def task_answer(request: FakeRequest) -> str:
+    """Correct when the prompt has KEYWORD; otherwise correct only on every third row."""
+    ideal = ANSWERS.get(request.user, "unknown")
+    if KEYWORD in request.system:
+        return ideal
+    index = int(request.user.split()[1].rstrip(":"))
+    return ideal if index % 3 == 0 else f"I think this review is {ideal}."
+
+
+def reasoner_answer(request: FakeRequest) -> str:
+    return (
+        "<diagnosis>Outputs are sentences, the metric wants one word.</diagnosis>\n"
+        f"<edit>ask for a one-word answer</edit>\n<prompt>{BETTER}</prompt>"
+    )
+
+
+def responder(request: FakeRequest) -> str:
+    if request.model.startswith("fake/reasoner"):
+        return reasoner_answer(request)
+    return task_answer(request)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_registry() -> Iterator[None]:
+    reset_registry()
+    yield
+    reset_registry()
+
+
+@pytest.fixture
+def fake_responder() -> Callable[[FakeRequest], str]:
+    """Scripts the ``fake_model`` fixture of ``reflex.testing.pytest_plugin`` (pytest11)."""
+    return responder
+
+
+@pytest.fixture
+def dataset_file(tmp_path: Path) -> Path:
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in make_rows()), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def prompt_file(tmp_path: Path) -> Path:
+    path = tmp_path / "prompt.md"
+    path.write_text("Classify the sentiment.\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def litellm() -> Any:
+    return load_litellm()
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[LoopRunner]:
+    """A private event loop; closing it cancels what is left (LiteLLM's logging worker)."""
+    loop = LoopRunner()
+    yield loop
+    loop.close()
+
+
+def reflex_tasks(runner: LoopRunner) -> set[asyncio.Task[Any]]:
+    """Unfinished tasks on ``runner``'s loop running reflex code (evaluations, model calls).
+
+    Once a run has returned or raised, none of its own may be left: a task left pending could
+    still make (and pay for) a call. Compare with the set taken before the run; this is what a
+    "sleep, then check that no request arrived" test can only sample.
+    """
+
+    async def collect() -> set[asyncio.Task[Any]]:
+        current = asyncio.current_task()
+        return {t for t in asyncio.all_tasks() if t is not current and not t.done()}
+
+    def from_reflex(task: asyncio.Task[Any]) -> bool:
+        code = getattr(task.get_coro(), "cr_code", None)
+        return code is not None and Path(code.co_filename).is_relative_to(REFLEX_DIR)
+
+    return {task for task in runner.run(collect()) if from_reflex(task)}
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """Wait on the running loop until ``condition`` holds (checked every 10 ms)."""
+    for _ in range(HANG_POLLS):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail(f"never happened: {what}")

@@ -1,0 +1,180 @@
+"""``auto`` with a reasoning model: evidence-driven choices, phases, forwarded settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from conftest import KEYWORD, make_rows, responder
+from pydantic import BaseModel, ConfigDict
+from test_gepa import three_calls
+
+from reflex import OptimizationResult, PromptOptimizer
+from reflex.api import StrategyContext
+from reflex.hookspecs import hookimpl
+from reflex.plugins import register_plugin
+from reflex.testing import FakeModel, FakeRequest
+from reflex_strategies._evidence import Evidence, PhaseOutcome, choose_axis
+
+START = "Classify the sentiment."
+AXES = ["instructions", "fewshot", "iterative", "structural", "pdo"]
+
+
+def evidence(**changes: Any) -> Evidence:
+    values: dict[str, Any] = {
+        "labels": True,
+        "references": 1.0,
+        "format_failures": 0.0,
+        "content_failures": 0.5,
+        "remaining_iterations": 10,
+        "remaining_calls": None,
+        "calls_per_iteration": 16,
+    }
+    return Evidence(**{**values, **changes})
+
+
+def test_choice_follows_the_evidence() -> None:
+    assert choose_axis(evidence(), [], AXES) == "instructions"
+    assert choose_axis(evidence(labels=False), [], AXES) == "fewshot"  # label-free
+    no_refs = evidence(labels=False, references=0.0)
+    assert choose_axis(no_refs, [], AXES) == "iterative"
+    done = [PhaseOutcome("instructions", 0.1, 2), PhaseOutcome("fewshot", 0.1, 3)]
+    assert choose_axis(evidence(), done, AXES) == "iterative"
+    formats = evidence(format_failures=0.9, content_failures=0.0)
+    # Format failures favour layout work once iterative stopped paying off ...
+    assert choose_axis(formats, [*done, PhaseOutcome("iterative", 0.0, 2)], AXES) == "structural"
+    # ... and two phases in a row without a gain favour the broader pdo search.
+    flat = [*done, PhaseOutcome("iterative", 0.0, 2), PhaseOutcome("structural", 0.0, 2)]
+    assert choose_axis(formats, flat, AXES) == "pdo"
+    # A phase that gained may repeat (at most max_repeats); data axes never repeat.
+    gained = [PhaseOutcome("iterative", 0.2, 2)]
+    assert choose_axis(evidence(), gained, ["fewshot", "iterative"][1:]) == "iterative"
+    assert choose_axis(evidence(), gained, ["iterative"], max_repeats=1) is None
+    # Budget: no iterations or too few calls left ends the run; pdo needs room.
+    assert choose_axis(evidence(remaining_iterations=0), [], AXES) is None
+    assert choose_axis(evidence(remaining_calls=10), [], AXES) is None
+    assert choose_axis(evidence(remaining_iterations=2), flat[:3], ["pdo"]) is None
+
+
+def events(result: OptimizationResult, kind: str) -> list[dict[str, Any]]:
+    lines = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e["type"] == kind]
+
+
+def builder(run_dir: Path, **options: Any) -> PromptOptimizer:
+    return (
+        PromptOptimizer()
+        .set_dataset(make_rows(40))
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_strategy("auto", **options)
+        .set_reasoning_model("fake/reasoner")
+        .set_run_dir(run_dir)
+    )
+
+
+def test_auto_forwards_settings_and_records_phases(tmp_path: Path) -> None:
+    FakeModel(responder).install()
+    result = (
+        builder(
+            tmp_path,
+            axes=["structural", "iterative"],
+            structural={"variants_per_round": 2, "freeform": False},
+        )
+        .configure(batch_size=4, seed=3, max_iterations=6, early_stopping_patience=1)
+        .run(START)
+    )
+    phases = [p["phase"] for p in result.phase_history]
+    assert phases[0] == "iterative" and "structural" in phases
+    for phase in result.phase_history:
+        assert {"start_score", "end_score", "split", "iterations", "stop"} <= set(phase)
+        assert phase["split"] == "val" and phase["end_score"] >= phase["start_score"]
+    it = result.phase_history[0]
+    assert it["end_score"] > it["start_score"] and result.best_prompt.endswith(KEYWORD)
+    rounds = events(result, "structural_round")
+    assert rounds and all(len(r["scores"]) <= 2 for r in rounds)  # options forwarded
+    train = [e for e in events(result, "evaluation") if e["label"].startswith("train:it")]
+    assert train and {e["examples"] for e in train} == {4}  # batch size forwarded
+    config = json.loads(Path(str(result.run_dir), "config.json").read_text())
+    assert config["seed"] == 3
+
+
+def test_early_stopping_ends_a_phase_not_the_run(tmp_path: Path) -> None:
+    def never_better(request: FakeRequest) -> str:
+        if request.model == "fake/reasoner":
+            n = len(request.messages)
+            return f"<edit>e{n}</edit><prompt>{START} Variant {n}.</prompt>"
+        return responder(request)
+
+    FakeModel(never_better).install()
+    result = (
+        builder(tmp_path, axes=["iterative", "structural"])
+        .configure(max_iterations=8, early_stopping_patience=1)
+        .run(START)
+    )
+    phases = [p["phase"] for p in result.phase_history]
+    assert phases == ["iterative", "structural"]
+    assert result.phase_history[0]["stop"].endswith("(early stopping)")
+    assert all(p["end_score"] == p["start_score"] for p in result.phase_history)
+
+
+class EchoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    suffix: str = " Be concise."
+
+
+class EchoStrategy:
+    name: ClassVar[str] = "echo_suffix"
+    Options: ClassVar[type[BaseModel]] = EchoOptions
+    requires_reasoning_model: ClassVar[bool] = False
+    auto_eligible: ClassVar[bool] = True
+
+    def __init__(self, options: BaseModel) -> None:
+        assert isinstance(options, EchoOptions)
+        self.options = options
+
+    def optimize(self, ctx: StrategyContext) -> None:
+        prompt = ctx.best_prompt + self.options.suffix
+        ctx.record_iteration(prompt, ctx.evaluate(prompt, list(ctx.train)[:2]))
+
+
+class EchoPlugin:
+    @hookimpl
+    def register_strategies(self, register: Any) -> None:
+        register(EchoStrategy)
+
+
+def test_registered_auto_eligible_strategy_gets_its_options(tmp_path: Path) -> None:
+    FakeModel(responder).install()
+    register_plugin(EchoPlugin(), name="echo-plugin")
+    result = (
+        builder(tmp_path, axes=["echo_suffix"], extra_options={"echo_suffix": {"suffix": " X."}})
+        .configure(max_iterations=2)
+        .run(START)
+    )
+    assert [p["phase"] for p in result.phase_history] == ["echo_suffix"]
+    assert result.iterations[0].system_prompt == START + " X."
+
+
+def test_evidence_counts_a_pipelines_model_calls_per_iteration(tmp_path: Path) -> None:
+    FakeModel(responder).install()
+
+    def per_iteration(run: PromptOptimizer) -> int:
+        result = run.configure(max_iterations=1, batch_size=4).run(START)
+        return int(result.phase_history[0]["evidence"]["calls_per_iteration"])
+
+    plain = per_iteration(builder(tmp_path / "plain", axes=["iterative"]))
+    piped = builder(tmp_path / "piped", axes=["iterative"]).set_pipeline(three_calls)
+    assert plain == 4 + 8  # batch_size + 8 val rows, one call each
+    assert per_iteration(piped) == 3 * plain
+
+
+def test_unknown_axis_is_refused(tmp_path: Path) -> None:
+    import pytest
+
+    from reflex import ConfigurationError
+
+    FakeModel(responder).install()
+    with pytest.raises(ConfigurationError, match="unknown axis"):
+        builder(tmp_path, axes=["iterativ"]).run(START)

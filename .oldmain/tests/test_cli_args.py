@@ -1,0 +1,176 @@
+"""click's params become typed args at the command boundary; no option is dropped on the way."""
+
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from conftest import make_rows
+from pydantic import TypeAdapter
+
+from reflex.cli.args import COMPARE_FIXED, CompareArgs, OptimizeArgs, checked_params
+from reflex.cli.build import build_optimizer
+from reflex.cli.check import CheckArgs, check_command
+from reflex.cli.compare import compare_command
+from reflex.cli.export import ExportArgs, export_command
+from reflex.cli.optimize import make_optimize
+from reflex.cli.options import optimize_params
+from reflex.plugins import Registry
+
+
+def _names(cls: type) -> set[str]:
+    return {f.name for f in fields(cls)}
+
+
+def _params(command: click.Command) -> set[str]:
+    return {str(p.name) for p in command.params}
+
+
+def test_every_command_option_is_a_field_and_back() -> None:
+    assert {str(p.name) for p in optimize_params()} == _names(OptimizeArgs)
+    assert _params(check_command) == _names(CheckArgs)
+    assert _params(export_command) == _names(ExportArgs)
+    shared = _names(OptimizeArgs) - {*COMPARE_FIXED, "strategy"}
+    assert _params(compare_command) == shared | {"strategies", "seeds", "out_dir"}
+
+
+def test_params_that_differ_from_the_fields_are_refused() -> None:
+    with pytest.raises(TypeError, match=r"check: options without a field \['color'\]"):
+        checked_params(CheckArgs, {**dict.fromkeys(_names(CheckArgs)), "color": 1}, "check")
+    with pytest.raises(TypeError, match=r"fields without one \['verbose'\]"):
+        ExportArgs.from_params(dict.fromkeys(_names(ExportArgs) - {"verbose"}))
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    paths = {
+        "prompt": tmp_path / "prompt.md",
+        "inputs": tmp_path / "inputs.jsonl",
+        "pipeline": tmp_path / "pipe.py",
+        "rubric": tmp_path / "rubric.txt",
+        "template": tmp_path / "template.txt",
+    }
+    paths["prompt"].write_text("Classify the sentiment.\n", encoding="utf-8")
+    rows = [{"input": r["input"], "ideal": r["ideal"]} for r in make_rows()]
+    paths["inputs"].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    paths["pipeline"].write_text("def run(prompt, input, call):\n    return input\n", "utf-8")
+    paths["rubric"].write_text("Is the answer one word?\n", encoding="utf-8")
+    paths["template"].write_text("Improve: {prompt}\n", encoding="utf-8")
+    return paths
+
+
+def every_option(f: dict[str, Path], tmp_path: Path) -> list[str]:
+    """optimize with every option set to a value other than its default."""
+    return [
+        *[str(f["prompt"]), "-m", "fake/task", "-m", "fake/task2", "--api-base", "http://h:1"],
+        *["--temperature", "0.5", "--max-tokens", "64", "--input-field", "q"],
+        *["--output-field", "a", "--pipeline-file", str(f["pipeline"])],
+        *["--inputs-file", str(f["inputs"]), "--pipeline-timeout", "9.5"],
+        *["--score-trace", "contains", "--metric", "exact_match:2", "--metric", "contains:0"],
+        *["--judge", "fake/judge", "--judge-criteria", str(f["rubric"])],
+        *["--guard", "contains:0.1", "--strict-leakage", "--slice-by", "topic"],
+        *["-s", "random", "--strategy-option", "num_candidates=3"],
+        *["--reasoning-model", "fake/reasoner", "--reasoning-base-url", "http://r:2"],
+        *["--source-model", "fake/old", "--reasoning-template", f"random.system={f['template']}"],
+        *["--max-iterations", "7", "--threshold", "0.95", "--batch-size", "4"],
+        *["--early-stopping-patience", "2", "--allow-degenerate-seed"],
+        *["--train-split", "0.5", "--val-split", "0.25", "--group-key", "topic", "--seed", "3"],
+        *["--max-workers", "3", "--client-processes", "2", "--max-calls", "500"],
+        *["--max-reasoning-calls", "20", "--max-cost", "1.5", "--max-seconds", "60"],
+        *["--cache-namespace", "other", "--run-dir", str(tmp_path / "runs"), "--resume"],
+        *["--resume-from", "abc", "-o", str(tmp_path / "best.md")],
+        *["--results-json", str(tmp_path / "r.json"), "-v"],
+    ]
+
+
+def parse(argv: list[str]) -> OptimizeArgs:
+    command = make_optimize(Registry())  # no plugin options: only optimize's own
+    ctx = command.make_context("optimize", argv)
+    return OptimizeArgs.from_params(ctx.params)
+
+
+def test_every_option_arrives_typed(files: dict[str, Path], tmp_path: Path) -> None:
+    args = parse(every_option(files, tmp_path))
+    defaults = {
+        str(p.name): p.get_default(click.Context(click.Command("x"))) for p in optimize_params()
+    }
+    hints = typing.get_type_hints(OptimizeArgs)
+    for f in fields(OptimizeArgs):
+        value = getattr(args, f.name)
+        TypeAdapter(hints[f.name]).validate_python(value, strict=True)  # the exact type
+        if f.name != "dataset":  # --inputs-file replaces DATASET
+            assert value != defaults[f.name], f"{f.name} kept its default: not carried"
+    assert args.dataset is None and args.prompt == files["prompt"]
+    assert args.resume_target == "abc"
+
+
+def test_every_setting_reaches_the_builder(files: dict[str, Path], tmp_path: Path) -> None:
+    args = parse(every_option(files, tmp_path))
+    config = build_optimizer(args).build_config()
+    expected: dict[str, Any] = {
+        "models": ["fake/task", "fake/task2"],
+        "api_base": "http://h:1",
+        "temperature": 0.5,
+        "max_tokens": 64,
+        "pipeline_timeout": 9.5,
+        "trace_metrics": ["contains"],
+        "metric_weights": {"exact_match": 2.0, "contains": 0.0, "llm_judge": 1.0},
+        "guards": {"contains": 0.1},
+        "strict_leakage": True,
+        "slice_by": ["topic"],
+        "strategy": "random",
+        "strategy_options": {"num_candidates": 3},
+        "reasoning_model": "fake/reasoner",
+        "reasoning_base_url": "http://r:2",
+        "source_model": "fake/old",
+        "reasoning_templates": {"random.system": "Improve: {prompt}"},
+        "max_iterations": 7,
+        "score_threshold": 0.95,
+        "batch_size": 4,
+        "early_stopping_patience": 2,
+        "allow_degenerate_seed": True,
+        "train_split": 0.5,
+        "val_split": 0.25,
+        "group_key": "topic",
+        "seed": 3,
+        "max_workers": 3,
+        "client_processes": 2,
+        "cache_namespace": "other",
+        "run_dir": str(tmp_path / "runs"),
+    }
+    assert {k: getattr(config, k) for k in expected} == expected
+    assert config.pipeline == f"{files['pipeline']}:run"
+    [judge] = config.metric_specs
+    assert judge.options["model"] == "fake/judge"
+    assert judge.options["criteria_list"][0]["description"] == "Is the answer one word?"
+    budget = config.budget
+    limits = (budget.max_metric_calls, budget.max_reasoning_calls, budget.max_cost)
+    assert limits == (500, 20, 1.5) and budget.max_seconds == 60.0
+
+
+def test_dataset_and_its_fields_reach_the_builder(tmp_path: Path) -> None:
+    data, prompt = tmp_path / "d.jsonl", tmp_path / "p.md"
+    rows = [{"q": r["input"], "a": r["ideal"]} for r in make_rows()]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    prompt.write_text("Classify.\n", encoding="utf-8")
+    argv = [str(data), str(prompt), "-m", "fake/task", "--input-field", "q", "--output-field", "a"]
+    args = parse(argv)
+    assert args.dataset == data and args.inputs_file is None
+    config = build_optimizer(args).build_config()
+    assert config.dataset_size == 30 and config.dataset_name == "d"
+
+
+def test_compare_fixes_the_per_run_options(files: dict[str, Path], tmp_path: Path) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in make_rows()), encoding="utf-8")
+    argv = [str(data), str(files["prompt"]), "-m", "fake/task", "--max-calls", "90"]
+    ctx = compare_command.make_context("compare", [*argv, "--strategies", "fewshot, random,"])
+    args = CompareArgs.from_params(ctx.params)
+    assert args.strategies == ("fewshot", "random") and args.seeds == 3 and args.out_dir is None
+    assert args.run.strategy == "fewshot" and args.run.max_calls == 90
+    assert {k: getattr(args.run, k) for k in COMPARE_FIXED} == COMPARE_FIXED

@@ -1,0 +1,208 @@
+"""Meta-tests: the docs, the public API and the test suite keep up with the code."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import click
+import pytest
+
+import aevyra_reflex
+import reflex
+from reflex import hookspecs
+from reflex.cli import build_cli
+from reflex.cli import docgen as _docgen
+from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, Sample
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _hookspecs() -> list[str]:
+    return sorted(
+        name
+        for name, value in vars(hookspecs).items()
+        if inspect.isfunction(value) and hasattr(value, "reflex_spec")
+    )
+
+
+# --- hooks ----------------------------------------------------------------------------------
+
+
+def test_there_are_hooks() -> None:
+    assert _hookspecs() == [
+        "register_commands",
+        "register_metrics",
+        "register_optimize_options",
+        "register_strategies",
+    ]
+
+
+@pytest.mark.parametrize("name", _hookspecs())
+def test_hook_is_documented_with_its_exact_signature(name: str) -> None:
+    text = _read(DOCS / "hooks.md")
+    # As written in reflex/hookspecs.py (the registrar aliases by name, as plugins import them).
+    spec = inspect.signature(getattr(hookspecs, name))
+    params = ", ".join(f"{p.name}: {p.annotation}" for p in spec.parameters.values())
+    signature = f"({params}) -> {spec.return_annotation}"
+    assert f"## `{name}`" in text
+    assert f"\n{name}{signature}\n" in text, f"docs/hooks.md: want `{name}{signature}`"
+
+
+@pytest.mark.parametrize("name", _hookspecs())
+def test_hook_has_a_test(name: str) -> None:
+    pattern = re.compile(rf"^def test_hook_{name}\(", re.MULTILINE)
+    assert any(pattern.search(_read(path)) for path in (ROOT / "tests").glob("test_*.py")), (
+        f"no test_hook_{name} in tests/"
+    )
+
+
+# --- CLI reference ----------------------------------------------------------------------------
+
+
+def test_cli_reference_is_up_to_date() -> None:
+    assert _read(DOCS / "cli.md") == _docgen.cli_reference(), (
+        "docs/cli.md is stale: run `make docs`"
+    )
+
+
+def _commands(command: click.Command, path: str) -> Iterator[tuple[str, click.Command]]:
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in sorted(command.commands.items()):
+            yield from _commands(sub, f"{path} {name}")
+
+
+def test_every_cli_option_is_in_the_reference() -> None:
+    text = _read(DOCS / "cli.md")
+    missing = [
+        f"{path} {opt}"
+        for path, command in _commands(build_cli(), "aevyra-reflex")
+        for param in command.params
+        if isinstance(param, click.Option)
+        for opt in [*param.opts, *param.secondary_opts]
+        if f"## `{path}`" not in text or f"`{opt}`" not in text.split(f"## `{path}`")[1]
+    ]
+    assert not missing, f"options missing from docs/cli.md: {missing}"
+
+
+def test_docgen_check_mode(tmp_path: Path) -> None:
+    stale = tmp_path / "cli.md"
+    stale.write_text("old\n", encoding="utf-8")
+    assert _docgen.main(["--check", str(stale)]) == 1
+    assert _docgen.main(["--write", str(stale)]) == 0
+    assert _docgen.main(["--check", str(stale)]) == 0
+
+
+# --- callback contract, plugin guide ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [EvalSnapshot, Sample, IterationRecord, OptimizationResult])
+def test_every_result_field_is_documented(cls: type) -> None:
+    text = _read(DOCS / "callbacks.md")
+    section = text.split(f"## `{cls.__name__}`")[1].split("\n## ")[0]
+    names = [f.name for f in dataclasses.fields(cls)]
+    names += [n for n, v in vars(cls).items() if isinstance(v, property) and n != "key"]
+    missing = [n for n in names if f"| `{n}` |" not in section]
+    assert not missing, f"docs/callbacks.md, {cls.__name__}: undocumented {missing}"
+
+
+def test_callback_hooks_are_documented() -> None:
+    text = _read(DOCS / "callbacks.md")
+    hooks = [n for n in vars(reflex.Callback) if n.startswith("on_")]
+    assert hooks and all(f"`{n}(" in text for n in hooks)
+
+
+def _fenced_after(text: str, marker: str) -> str:
+    after = text.split(marker, 1)[1]
+    return after.split("```", 2)[1].split("\n", 1)[1]
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "examples/plugin_package/pyproject.toml",
+        "examples/plugin_package/src/reflex_plugin_example/__init__.py",
+        "examples/plugin_package/src/reflex_plugin_example/reflect.py",
+        "examples/plugin_package/tests/test_plugin.py",
+    ],
+)
+def test_plugin_guide_quotes_the_example_package_verbatim(relative: str) -> None:
+    text = _read(DOCS / "plugins.md")
+    assert _fenced_after(text, f"<!-- {relative}") == _read(ROOT / relative)
+
+
+def test_docs_exist() -> None:
+    for name in ["plugins", "hooks", "callbacks", "cli", "run-directory", "trackers"]:
+        assert (DOCS / f"{name}.md").is_file()
+
+
+# --- public API -------------------------------------------------------------------------------
+
+
+def _literal_all(module: ModuleType) -> list[str]:
+    tree = ast.parse(_read(Path(module.__file__ or "")))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            value = ast.literal_eval(node.value)
+            assert isinstance(value, list)
+            return value
+    raise AssertionError(f"{module.__name__} has no literal __all__")
+
+
+def _public_names(module: ModuleType) -> set[str]:
+    """Non-underscore attributes (dir() covers lazily loaded ones), less modules and the
+    typing / __future__ helpers a module imports for its own annotations."""
+    names = set()
+    for name in dir(module):
+        if name.startswith("_") or name in {"annotations", "TYPE_CHECKING"}:
+            continue
+        value = getattr(module, name)
+        if not inspect.ismodule(value) and getattr(value, "__module__", None) != "typing":
+            names.add(name)
+    return names
+
+
+def test_reflex_all_is_explicit_sorted_and_exact() -> None:
+    assert _literal_all(reflex) == reflex.__all__ == sorted(reflex.__all__)
+    assert set(reflex.__all__) == _public_names(reflex) | {"__version__"}
+
+
+def test_aevyra_reflex_all_is_explicit_sorted_and_exact() -> None:
+    names = aevyra_reflex.__all__
+    assert _literal_all(aevyra_reflex) == names == sorted(names)
+    lazy = {"MLflowCallback", "WandbCallback"}
+    assert set(names) == set(reflex.__all__) | lazy
+    assert _public_names(aevyra_reflex) | {"__version__"} | lazy == set(names)
+    for name in names:
+        assert getattr(aevyra_reflex, name) is not None
+
+
+# --- tooling ----------------------------------------------------------------------------------
+
+
+def test_pytest_plugin_loads_through_its_entry_point(request: pytest.FixtureRequest) -> None:
+    from reflex.testing import pytest_plugin
+
+    assert request.config.pluginmanager.get_plugin("reflex") is pytest_plugin
+
+
+def test_makefile_has_the_targets() -> None:
+    targets = set(re.findall(r"^([a-z-]+):", _read(ROOT / "Makefile"), re.MULTILINE))
+    assert {"test", "lint", "fix", "typecheck", "docs", "bench"} <= targets
+
+
+def test_changelog_has_unreleased_section() -> None:
+    assert "\n## [Unreleased]\n" in _read(ROOT / "CHANGELOG.md")

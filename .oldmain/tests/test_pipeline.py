@@ -1,0 +1,447 @@
+"""Pipeline mode on the fake model: traces, trace scoring, failures, timeouts, inputs, CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from conftest import BETTER, make_rows, task_answer
+from test_resume import cached_rows, comparable, reasoner_variants
+
+from reflex import ConfigurationError, DatasetError, PromptOptimizer, ProviderError
+from reflex.cli import build_cli
+from reflex.data.pipeline import (
+    Prompt,
+    Trace,
+    load_inputs,
+    load_pipeline,
+    pipeline_from_function,
+)
+from reflex.data.prompts import PromptSpec
+from reflex.models.client import ModelSpec, ProviderClient, load_litellm
+from reflex.models.runner import LoopRunner
+from reflex.result import EvalSnapshot
+from reflex.run.evaluate import Evaluator
+from reflex.run.pipeline_runner import PipelineRunner, components_of
+from reflex.testing import FakeModel, FakeRequest
+from reflex.types import Example, Score
+
+START = "Classify the sentiment."
+TASK = ModelSpec("fake/task")
+
+
+def pipeline_responder(request: FakeRequest) -> str:
+    if request.model == "fake/polisher":  # the second step: lower-cases the first step's text
+        return request.user.strip().lower()
+    if request.model.startswith("fake/reasoner"):
+        return (
+            f"<diagnosis>too chatty</diagnosis>\n<edit>one word</edit>\n<prompt>{BETTER}</prompt>"
+        )
+    return task_answer(request)
+
+
+@pytest.fixture
+def fake() -> FakeModel:
+    return FakeModel(pipeline_responder).install()
+
+
+def two_step(prompt: Prompt, input: str, call: Callable[..., str]) -> str:
+    label = call(
+        [{"role": "system", "content": prompt}, {"role": "user", "content": input}], step="classify"
+    )
+    return call(label, model="fake/polisher", step="polish")
+
+
+class StepCount:
+    """Scores the trace: 1 when it has exactly two steps (checks what a trace metric receives)."""
+
+    name = "two_steps"
+    requires_reference = False
+    scores_trace = True
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def score(self, output: str, example: Example) -> Score:
+        trace = json.loads(output)
+        self.seen.append(trace)
+        return Score(1.0 if len(trace["steps"]) == 2 else 0.0)
+
+
+class Exact:
+    name = "exact"
+    requires_reference = True
+
+    def score(self, output: str, example: Example) -> Score:
+        return Score(1.0 if output == example.ideal else 0.0)
+
+
+def evaluate(
+    fn: Callable[..., Any],
+    rows: list[Example],
+    *,
+    prompt: str = BETTER,
+    timeout: float = 5.0,
+    metrics: list[Any] | None = None,
+    spec: PromptSpec | None = None,
+    trace_metrics: tuple[str, ...] = (),
+) -> EvalSnapshot:
+    client = ProviderClient(max_workers=4)
+    runner = PipelineRunner(
+        pipeline_from_function(fn), client, timeout=timeout, spec=spec, trace_metrics=trace_metrics
+    )
+    evaluator = Evaluator(client, [TASK], metrics or [Exact()], {}, pipeline=runner)
+    return LoopRunner.shared().run(evaluator.evaluate(prompt, rows, "test"))
+
+
+def examples(n: int = 4) -> list[Example]:
+    return list(load_inputs(make_rows(n)))
+
+
+# --- the run: a two-step pipeline, traced, counted -----------------------------------------------
+
+
+def test_two_step_pipeline_optimizes_and_records_traces(fake: FakeModel, tmp_path: Path) -> None:
+    result = (
+        PromptOptimizer()
+        .set_inputs(make_rows(20))
+        .set_pipeline(two_step, timeout=10)
+        .add_provider("fake/task")
+        .add_metric("exact_match")
+        .set_reasoning_model("fake/reasoner")
+        .configure(max_iterations=2, run_dir=str(tmp_path))
+        .run(START)
+    )
+    assert result.completed and result.baseline is not None and result.final is not None
+    assert result.final.mean_score == 1.0 > result.baseline.mean_score
+    sample = result.final.samples[0]
+    assert [step["name"] for step in sample.trace or []] == ["classify", "polish"]
+    assert sample.trace is not None and sample.trace[1]["output"] == sample.output
+    # Both steps are task calls through the run's client: counted and cached like any other.
+    assert {r.model for r in fake.requests} == {"fake/task", "fake/polisher", "fake/reasoner"}
+    assert result.usage["task"]["calls"] == sum(
+        1 for r in fake.requests if r.model != "fake/reasoner"
+    )
+    saved = json.loads((Path(str(result.run_dir)) / "result.json").read_text())
+    assert saved["final"]["samples"][0]["trace"][0]["name"] == "classify"
+    config = json.loads((Path(str(result.run_dir)) / "config.json").read_text())
+    assert config["pipeline"].endswith("two_step") and config["pipeline_timeout"] == 10
+
+
+def test_trace_metric_receives_the_whole_trace(fake: FakeModel) -> None:
+    metric = StepCount()
+    snap = evaluate(two_step, examples(3), metrics=[metric, Exact()])
+    assert snap.scores_by_metric == {"two_steps": 1.0, "exact": 1.0}
+    assert sorted(t["output"] for t in metric.seen) == sorted(s.output for s in snap.samples)
+    assert [s["name"] for s in metric.seen[0]["steps"]] == ["classify", "polish"]
+
+
+def test_trace_metrics_by_name_and_returned_trace(fake: FakeModel) -> None:
+    class Named(StepCount):
+        scores_trace = False
+
+    def explicit(prompt: Prompt, input: str, call: Callable[..., str]) -> Trace:
+        trace = Trace()
+        got = trace.step(
+            "classify",
+            input,
+            call([{"role": "system", "content": prompt}, {"role": "user", "content": input}]),
+        )
+        return trace.finish(got)
+
+    metric = Named()
+    snap = evaluate(explicit, examples(2), metrics=[metric], trace_metrics=("two_steps",))
+    assert snap.mean_score == 0.0 and len(metric.seen[0]["steps"]) == 1
+
+
+# --- failures ---------------------------------------------------------------------------------
+
+
+def test_exception_is_scored_zero_with_reason(fake: FakeModel) -> None:
+    rows = examples(4)
+
+    def flaky(prompt: Prompt, input: str, call: Callable[..., str]) -> str:
+        if input == rows[1].input:
+            raise ValueError("could not parse the label")
+        return two_step(prompt, input, call)
+
+    snap = evaluate(flaky, rows)
+    failed = snap.samples[1]
+    assert failed.error == "pipeline failed: ValueError: could not parse the label"
+    assert failed.score == 0.0 and failed.scores == {"exact": 0.0}
+    assert "could not parse" in failed.feedback["exact"]
+    assert snap.n_errors == 1 and snap.mean_score == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize(
+    ("returned", "reason"),
+    [(None, "no output"), ({"text": "x"}, "without 'output'"), (("x", [1]), "bad trace")],
+)
+def test_bad_return_values_fail_the_example(fake: FakeModel, returned: Any, reason: str) -> None:
+    snap = evaluate(lambda prompt, input: returned, examples(1))
+    assert reason in str(snap.samples[0].error)
+
+
+def test_sync_timeout_fires_and_discards_the_thread(fake: FakeModel) -> None:
+    late: list[BaseException] = []
+    released: list[bool] = []
+    release, done = threading.Event(), threading.Event()
+
+    def slow(prompt: Prompt, input: str, call: Callable[..., str]) -> str:
+        # Held until evaluate() has returned: if it waited for this thread, it never would,
+        # and the wait below would time out (False) instead of being released.
+        released.append(release.wait(60))
+        try:
+            call(input)
+        except BaseException as exc:  # noqa: BLE001 - the example timed out: calls must raise
+            late.append(exc)
+        if len(late) == 2:
+            done.set()
+        return "late"
+
+    snap = evaluate(slow, examples(2), timeout=0.2)
+    release.set()
+    assert {s.error for s in snap.samples} == {"pipeline failed: timeout after 0.2s"}
+    assert done.wait(60) and released == [True, True]
+    assert {type(exc).__name__ for exc in late} == {"PipelineTimeout"}
+    assert not fake.requests  # the late threads' calls never reached the model
+
+
+def test_async_timeout_cancels_the_coroutine(fake: FakeModel) -> None:
+    cancelled: list[bool] = []
+
+    async def slow(prompt: Prompt, input: str, call: Any) -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return "never"
+
+    snap = evaluate(slow, examples(2), timeout=0.2)
+    # The timeout, not the 30 s sleep, ended both examples: they were cancelled, with its error.
+    assert {s.error for s in snap.samples} == {"pipeline failed: timeout after 0.2s"}
+    assert cancelled == [True, True]
+
+
+def test_async_pipeline_awaits_call(fake: FakeModel) -> None:
+    async def run(prompt: Prompt, input: str, call: Any) -> str:
+        label = await call(
+            [{"role": "system", "content": prompt}, {"role": "user", "content": input}],
+            step="classify",
+        )
+        return str(await call(label, model="fake/polisher", step="polish"))
+
+    snap = evaluate(run, examples(3))
+    assert snap.mean_score == 1.0 and len(snap.samples[0].trace or []) == 2
+
+
+def test_provider_error_inside_a_pipeline_stops_the_run() -> None:
+    import litellm
+
+    def fault(request: FakeRequest, n: int) -> BaseException | None:
+        return litellm.AuthenticationError(message="bad key", llm_provider="openai", model="x")
+
+    FakeModel(pipeline_responder, fault=fault).install()
+
+    def swallowing(prompt: Prompt, input: str, call: Callable[..., str]) -> str:
+        try:
+            return call(input)
+        except Exception:  # noqa: BLE001 - the user code hides it; the run must still stop
+            return "fallback"
+
+    with pytest.raises(ProviderError, match="permanent"):
+        evaluate(swallowing, examples(1))
+
+
+# --- components -------------------------------------------------------------------------------
+
+
+def test_pipeline_gets_the_components_of_the_candidate(fake: FakeModel) -> None:
+    spec = PromptSpec({"classify": "Say the label.", "style": "Be brief."})
+    seen: list[dict[str, str]] = []
+
+    def run(prompt: Prompt, input: str) -> str:
+        seen.append(dict(prompt.components))
+        return "x"
+
+    edited = {"classify": "Name the label.\n\nUse one word.", "style": "Be brief."}
+    evaluate(run, examples(1), prompt=spec.render(edited), spec=spec)
+    assert seen == [edited]
+
+
+def test_components_of_templates_and_plain_prompts() -> None:
+    spec = PromptSpec({"a": "A text", "b": "B text"}, template="<a>{a}</a>\n<b>{b}</b>")
+    assert components_of(spec, spec.render({"a": "new A", "b": "B text"})) == {
+        "a": "new A",
+        "b": "B text",
+    }
+    assert components_of(spec, "rewritten as one text") == {}
+    assert components_of(None, "plain") == {"system": "plain"}
+
+
+# --- inputs and loading -----------------------------------------------------------------------
+
+
+def test_inputs_file_json_array_and_jsonl(tmp_path: Path) -> None:
+    array = tmp_path / "inputs.json"
+    array.write_text(json.dumps(["first", {"input": {"q": 1}, "ideal": "y", "id": "k"}]))
+    lines = tmp_path / "inputs.jsonl"
+    lines.write_text('"first"\n\n{"input": "second", "tag": "t"}\n')
+    a, b = load_inputs(array), load_inputs(lines)
+    assert [e.input for e in a] == ["first", '{"q": 1}'] and a[1].ideal == "y" and a[1].id == "k"
+    assert [e.input for e in b] == ["first", "second"] and b[1].metadata == {"tag": "t"}
+    assert a.source == str(array) and a.name == "inputs"
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        ('"a"\n{"input": \n', "bad.jsonl:2", "invalid JSON"),
+        ('[1, "a"]', "bad.jsonl:1", "an object with an 'input' field"),
+        ("[\n", "bad.jsonl:2", "invalid JSON array"),
+        ("", "bad.jsonl:1", "no inputs"),
+    ],
+)
+def test_bad_inputs_files_name_file_and_line(
+    tmp_path: Path, text: str, where: str, message: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    with pytest.raises(DatasetError) as info:
+        load_inputs(path)
+    assert where in str(info.value) and message in str(info.value)
+
+
+def test_load_pipeline_by_path_and_name(tmp_path: Path) -> None:
+    path = tmp_path / "pipe.py"
+    path.write_text(
+        "def run(prompt, input, call):\n    return input\n\ndef other(p, i):\n    return p\n"
+    )
+    assert load_pipeline(path).name == f"{path}:run" and load_pipeline(path).takes_call
+    named = load_pipeline(f"{path}:other")
+    assert named.name == f"{path}:other" and not named.takes_call and named.sha256
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (None, "pipeline file not found"),
+        ("x = 1\n", "no `run` or `pipeline` function"),
+        ("raise RuntimeError('boom')\n", "importing the pipeline file failed: RuntimeError: boom"),
+        ("def run(prompt):\n    return prompt\n", "takes 1 argument(s)"),
+    ],
+)
+def test_load_pipeline_errors_name_the_file(
+    tmp_path: Path, source: str | None, message: str
+) -> None:
+    path = tmp_path / "pipe.py"
+    if source is not None:
+        path.write_text(source)
+    with pytest.raises(ConfigurationError) as info:
+        load_pipeline(path)
+    assert str(path) in str(info.value) and message in str(info.value)
+
+
+# --- the CLI ----------------------------------------------------------------------------------
+
+
+PIPELINE_FILE = """
+def run(prompt, input, call):
+    label = call([{"role": "system", "content": prompt}, {"role": "user", "content": input}],
+                 step="classify")
+    return call(label, model="fake/polisher", step="polish")
+"""
+
+
+def test_cli_pipeline_run(fake: FakeModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pipeline.py").write_text(PIPELINE_FILE)
+    (tmp_path / "inputs.json").write_text(json.dumps(make_rows(20)))
+    (tmp_path / "prompt.md").write_text(START + "\n")
+    args = ["optimize", "--inputs-file", "inputs.json", "prompt.md", "--pipeline-file"]
+    args += ["pipeline.py", "--pipeline-timeout", "30", "-m", "fake/task"]
+    args += ["--reasoning-model", "fake/reasoner", "--max-iterations", "2"]
+    result = CliRunner().invoke(build_cli(), [*args, "--results-json", "out.json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["final"]["mean_score"] == 1.0
+    assert [s["name"] for s in data["final"]["samples"][0]["trace"]] == ["classify", "polish"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["data.jsonl", "prompt.md", "--inputs-file", "inputs.json"], "not both"),
+        (["--inputs-file", "inputs.json"], "Missing argument 'PROMPT'"),
+        (["data.jsonl", "prompt.md", "--score-trace", "exact_match"], "needs --pipeline-file"),
+    ],
+)
+def test_cli_pipeline_usage_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str], message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "inputs.json").write_text(json.dumps(make_rows(5)))
+    (tmp_path / "data.jsonl").write_text(json.dumps(make_rows(1)[0]) + "\n")
+    (tmp_path / "prompt.md").write_text(START + "\n")
+    result = CliRunner().invoke(build_cli(), ["optimize", *extra, "-m", "fake/task"])
+    assert result.exit_code == 2 and message in result.output
+
+
+# --- resume -----------------------------------------------------------------------------------
+
+
+def resume_responder(request: FakeRequest) -> str:
+    if request.model == "fake/polisher":
+        return request.user.strip().lower()
+    return reasoner_variants(request)
+
+
+def resume_builder(run_dir: Path) -> PromptOptimizer:
+    return (
+        PromptOptimizer()
+        .set_inputs(make_rows(30))
+        .set_pipeline(two_step)
+        .add_provider("fake/task")
+        .add_metric("exact_match")
+        .set_reasoning_model("fake/reasoner")
+        .set_run_dir(run_dir)
+        .configure(max_iterations=3, early_stopping_patience=None, max_workers=4)
+    )
+
+
+def test_pipeline_run_resumes_after_sigkill(tmp_path: Path) -> None:
+    reference = FakeModel(resume_responder).install()
+    expected = resume_builder(tmp_path / "ref").run(START)
+    total = len(reference.requests)
+    load_litellm()  # import once in the parent; the child inherits it
+    for kill_at in (total // 3, 2 * total // 3):
+        run_dir = tmp_path / f"kill{kill_at}"
+        pid = os.fork()
+        if pid == 0:  # child: SIGKILL itself at call ``kill_at``
+
+            def fault(request: FakeRequest, n: int, at: int = kill_at) -> BaseException | None:
+                if n >= at:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return None
+
+            FakeModel(resume_responder, fault=fault).install()
+            try:
+                resume_builder(run_dir).run(START)
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status)
+        paid_before = cached_rows(run_dir)
+        fake = FakeModel(resume_responder).install()
+        resumed = resume_builder(run_dir).run(START, resume=True)
+        assert comparable(resumed) == comparable(expected), f"kill at call {kill_at}"
+        assert len(fake.requests) == total - paid_before

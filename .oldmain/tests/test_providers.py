@@ -1,0 +1,445 @@
+"""Tests for reflex.models.client: real ``litellm.acompletion`` calls against fakes behind the
+LiteLLM
+custom-provider boundary (no mocks): model specs, usage, cost, retries, errors and concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import httpx
+import pytest
+from conftest import until
+
+from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
+from reflex.models.client import (
+    Completion,
+    ModelSpec,
+    ProviderClient,
+    parse_model,
+    register_provider,
+)
+from reflex.models.retry import RetryPolicy
+from reflex.models.runner import LoopRunner
+from reflex.testing import FakeModel, FakeRequest
+
+FAST = RetryPolicy(max_retries=3, base_delay=0.0)
+USER = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "say hi now"}]
+
+
+def call(
+    runner: LoopRunner,
+    client: ProviderClient,
+    model: str = "fake/m",
+    messages: Sequence[dict[str, str]] = USER,
+    **kwargs: Any,
+) -> Completion:
+    return runner.run(client.complete(ModelSpec(model), messages, **kwargs))
+
+
+def faulty(make_error: Callable[[int], BaseException | None]) -> FakeModel:
+    return FakeModel(lambda r: "hello there", fault=lambda r, n: make_error(n)).install()
+
+
+def rate_limit(litellm: Any) -> BaseException:
+    return litellm.RateLimitError(message="slow down", llm_provider="openai", model="m")
+
+
+# --- parse_model / ModelSpec ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["gpt-4o-mini", "openai/", "/gpt-4o", ""])
+def test_model_without_provider_is_a_configuration_error(value: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        parse_model(value)
+    message = str(info.value)
+    assert repr(value) in message and "provider/model" in message and "\n" not in message
+    with pytest.raises(ConfigurationError):
+        ModelSpec(value)
+
+
+def test_valid_model_strings_pass_through() -> None:
+    assert parse_model("openai/gpt-4o-mini") == "openai/gpt-4o-mini"
+    assert parse_model("ollama/llama3:8b") == "ollama/llama3:8b"
+    assert ModelSpec("fake/m").model == "fake/m"
+
+
+def test_call_kwargs_and_cache_params() -> None:
+    spec = ModelSpec("openai/x", temperature=0.3, timeout=9.0, extra={"top_p": 0.5})
+    assert spec.call_kwargs() == {
+        "temperature": 0.3,
+        "timeout": 9.0,
+        "seed": 0,
+        "top_p": 0.5,
+        "max_retries": 0,
+    }
+    full = ModelSpec("openai/x", api_base="http://h/v1", max_tokens=50, seed=None)
+    assert full.call_kwargs()["api_base"] == "http://h/v1" and "seed" not in full.call_kwargs()
+    # The timeout does not change the answer, so it is not part of the cache key.
+    assert "timeout" not in spec.cache_params() and spec.cache_params()["top_p"] == 0.5
+
+
+def test_max_workers_must_be_positive() -> None:
+    with pytest.raises(ConfigurationError, match="max_workers"):
+        ProviderClient(max_workers=0)
+
+
+# --- a plain call through LiteLLM ----------------------------------------------------------
+
+
+def test_completion_through_the_litellm_boundary(runner: LoopRunner) -> None:
+    fake = FakeModel(lambda r: f"echo: {r.user}").install()
+    client = ProviderClient(retry=FAST)
+    spec = ModelSpec("fake/m", temperature=0.7)
+    out = runner.run(client.complete(spec, USER))
+    assert out.text == "echo: say hi now"
+    assert (out.prompt_tokens, out.completion_tokens) == (5, 4)  # word counts of in/out
+    assert out.attempts == 1 and out.cached is False
+    [request] = fake.requests
+    assert (request.model, request.system, request.user) == ("fake/m", "Be brief.", "say hi now")
+    assert request.params.get("temperature") == 0.7
+    task = client.ledger.by_role["task"]
+    assert (task.calls, task.prompt_tokens, task.completion_tokens, task.retries) == (1, 5, 4, 0)
+
+
+def test_usage_is_kept_per_role(runner: LoopRunner) -> None:
+    FakeModel().install()
+    client = ProviderClient(retry=FAST)
+    call(runner, client, role="judge")
+    call(runner, client, role="reasoning")
+    call(runner, client, role="reasoning")
+    calls = {role: usage.calls for role, usage in client.ledger.by_role.items()}
+    assert calls == {"task": 0, "judge": 1, "reasoning": 2}
+    assert client.ledger.total().calls == 3
+
+
+# --- cost ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def priced_model(litellm: Any) -> Iterator[str]:
+    name = "fake/reflex-test-priced"
+    litellm.register_model(
+        {
+            name: {
+                "input_cost_per_token": 0.001,
+                "output_cost_per_token": 0.002,
+                "litellm_provider": "fake",
+                "mode": "chat",
+            }
+        }
+    )
+    yield name
+    litellm.model_cost.pop(name, None)
+
+
+def test_cost_for_a_model_litellm_has_a_price_for(runner: LoopRunner, priced_model: str) -> None:
+    FakeModel(lambda r: "two words").install()
+    client = ProviderClient(retry=FAST)
+    out = call(runner, client, priced_model)
+    assert out.cost == pytest.approx(5 * 0.001 + 2 * 0.002)
+    task = client.ledger.by_role["task"]
+    assert task.cost == pytest.approx(out.cost) and task.cost_unknown == 0
+
+
+def test_unknown_model_cost_is_none_and_counted_unknown(runner: LoopRunner) -> None:
+    FakeModel().install()
+    client = ProviderClient(retry=FAST)
+    out = call(runner, client, "fake/no-price-known")
+    assert out.cost is None
+    task = client.ledger.by_role["task"]
+    assert task.cost == 0.0 and task.cost_unknown == 1
+
+
+# --- retries end to end --------------------------------------------------------------------
+
+
+def test_transient_faults_are_retried_and_usage_counted_once(
+    runner: LoopRunner, litellm: Any
+) -> None:
+    fake = faulty(lambda n: rate_limit(litellm) if n <= 2 else None)
+    seen: list[tuple[str, int, str, float]] = []
+    client = ProviderClient(
+        retry=FAST, on_retry=lambda m, a, e, d: seen.append((m, a, type(e).__name__, d))
+    )
+    out = call(runner, client)
+    assert out.text == "hello there" and out.attempts == 3
+    assert len(fake.requests) == 3
+    task = client.ledger.by_role["task"]
+    assert (task.calls, task.retries) == (1, 2)
+    assert (
+        (task.prompt_tokens, task.completion_tokens)
+        == (out.prompt_tokens, out.completion_tokens)
+        == (5, 2)
+    )
+    assert seen == [("fake/m", 1, "RateLimitError", 0.0), ("fake/m", 2, "RateLimitError", 0.0)]
+
+
+@pytest.mark.parametrize(
+    "name", ["InternalServerError", "ServiceUnavailableError", "Timeout", "APIConnectionError"]
+)
+def test_each_transient_class_is_retried(runner: LoopRunner, litellm: Any, name: str) -> None:
+    error = getattr(litellm, name)
+    fake = faulty(
+        lambda n: (
+            error(message="Connection error.", llm_provider="openai", model="m") if n == 1 else None
+        )
+    )
+    out = call(runner, ProviderClient(retry=FAST))
+    assert out.attempts == 2 and len(fake.requests) == 2
+
+
+def test_plain_connection_reset_is_retried(runner: LoopRunner) -> None:
+    fake = faulty(lambda n: ConnectionResetError("peer reset") if n == 1 else None)
+    out = call(runner, ProviderClient(retry=FAST))
+    assert out.text == "hello there" and len(fake.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "message", "hint"),
+    [
+        ("AuthenticationError", "Incorrect API key provided", "API key"),
+        ("InternalServerError", "OpenAIException - Missing credentials", "API key"),
+        ("ContextWindowExceededError", "maximum context length is 8192", "shorten"),
+        ("NotFoundError", "model gpt-9 does not exist", "model name"),
+        ("BadRequestError", "temperature must be <= 2", "request parameters"),
+        ("RateLimitError", "You exceeded your current quota", "quota"),
+    ],
+)
+def test_permanent_fault_raises_provider_error_after_one_attempt(
+    runner: LoopRunner, litellm: Any, name: str, message: str, hint: str
+) -> None:
+    error = getattr(litellm, name)
+    fake = faulty(
+        lambda n: error(message=f"{message}\nsecond line", llm_provider="openai", model="m")
+    )
+    retried: list[int] = []
+    client = ProviderClient(retry=FAST, on_retry=lambda m, a, e, d: retried.append(a))
+    with pytest.raises(ProviderError) as info:
+        call(runner, client, "fake/precise")
+    assert not isinstance(info.value, TransientProviderError)
+    assert len(fake.requests) == 1 and retried == []
+    text = str(info.value)
+    assert "\n" not in text and text.startswith("fake/precise:") and hint in text
+    assert info.value.model == "fake/precise"
+    assert isinstance(info.value.__cause__, error)
+    assert client.ledger.by_role["task"].calls == 0
+
+
+def test_retries_exhausted_raise_transient_provider_error(runner: LoopRunner, litellm: Any) -> None:
+    fake = faulty(lambda n: rate_limit(litellm))
+    attempts: list[int] = []
+    client = ProviderClient(
+        retry=RetryPolicy(max_retries=2, base_delay=0.0),
+        on_retry=lambda m, a, e, d: attempts.append(a),
+    )
+    with pytest.raises(TransientProviderError) as info:
+        call(runner, client)
+    assert len(fake.requests) == 3 and attempts == [1, 2]
+    text = str(info.value)
+    assert "\n" not in text and "fake/m" in text and "3 attempts" in text
+    assert "RateLimitError" in text and "--max-workers" in text
+    task = client.ledger.by_role["task"]
+    assert (task.calls, task.retries, task.tokens) == (0, 2, 0)
+
+
+def test_zero_retries_fails_on_first_transient_error(runner: LoopRunner, litellm: Any) -> None:
+    fake = faulty(lambda n: rate_limit(litellm))
+    with pytest.raises(TransientProviderError):
+        call(runner, ProviderClient(retry=RetryPolicy(max_retries=0)))
+    assert len(fake.requests) == 1
+
+
+def test_retry_after_from_the_provider_is_used_end_to_end(runner: LoopRunner, litellm: Any) -> None:
+    def fault(n: int) -> BaseException | None:
+        if n > 1:
+            return None
+        return litellm.RateLimitError(
+            message="slow",
+            llm_provider="openai",
+            model="m",
+            response=httpx.Response(429, headers={"retry-after": "0.01"}),
+        )
+
+    faulty(fault)
+    delays: list[float] = []
+    # base_delay=30 would hang the test if the Retry-After header were ignored.
+    client = ProviderClient(
+        retry=RetryPolicy(base_delay=30.0, max_delay=60.0),
+        on_retry=lambda m, a, e, d: delays.append(d),
+    )
+    assert call(runner, client).attempts == 2
+    assert delays == [0.01]
+
+
+# --- concurrency ---------------------------------------------------------------------------
+
+
+class _InFlight:
+    """Counts concurrent calls inside an async fake provider (the real acompletion shape)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+        self.total = 0
+
+    def enter(self) -> None:
+        with self.lock:
+            self.now += 1
+            self.total += 1
+            self.peak = max(self.peak, self.now)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.now -= 1
+
+
+def _slow_provider(tracker: _InFlight, delay: float, hold: int = 0) -> Callable[[Any], Any]:
+    """``hold``: every call waits until that many have been in flight at once (then ``delay``),
+    so a limit is reached however slowly the machine starts the calls."""
+
+    def factory(litellm: Any) -> Any:
+        class _Slow(litellm.CustomLLM):  # type: ignore[misc, name-defined]
+            async def acompletion(
+                self, model: str, messages: list[dict[str, str]], *args: Any, **kwargs: Any
+            ) -> Any:
+                tracker.enter()
+                try:
+                    await until(lambda: tracker.peak >= hold, f"{hold} calls in flight")
+                    await asyncio.sleep(delay)  # a real network wait yields the loop
+                finally:
+                    tracker.leave()
+                words = messages[-1]["content"].split()
+                text = " ".join(["ok"] * (len(words) % 4 + 1))
+                return litellm.ModelResponse(
+                    model=model,
+                    choices=[
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": text},
+                        }
+                    ],
+                    usage={
+                        "prompt_tokens": len(words),
+                        "completion_tokens": len(text.split()),
+                        "total_tokens": len(words) + len(text.split()),
+                    },
+                )
+
+        return _Slow()
+
+    return factory
+
+
+def _gather(client: ProviderClient, model: str, n: int) -> Any:
+    async def run() -> list[Completion]:
+        prompts = [[{"role": "user", "content": " ".join(["w"] * (i + 1))}] for i in range(n)]
+        return await asyncio.gather(*(client.complete(ModelSpec(model), p) for p in prompts))
+
+    return run()
+
+
+def test_max_workers_bounds_calls_in_flight(runner: LoopRunner) -> None:
+    tracker = _InFlight()
+    register_provider("slowfake", _slow_provider(tracker, 0.02, hold=3))
+    client = ProviderClient(max_workers=3, retry=FAST)
+    results = runner.run(_gather(client, "slowfake/m", 30))
+    assert tracker.total == 30 and tracker.now == 0
+    assert tracker.peak == 3  # never above the limit, and the limit was actually used
+    task = client.ledger.by_role["task"]
+    assert task.calls == 30
+    assert task.prompt_tokens == sum(r.prompt_tokens for r in results) == sum(range(1, 31))
+    assert task.completion_tokens == sum(r.completion_tokens for r in results)
+
+
+def test_ledger_totals_exact_with_fake_model_under_concurrency(runner: LoopRunner) -> None:
+    FakeModel(lambda r: " ".join(["x"] * len(r.user))).install()
+    client = ProviderClient(max_workers=4, retry=FAST)
+    results = runner.run(_gather(client, "fake/m", 40))
+    assert [r.prompt_tokens for r in results] == list(range(1, 41))
+    total = client.ledger.total()
+    assert total.calls == 40
+    assert total.prompt_tokens == sum(r.prompt_tokens for r in results)
+    assert total.completion_tokens == sum(r.completion_tokens for r in results)
+
+
+def test_client_survives_a_second_event_loop() -> None:
+    # asyncio.run twice with one client: a semaphore bound to the first loop must not leak.
+    tracker = _InFlight()
+    register_provider("slowfake", _slow_provider(tracker, 0.005))
+    client = ProviderClient(max_workers=2, retry=FAST)
+    first = asyncio.run(_gather(client, "slowfake/m", 6))
+    second = asyncio.run(_gather(client, "slowfake/m", 6))
+    assert len(first) == len(second) == 6 and tracker.peak <= 2
+    assert client.ledger.by_role["task"].calls == 12
+
+
+def test_fake_request_is_recorded_for_each_attempt(runner: LoopRunner, litellm: Any) -> None:
+    fake = faulty(lambda n: rate_limit(litellm) if n == 1 else None)
+    call(runner, ProviderClient(retry=FAST))
+    assert [r.user for r in fake.requests] == ["say hi now", "say hi now"]
+    assert all(isinstance(r, FakeRequest) for r in fake.requests)
+
+
+def _ordered_provider(name: str, serial: bool) -> list[str]:
+    """An in-process provider that answers in its own thread; early calls compute longest.
+
+    Serial, the delays would reorder the answers of a client that did not keep the calls'
+    order. Not serial (the control), the first call waits inside the provider until the second
+    has answered, which only concurrent calls can do: the order is the provider's, not the
+    client's, whatever the machine's speed.
+    """
+    arrived: list[str] = []
+    answered = threading.Condition()
+
+    def factory(litellm: Any) -> Any:
+        class Slow(litellm.CustomLLM):  # type: ignore[misc]
+            def completion(self, model: str, messages: list[dict[str, str]], **_: Any) -> Any:
+                index = int(messages[-1]["content"])
+                if serial:
+                    threading.Event().wait(0.012 * (6 - index))  # call 0 slowest, call 5 fastest
+                with answered:
+                    if not serial and index == 0:
+                        # The timeout is a hang guard only: call 1 runs beside this one.
+                        answered.wait_for(lambda: "1" in arrived, timeout=300)
+                    arrived.append(messages[-1]["content"])
+                    answered.notify_all()
+                return litellm.ModelResponse(
+                    choices=[{"index": 0, "message": {"role": "assistant", "content": "ok"}}]
+                )
+
+            async def acompletion(self, model: str, messages: Any, *a: Any, **kw: Any) -> Any:
+                return await asyncio.to_thread(self.completion, model, messages)
+
+        return Slow()
+
+    register_provider(name, factory, serial=serial)
+    return arrived
+
+
+@pytest.mark.parametrize("serial", [True, False])
+def test_a_serial_provider_answers_in_the_order_the_calls_were_made(
+    runner: LoopRunner, litellm: Any, serial: bool
+) -> None:
+    name = f"ordered{int(serial)}"
+    arrived = _ordered_provider(name, serial)
+    client = ProviderClient(max_workers=6, cache=None)
+
+    async def go() -> None:
+        asks = [
+            client.complete(ModelSpec(f"{name}/m"), [{"role": "user", "content": str(i)}])
+            for i in range(6)
+        ]
+        await asyncio.gather(*asks)
+
+    runner.run(go())
+    if serial:  # one call at a time, first come first served: the same order every run
+        assert arrived == ["0", "1", "2", "3", "4", "5"]
+    else:  # the control: concurrent calls finish in whatever order the provider answers
+        assert arrived.index("1") < arrived.index("0")
+        assert sorted(arrived) == ["0", "1", "2", "3", "4", "5"]

@@ -1,0 +1,53 @@
+"""random: paraphrases without feedback, each measured on val; stops when variants run out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import BETTER, make_rows, responder
+
+from reflex import PromptOptimizer
+from reflex.testing import FakeModel, FakeRequest
+
+START = "Classify the sentiment."
+
+
+def builder(run_dir: Path) -> PromptOptimizer:
+    return (
+        PromptOptimizer()
+        .set_dataset(make_rows(40))
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_strategy("random", variants_per_round=3)
+        .set_reasoning_model("fake/reasoner")
+        .set_run_dir(run_dir)
+        .configure(max_iterations=8, early_stopping_patience=None, max_workers=4)
+    )
+
+
+def _paraphrases(request: FakeRequest) -> str:
+    if request.model != "fake/reasoner":
+        return responder(request)
+    brief = request.messages[1]["content"]  # the request, also when this is a retry
+    n = int(brief.rsplit("variant set ", 1)[1].split(")")[0])
+    if n > 2:
+        return f"<prompt>{START} Paraphrase 1.0</prompt>"  # nothing new from round 3 on
+    texts = [f"{START} Paraphrase {n}.{k}" for k in range(3)]
+    if n == 2:
+        texts[1] = BETTER
+    return "".join(f"<prompt>{t}</prompt>" for t in texts)
+
+
+def test_random_measures_every_variant_without_feedback(tmp_path: Path) -> None:
+    fake = FakeModel(_paraphrases).install()
+    result = builder(tmp_path / "a").run(START)
+    assert len(result.iterations) == 6 and all(r.val_score is not None for r in result.iterations)
+    assert result.best_prompt == BETTER
+    for request in fake.calls_to("fake/reasoner"):
+        brief = request.messages[1]["content"]
+        assert "score" not in brief.lower() and "output" not in brief.lower()
+        assert START in brief and BETTER not in brief  # always the start prompt
+    again = builder(tmp_path / "b").run(START)
+    assert [r.system_prompt for r in again.iterations] == [
+        r.system_prompt for r in result.iterations
+    ]

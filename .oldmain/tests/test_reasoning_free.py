@@ -1,0 +1,341 @@
+"""The reasoning-free strategies (instructions, fewshot, auto) on a prompt-sensitive fake model."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reflex import ConfigurationError, Example, OptimizationResult, PromptOptimizer
+from reflex.testing import FakeModel, FakeRequest
+from reflex_strategies.auto import plan_iterations
+from reflex_strategies.instructions import InstructionsOptions, instruction_candidates
+
+START = "Classify the topic of the text."
+LABELS = ["politics", "sports", "tech"]
+PHRASES = {
+    "sports": "the striker scored twice",
+    "politics": "the senate passed the bill",
+    "tech": "the new chip is faster",
+}
+BETTER = f"{START} Answer with one of: politics, sports, tech."
+
+
+def make_rows(n: int = 60) -> list[dict[str, str]]:
+    rows = []
+    for i in range(n):
+        label = LABELS[i % 3]
+        rows.append({"id": f"t{i:03d}", "input": f"text {i}: {PHRASES[label]}", "ideal": label})
+    return rows
+
+
+ROWS = make_rows()
+IDEAL = {row["input"]: row["ideal"] for row in ROWS}
+INPUT_TO_ID = {row["input"]: row["id"] for row in ROWS}
+
+
+def _index(request: FakeRequest) -> int:
+    return int(request.user.split()[1].rstrip(":"))
+
+
+def _lists_labels(system: str) -> bool:
+    return all(label in system for label in LABELS)
+
+
+def _has_demos(system: str) -> bool:
+    return "Examples:\n" in system and "\nOutput: " in system
+
+
+def task(correct: Callable[[FakeRequest], bool]) -> Callable[[FakeRequest], str]:
+    """A task model that answers right when ``correct(request)``, else with a sentence."""
+
+    def answer(request: FakeRequest) -> str:
+        if request.model.startswith("fake/reasoner"):
+            return f"<diagnosis>vague</diagnosis><edit>list labels</edit><prompt>{BETTER}</prompt>"
+        ideal = IDEAL[request.user]
+        if correct(request) or _index(request) % 4 == 0:  # baseline: a quarter right
+            return ideal
+        return f"This text is about {ideal}."
+
+    return answer
+
+
+def needs_labels(request: FakeRequest) -> bool:
+    return _lists_labels(request.system)
+
+
+def needs_demos(request: FakeRequest) -> bool:
+    return _has_demos(request.system)
+
+
+def needs_both(request: FakeRequest) -> bool:
+    labels, demos = _lists_labels(request.system), _has_demos(request.system)
+    return (labels and demos) or (labels and _index(request) % 2 == 0)
+
+
+def builder(run_dir: Path, strategy: str, **options: Any) -> PromptOptimizer:
+    return (
+        PromptOptimizer()
+        .set_dataset(ROWS)
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_strategy(strategy, **options)
+        .set_run_dir(run_dir)
+    )
+
+
+def baseline_val(result: OptimizationResult) -> float:
+    events = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
+    return next(
+        e["mean_score"]
+        for e in map(json.loads, events)
+        if e["type"] == "evaluation" and e.get("label") == "val:baseline"
+    )
+
+
+def assert_improves(result: OptimizationResult) -> None:
+    assert result.baseline is not None and result.final is not None
+    assert result.best_score is not None and result.best_score > baseline_val(result)
+    assert result.final.mean_score > result.baseline.mean_score
+    assert result.final.system_prompt == result.best_prompt != START
+
+
+def demo_inputs(prompt: str) -> list[str]:
+    section = prompt.split("Examples:\n", 1)[1]
+    return re.findall(r"^Input: (.*)$", section, flags=re.MULTILINE)
+
+
+def test_instructions_states_label_set_and_improves(tmp_path: Path) -> None:
+    fake = FakeModel(task(needs_labels)).install()
+    result = builder(tmp_path, "instructions").run(START)
+    assert_improves(result)
+    assert result.best_prompt.startswith(START)  # fixed text first
+    assert "The answer is one of: politics, sports, tech." in result.best_prompt
+    assert "Answer with only the label" in result.best_prompt
+    assert result.iterations[0].is_best and result.iterations[0].accepted
+    assert all(r.phase == "instructions" for r in result.iterations)
+    assert not fake.calls_to("fake/reasoner")
+
+
+def test_fewshot_improves_and_demos_come_only_from_train(tmp_path: Path) -> None:
+    FakeModel(task(needs_demos)).install()
+    result = builder(tmp_path, "fewshot", max_demos=2, cover_labels=0).run(START)
+    assert_improves(result)
+    splits = json.loads(Path(str(result.run_dir), "splits.json").read_text())
+    inputs = demo_inputs(result.best_prompt)
+    assert 1 <= len(inputs) <= 2
+    assert {INPUT_TO_ID[text] for text in inputs} <= set(splits["train"])
+    for record in result.iterations:  # every candidate, not only the winner
+        ids = {INPUT_TO_ID[text] for text in demo_inputs(record.system_prompt)}
+        assert ids and ids <= set(splits["train"])
+
+
+def test_fewshot_first_shows_one_demo_per_label(tmp_path: Path) -> None:
+    # Issue 17: a 2-demo set cannot show 3 labels; the first candidate covers every label.
+    FakeModel(task(needs_demos)).install()
+    result = builder(tmp_path, "fewshot", max_demos=2).run(START)
+    first = result.iterations[0].system_prompt
+    outputs = re.findall(r"^Output: (.*)$", first, flags=re.MULTILINE)
+    assert sorted(outputs) == LABELS
+    assert [len(demo_inputs(r.system_prompt)) for r in result.iterations[1:3]] == [2, 1]
+
+
+def test_fewshot_keeps_zero_shot_when_demos_hurt(tmp_path: Path) -> None:
+    FakeModel(task(lambda r: not _has_demos(r.system) and _index(r) % 2 == 0)).install()
+    result = builder(tmp_path, "fewshot", demo_source="labels").run(START)
+    assert result.best_prompt == START
+    assert result.iterations and not any(r.accepted or r.is_best for r in result.iterations)
+
+
+def test_screening_rejects_on_train_minibatch_without_val_calls(tmp_path: Path) -> None:
+    FakeModel(task(lambda r: not _has_demos(r.system) and _index(r) % 2 == 0)).install()
+    result = builder(tmp_path, "fewshot", screen=True).configure(batch_size=4).run(START)
+    assert result.best_prompt == START
+    assert all(
+        r.rejected and not r.failed and r.val_score is None and r.score is not None
+        for r in result.iterations
+    )
+    events = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
+    assert any(json.loads(e)["type"] == "candidate_rejected" for e in events)
+
+
+def test_auto_without_reasoning_model_runs_both_phases(tmp_path: Path) -> None:
+    fake = FakeModel(task(needs_both)).install()
+    result = builder(tmp_path, "auto").run(START)
+    assert_improves(result)
+    assert [p["phase"] for p in result.phase_history] == ["instructions", "fewshot"]
+    assert not fake.calls_to("fake/reasoner")
+    assert _lists_labels(result.best_prompt) and _has_demos(result.best_prompt)
+    assert result.final is not None and result.final.mean_score == 1.0
+
+
+def test_auto_with_reasoning_model_adds_iterative_phase(tmp_path: Path) -> None:
+    def mostly_both(request: FakeRequest) -> bool:  # never perfect, so iterative has work
+        return needs_both(request) and _index(request) % 5 != 1
+
+    fake = FakeModel(task(mostly_both)).install()
+    result = (
+        builder(tmp_path, "auto")
+        .set_reasoning_model("fake/reasoner")
+        .configure(max_iterations=6)
+        .run(START)
+    )
+    phases = [p["phase"] for p in result.phase_history]
+    assert phases == ["instructions", "fewshot", "iterative"]
+    assert fake.calls_to("fake/reasoner")
+    # iterative refines the best prompt so far, not the initial one
+    first = fake.calls_to("fake/reasoner")[0].messages[-1]["content"]
+    assert "Examples:" in first
+
+
+def test_auto_can_skip_iterative_even_with_reasoning_model(tmp_path: Path) -> None:
+    fake = FakeModel(task(needs_both)).install()
+    result = (
+        builder(tmp_path, "auto", use_reasoning_model=False)
+        .set_reasoning_model("fake/reasoner")
+        .run(START)
+    )
+    assert "iterative" not in [p["phase"] for p in result.phase_history]
+    assert not fake.calls_to("fake/reasoner")
+
+
+@pytest.mark.parametrize(
+    ("strategy", "options"),
+    [
+        ("fewshot", {"bogus": 1}),
+        ("instructions", {"max_label": 3}),
+        ("auto", {"bogus": True}),
+        ("auto", {"fewshot": {"max_demo": 2}}),
+        ("fewshot", {"max_demos": 0}),
+    ],
+)
+def test_options_reject_unknown_or_bad_keys(
+    tmp_path: Path, strategy: str, options: dict[str, Any]
+) -> None:
+    fake = FakeModel(task(needs_labels)).install()
+    with pytest.raises(ConfigurationError, match=strategy):
+        builder(tmp_path, strategy, **options).run(START)
+    assert fake.requests == []
+
+
+@pytest.mark.parametrize("strategy", ["fewshot", "instructions", "auto"])
+def test_runs_are_deterministic(tmp_path: Path, strategy: str) -> None:
+    FakeModel(task(needs_both)).install()
+    one = builder(tmp_path / "a", strategy).run(START)
+    two = builder(tmp_path / "b", strategy).run(START)
+    assert one.best_prompt == two.best_prompt
+    assert [r.system_prompt for r in one.iterations] == [r.system_prompt for r in two.iterations]
+    assert one.usage["task"]["calls"] == two.usage["task"]["calls"] > 0
+
+
+def test_max_iterations_and_budget_are_respected(tmp_path: Path) -> None:
+    FakeModel(task(lambda r: False)).install()
+    result = (
+        builder(tmp_path, "fewshot")
+        .configure(max_iterations=2, early_stopping_patience=None)
+        .run(START)
+    )
+    assert len(result.iterations) == 2
+    # preflight 10 + baseline 12 + val 12 + final reserve 12 + bootstrap 16 + one candidate 12
+    limited = builder(tmp_path / "b", "fewshot").set_budget(max_calls=80).run(START)
+    assert limited.stop_reason.startswith("budget exhausted")
+    assert len(limited.iterations) == 1 and limited.usage["metric_calls"] <= 80
+
+
+@pytest.mark.parametrize("max_calls", [75, 85, 90])
+def test_no_screening_calls_are_paid_when_no_val_pass_can_follow(
+    tmp_path: Path, max_calls: int
+) -> None:
+    # Issue 17: near the end of the budget, candidates were screened on train rows although
+    # fewer calls remained than one val pass (the screening calls were wasted).
+    FakeModel(task(lambda r: False)).install()
+    result = (
+        builder(tmp_path, "fewshot", screen=True)
+        .configure(batch_size=4, early_stopping_patience=None)
+        .set_budget(max_calls=max_calls)
+        .run(START)
+    )
+    events = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
+    labels = [
+        e["label"]
+        for e in map(json.loads, events)
+        if e["type"] == "evaluation" and not e["label"].startswith("test:")
+    ]
+    assert labels[-1].startswith("val:it")  # every screened candidate was measured on val
+    assert "a candidate's val pass needs 12" in result.stop_reason
+    assert result.usage["metric_calls"] <= max_calls
+
+
+def test_budget_stopped_auto_completes_its_last_phase_entry(tmp_path: Path) -> None:
+    # Issue 17: the phase in flight when the budget ran out had no end_score/iterations/stop.
+    FakeModel(task(needs_both)).install()
+    result = builder(tmp_path, "auto").set_budget(max_calls=100).run(START)
+    assert result.stop_reason.startswith("budget exhausted")
+    last = result.phase_history[-1]
+    assert last["stop"] == result.stop_reason
+    assert last["end_score"] == result.best_score
+    assert last["iterations"] == last["end_iteration"] - last["start_iteration"] + 1
+    assert {"end_score", "iterations", "stop"} <= set(result.phase_history[0])
+
+
+def test_iteration_limit_follows_the_search_budget() -> None:
+    from reflex.run.stopping import iteration_limit
+
+    assert iteration_limit(3, 650, fixed_calls=250, val_pass=40) == 3  # set: kept
+    assert iteration_limit(None, None, fixed_calls=250, val_pass=40) == 5
+    assert iteration_limit(None, 650, fixed_calls=250, val_pass=40) == 10
+    assert iteration_limit(None, 260, fixed_calls=250, val_pass=40) == 5  # never below 5
+
+
+def test_an_unset_max_iterations_uses_the_budget(tmp_path: Path, recording_callback: Any) -> None:
+    # Issue 17: at --max-calls 650 a run stopped after 5 candidates with calls to spare.
+    FakeModel(task(lambda r: False)).install()
+    result = (
+        builder(tmp_path, "auto")
+        .configure(early_stopping_patience=None)
+        .set_budget(max_calls=300)
+        .run(START, callbacks=[recording_callback])
+    )
+    # 300 calls - (10 preflight + 2 x 12 test + 12 val baseline) = 254: 21 val passes of 12.
+    [(config, _)] = [args for name, args in recording_callback.calls if name == "on_run_start"]
+    assert config.max_iterations == 21
+    assert len(result.iterations) > 5 and result.usage["metric_calls"] <= 300
+    saved = json.loads(Path(str(result.run_dir), "config.json").read_text())
+    assert saved["max_iterations"] is None  # as the user set it: a resume compares like for like
+
+
+def _examples(refs: list[str]) -> list[Example]:
+    return [
+        Example(id=f"e{i}", messages=({"role": "user", "content": f"q{i}"},), ideal=ref)
+        for i, ref in enumerate(refs)
+    ]
+
+
+def test_instruction_candidates_by_reference_kind() -> None:
+    options = InstructionsOptions()
+    numeric = instruction_candidates(_examples(["1", "2.5", "-3", "40"]), START, options)
+    assert [p for _, p in numeric] == [f"{START}\n\nAnswer with only the number, nothing else."]
+    assert instruction_candidates(_examples(["a long answer", "another one"]), START, options) == []
+    assert (
+        instruction_candidates(_examples([f"l{i}" for i in range(30)] * 2), START, options) == []
+    )  # too many labels for a label set
+    labels = instruction_candidates(_examples(["yes", "no"] * 4), START, options)
+    assert len(labels) == 4 and 'yes: e.g. "q0"' in labels[1][1]
+    assert (
+        len(
+            instruction_candidates(
+                _examples(["yes", "no"] * 4), START, InstructionsOptions(max_candidates=2)
+            )
+        )
+        == 2
+    )
+
+
+def test_plan_leaves_room_for_each_phase() -> None:
+    assert plan_iterations(5, reasoning=False) == {"instructions": 2, "iterative": 0}
+    assert plan_iterations(5, reasoning=True) == {"instructions": 1, "iterative": 1}
+    assert plan_iterations(1, reasoning=True) == {"instructions": 0, "iterative": 1}
