@@ -3,7 +3,8 @@
 MLflow's own defaults retry a request for minutes (7 retries, exponential back-off, 120 s
 timeout): a server that died mid-run would stall every hook. ``check_reachable`` refuses a
 server that does not accept connections before the run; ``bounded_requests`` caps each request
-the callback makes (one retry, no back-off, 3 s), unless the user set those variables.
+the callback makes (no retry, 3 s), unless the user set those variables: a dead server costs
+milliseconds per call, a hanging one 3 s, and the breaker opens after two such calls.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ __all__ = ["REQUEST_LIMITS", "bounded_requests", "check_reachable", "shown"]
 
 CONNECT_TIMEOUT_S = 3.0
 REQUEST_LIMITS = {
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "0",
     "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "3",
