@@ -20,7 +20,9 @@ Everything a plugin needs is here, typed:
 - **tracking helpers** for tracker adapters (:mod:`reflex.callbacks.tracking`): the params,
   tags, metric names and summary values every tracker logs the same way, ``GuardedCallback``
   (a tracker failure never stops a run), built on the one redactor (``redact_url``,
-  ``redact_data``, ``scrub`` from :mod:`reflex.redact`).
+  ``redact_data``, ``scrub`` from :mod:`reflex.redact`); and from :mod:`reflex.run.trackers`
+  the tracker ids kept in the run directory (``tracker_state``, ``save_tracker_state``),
+  ``recorded_iterations`` and the per-example ``evaluation_rows``.
 
 Built-in plugins (``reflex_strategies``, ``reflex_metrics``, ``reflex_mlflow``,
 ``reflex_wandb``) import this module and nothing else from ``reflex`` (tests/test_architecture.py
