@@ -19,12 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import mlflow
-import pandas as pd
 from mlflow import MlflowClient
-from mlflow.data.pandas_dataset import from_pandas
-from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
+from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
-from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from reflex.api import (
     GuardedCallback,
@@ -45,7 +42,7 @@ from reflex.api import (
 )
 from reflex_mlflow.connection import bounded_requests, check_reachable, shown
 from reflex_mlflow.tracing import LlmTracing
-from reflex_mlflow.views import ChildRuns, description, write_table
+from reflex_mlflow.views import ChildRuns, description, log_dataset_inputs, write_table
 
 if TYPE_CHECKING:
     from reflex.api import Dataset, EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
@@ -375,35 +372,9 @@ class MLflowCallback(GuardedCallback):
 
     def _log_dataset_inputs(self, run_dir: str | None) -> None:
         """The train/val/test splits as dataset inputs (fills the UI's Dataset column)."""
-        if not run_dir:
-            return
-        splits_file = Path(run_dir) / "splits.json"
-        if not splits_file.exists():
-            return
-        splits: dict[str, list[str]] = json.loads(splits_file.read_text(encoding="utf-8"))
         client, run_id = self._run()
-        inputs = []
-        for split, ids in splits.items():
-            if not ids:
-                continue
-            dataset = from_pandas(self._split_frame(ids), name=self._dataset_name)
-            context = [InputTag(MLFLOW_DATASET_CONTEXT, split)]
-            inputs.append(DatasetInput(dataset._to_mlflow_entity(), tags=context))
-        if inputs:
-            client.log_inputs(run_id, datasets=inputs)
+        if log_dataset_inputs(client, run_id, run_dir, self._dataset_name, self.dataset):
             self._inputs_logged = True
-
-    def _split_frame(self, ids: list[str]) -> pd.DataFrame:
-        if self.dataset is None:
-            return pd.DataFrame({"id": ids})
-        rows = {example.id: example for example in self.dataset}
-        return pd.DataFrame(
-            [
-                {"id": i, "input": rows[i].input, "ideal": rows[i].ideal or ""}
-                for i in ids
-                if i in rows
-            ]
-        )
 
     def _register(self, result: OptimizationResult) -> None:
         """Register the best prompt as a new version and link that version to the run."""

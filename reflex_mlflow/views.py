@@ -16,19 +16,25 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
-from mlflow.utils.mlflow_tags import MLFLOW_LOGGED_ARTIFACTS, MLFLOW_PARENT_RUN_ID
+from mlflow.data.pandas_dataset import from_pandas
+from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
+from mlflow.utils.mlflow_tags import (
+    MLFLOW_DATASET_CONTEXT,
+    MLFLOW_LOGGED_ARTIFACTS,
+    MLFLOW_PARENT_RUN_ID,
+)
 
 from reflex.api import iteration_metrics
 
 if TYPE_CHECKING:
-    from reflex.api import IterationRecord, RunConfig
+    from reflex.api import Dataset, IterationRecord, RunConfig
 
-__all__ = ["ChildRuns", "description", "prompt_version", "write_table"]
+__all__ = ["ChildRuns", "description", "log_dataset_inputs", "prompt_version", "write_table"]
 
 
 def write_table(
@@ -114,3 +120,39 @@ def description(config: RunConfig) -> str:
         "artifact `evaluation.json`; iterations: `iterations.json`.",
     ]
     return "\n".join(lines)
+
+
+def log_dataset_inputs(
+    client: MlflowClient,
+    run_id: str,
+    run_dir: str | None,
+    name: str,
+    dataset: Dataset | None,
+) -> bool:
+    """Log the run's train/val/test splits (its ``splits.json``) as dataset inputs, with the
+    rows' input and reference when ``dataset`` is given; True when something was logged."""
+    splits_file = Path(run_dir) / "splits.json" if run_dir else None
+    if splits_file is None or not splits_file.exists():
+        return False
+    splits: dict[str, list[str]] = json.loads(splits_file.read_text(encoding="utf-8"))
+    rows = {example.id: example for example in dataset} if dataset is not None else None
+    inputs = []
+    for split, ids in splits.items():
+        if not ids:
+            continue
+        frame = (
+            pd.DataFrame({"id": ids})
+            if rows is None
+            else pd.DataFrame(
+                [
+                    {"id": i, "input": rows[i].input, "ideal": rows[i].ideal or ""}
+                    for i in ids
+                    if i in rows
+                ]
+            )
+        )
+        entity = from_pandas(frame, name=name)._to_mlflow_entity()
+        inputs.append(DatasetInput(entity, tags=[InputTag(MLFLOW_DATASET_CONTEXT, split)]))
+    if inputs:
+        client.log_inputs(run_id, datasets=inputs)
+    return bool(inputs)

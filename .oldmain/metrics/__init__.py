@@ -1,1 +1,0 @@
-"""Built-in metric plugins (import name ``reflex_metrics``), one module per metric."""

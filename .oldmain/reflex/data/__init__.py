@@ -1,1 +1,0 @@
-"""The data layer: datasets and their readers, seeded splits, prompt files, pipelines, language."""

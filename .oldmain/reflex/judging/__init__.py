@@ -1,1 +1,0 @@
-"""Model-graded scoring and the reasoning-model templates: judge, parsing, pairwise, reasoning."""

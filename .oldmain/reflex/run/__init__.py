@@ -1,3 +1,0 @@
-"""Executing a run: engine, session, strategy context, evaluation, budget, run store, resume;
-and re-evaluating recorded runs (gate, export, compare).
-"""
