@@ -77,6 +77,7 @@ class RunInfo:
             if _HAS_BEST & result.keys()
             else max(vals, default=None),
             "final": (result.get("final") or {}).get("mean_score"),
+            "p_value": (result.get("significance") or {}).get("p_value"),
             "cost": usage.get("cost"),
             "started": self.meta.get("started"),
         }
