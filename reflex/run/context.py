@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -285,6 +286,7 @@ class RunContext:
         """
         leaks = self._span_flags(prompt, failed, rejected)
         rejected = rejected or self._leakage.reject(leaks)  # before val is paid for
+        measured = train  # what the strategy measured (leakage checks use only that)
         if train is None and failed is None and rejected is None:
             train = self._train_score(prompt)
         val = None
@@ -293,10 +295,10 @@ class RunContext:
         selection = val.mean_score if val is not None else None
         if not len(self.val) and failed is None and rejected is None and train is not None:
             selection = train.mean_score
-        if val is not None and train is not None:
-            rows = (len(train.samples), len(val.samples))
+        if val is not None and measured is not None:
+            rows = (len(measured.samples), len(val.samples))
             leaks += self._leakage.gain(
-                train.mean_score, val.mean_score, self.best_val, change, rows
+                measured.mean_score, val.mean_score, self.best_val, change, rows
             )
         rejected = rejected or self._leakage.reject(leaks) or self._guard_violation(val)
         is_best = (
@@ -308,7 +310,7 @@ class RunContext:
         if is_best:
             self.best_prompt, self.best_val = prompt, selection
             self.best_components = self._components_of(prompt, components)
-            self._leakage.became_best(train.mean_score if train else None)
+            self._leakage.became_best(measured.mean_score if measured else None)
         ok = is_best if accepted is None else accepted
         record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
         record = replace(
@@ -325,13 +327,20 @@ class RunContext:
 
     def _train_score(self, prompt: str) -> EvalSnapshot | None:
         """A candidate the strategy did not score on train is measured on a fixed, seeded train
-        minibatch (``batch_size`` rows), so every iteration has its train score."""
+        minibatch (``batch_size`` rows), so every iteration has its train score; not when the
+        metric-call budget left covers only the val pass (the score then stays None)."""
         if not len(self.train):
             return None
         if self._train_batch is None:
             rows = list(self.train)
             size = min(self.settings.batch_size, len(rows))
             self._train_batch = random.Random(f"train-batch:{self.seed}").sample(rows, size)
+        left = self.budget.remaining_calls
+        if left is not None:  # never at the cost of the val pass that selects the candidate
+            per_row = self.calls_per_row * len(self.config.models)
+            val_pass = math.ceil(len(self.val) * per_row)
+            if left < val_pass + self._session.uncached_calls(prompt, self._train_batch):
+                return None
         return self._session.evaluate(prompt, self._train_batch, f"train:it{self.iteration + 1}")
 
     def _span_flags(
