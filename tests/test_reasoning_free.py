@@ -277,7 +277,7 @@ def test_budget_stopped_auto_completes_its_last_phase_entry(tmp_path: Path) -> N
     assert result.stop_reason.startswith("budget exhausted")
     last = result.phase_history[-1]
     assert last["stop"] == result.stop_reason
-    assert last["end_score"] == result.best_score
+    assert last["end_score"] == result.best_score_val
     assert last["iterations"] == last["end_iteration"] - last["start_iteration"] + 1
     assert {"end_score", "iterations", "stop"} <= set(result.phase_history[0])
 

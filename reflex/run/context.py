@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import math
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -327,20 +326,17 @@ class RunContext:
 
     def _train_score(self, prompt: str) -> EvalSnapshot | None:
         """A candidate the strategy did not score on train is measured on a fixed, seeded train
-        minibatch (``batch_size`` rows), so every iteration has its train score; not when the
-        metric-call budget left covers only the val pass (the score then stays None)."""
+        minibatch (``batch_size`` rows), so every iteration has its train score. Not under a
+        metric-call budget (``--max-calls``): there the calls go to the search, and the score
+        stays None."""
         if not len(self.train):
             return None
         if self._train_batch is None:
             rows = list(self.train)
             size = min(self.settings.batch_size, len(rows))
             self._train_batch = random.Random(f"train-batch:{self.seed}").sample(rows, size)
-        left = self.budget.remaining_calls
-        if left is not None:  # never at the cost of the val pass that selects the candidate
-            per_row = self.calls_per_row * len(self.config.models)
-            val_pass = math.ceil(len(self.val) * per_row)
-            if left < val_pass + self._session.uncached_calls(prompt, self._train_batch):
-                return None
+        if self.budget.remaining_calls is not None:
+            return None  # under --max-calls every call goes to the search (val), none to charts
         return self._session.evaluate(prompt, self._train_batch, f"train:it{self.iteration + 1}")
 
     def _span_flags(
