@@ -38,32 +38,43 @@ from reflex import (
     load_dataset,
 )
 
-# reflex.__all__ plus the lazily loaded tracker callbacks; tests/test_meta.py keeps them in step.
+# reflex.__all__ plus the lazily loaded tracker callbacks and built-in metric classes;
+# tests/test_meta.py keeps them in step.
 __all__ = [
     "BudgetConfig",
     "BudgetExhausted",
     "Callback",
     "ConfigurationError",
+    "Contains",
     "Dataset",
     "DatasetError",
     "DegenerateSeedError",
     "EvalSnapshot",
+    "ExactMatch",
     "Example",
     "IterationRecord",
+    "LLMJudge",
+    "LengthLimit",
     "MLflowCallback",
     "Metric",
+    "NumericMatch",
     "OptimizationResult",
     "PluginError",
     "PromptOptimizer",
     "ProviderError",
     "ReflexError",
+    "RegexMatch",
+    "RougeScore",
     "RunConfig",
     "RunEnd",
+    "SacreBleu",
+    "SacreChrf",
     "Sample",
     "Score",
     "StopReason",
     "StorageError",
     "Strategy",
+    "TokenF1",
     "TransientProviderError",
     "WandbCallback",
     "__version__",
@@ -75,9 +86,24 @@ _LAZY = {
     "MLflowCallback": ("reflex_mlflow", "mlflow"),
     "WandbCallback": ("reflex_wandb", "wandb"),
 }
+# The built-in metric classes the builder takes (``.add_metric(RougeScore())``): in reflex_metrics.
+_METRICS = {
+    "Contains": "reflex_metrics.contains",
+    "ExactMatch": "reflex_metrics.exact_match",
+    "LLMJudge": "reflex_metrics.judge",
+    "LengthLimit": "reflex_metrics.length",
+    "NumericMatch": "reflex_metrics.numeric",
+    "RegexMatch": "reflex_metrics.regex",
+    "RougeScore": "reflex_metrics.rouge",
+    "SacreBleu": "reflex_metrics.bleu",
+    "SacreChrf": "reflex_metrics.chrf",
+    "TokenF1": "reflex_metrics.f1",
+}
 
 
 def __getattr__(name: str) -> typing.Any:
+    if name in _METRICS:
+        return getattr(importlib.import_module(_METRICS[name]), name)
     if name not in _LAZY:
         raise AttributeError(f"module 'aevyra_reflex' has no attribute {name!r}")
     module_name, extra = _LAZY[name]

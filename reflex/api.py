@@ -20,7 +20,9 @@ Everything a plugin needs is here, typed:
 - **tracking helpers** for tracker adapters (:mod:`reflex.callbacks.tracking`): the params,
   tags, metric names and summary values every tracker logs the same way, ``GuardedCallback``
   (a tracker failure never stops a run), built on the one redactor (``redact_url``,
-  ``redact_data``, ``scrub`` from :mod:`reflex.redact`).
+  ``redact_data``, ``scrub`` from :mod:`reflex.redact`); and from :mod:`reflex.run.trackers`
+  the tracker ids kept in the run directory (``tracker_state``, ``save_tracker_state``),
+  ``recorded_iterations`` and the per-example ``evaluation_rows``.
 
 Built-in plugins (``reflex_strategies``, ``reflex_metrics``, ``reflex_mlflow``,
 ``reflex_wandb``) import this module and nothing else from ``reflex`` (tests/test_architecture.py
@@ -85,6 +87,7 @@ from reflex.callbacks.tracking import (
     GuardedCallback,
     ParamValue,
     baseline_metrics,
+    best_train_score,
     iteration_metrics,
     iteration_row,
     metric_key,
@@ -97,6 +100,13 @@ from reflex.callbacks.tracking import (
     wanted,
 )
 from reflex.redact import redact_data, redact_url, scrub
+from reflex.run.trackers import (
+    evaluation_rows,
+    recorded_iterations,
+    run_path,
+    save_tracker_state,
+    tracker_state,
+)
 
 __all__ = [
     "BaseStrategy",
@@ -137,6 +147,8 @@ __all__ = [
     "StrategyRegistrar",
     "ask",
     "baseline_metrics",
+    "best_train_score",
+    "evaluation_rows",
     "hookimpl",
     "iteration_metrics",
     "iteration_row",
@@ -145,16 +157,20 @@ __all__ = [
     "parse_prompts",
     "parse_proposal",
     "parse_tag_pairs",
+    "recorded_iterations",
     "redact_data",
     "redact_url",
     "render",
     "run_params",
+    "run_path",
     "run_tags",
+    "save_tracker_state",
     "scrub",
     "split_params",
     "summary_metrics",
     "system_prompt",
     "tagged",
     "template_names",
+    "tracker_state",
     "wanted",
 ]

@@ -19,6 +19,7 @@ __all__ = [
     "RunEnd",
     "Sample",
     "StopReason",
+    "best_val_of",
 ]
 
 SCHEMA_VERSION = 1
@@ -180,8 +181,10 @@ class IterationRecord:
 class OptimizationResult:
     """The outcome of a run. ``best_prompt`` is the prompt whose ``final`` test score is reported.
 
-    ``best_score`` is ``best_prompt``'s validation score (the selection criterion; its train score
-    when the run has no val split). ``baseline`` and ``final`` are measured on the test split.
+    ``best_score`` is the best train score seen during optimization (the highest
+    ``IterationRecord.score``; None when no iteration was scored). ``best_score_val`` is
+    ``best_prompt``'s validation score (the selection criterion; its train score when the run has
+    no val split). ``baseline`` and ``final`` are measured on the test split.
     ``slices``: per-group test scores by metadata key, baseline vs final (see
     :func:`reflex.run.evaluate.slice_scores`); empty unless slices were asked for.
     ``best_components``: ``best_prompt`` as named components when known (None when a strategy
@@ -224,6 +227,7 @@ class OptimizationResult:
     prompt_versions: list[dict[str, Any]] = field(default_factory=list)
     stop: StopReason | None = None
     end_state: RunEnd | None = None
+    best_score_val: float | None = None
 
     @property
     def model_graded(self) -> bool:
@@ -242,6 +246,15 @@ class OptimizationResult:
         if gain is None or self.baseline is None or self.baseline.mean_score == 0:
             return None
         return 100.0 * gain / self.baseline.mean_score
+
+    @property
+    def improvement_pct_note(self) -> str | None:
+        """Why ``improvement_pct`` is None (e.g. a baseline of 0), or None when it is defined."""
+        if self.baseline is None or self.final is None:
+            return "no baseline or final test score (the run did not complete)"
+        if self.baseline.mean_score == 0:
+            return "the baseline test score is 0: a percentage of 0 is undefined"
+        return None
 
     @property
     def score_trajectory(self) -> list[float | None]:
@@ -265,6 +278,7 @@ class OptimizationResult:
         data.update(
             improvement=self.improvement,
             improvement_pct=self.improvement_pct,
+            improvement_pct_note=self.improvement_pct_note,
             score_trajectory=self.score_trajectory,
             val_trajectory=self.val_trajectory,
             model_graded=self.model_graded,
@@ -285,6 +299,13 @@ class OptimizationResult:
         values["stop"] = StopReason(values["stop"]) if values.get("stop") else None
         values["end_state"] = RunEnd(values["end_state"]) if values.get("end_state") else None
         return cls(**values)
+
+
+def best_val_of(data: Mapping[str, Any]) -> float | None:
+    """The best prompt's val score from a result JSON; records written before ``best_score_val``
+    existed held it in ``best_score`` (which now means the best train score seen)."""
+    value = data["best_score_val"] if "best_score_val" in data else data.get("best_score")
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _names(cls: type) -> set[str]:

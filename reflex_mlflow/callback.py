@@ -10,37 +10,39 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 import tempfile
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import mlflow
-import pandas as pd
 from mlflow import MlflowClient
-from mlflow.data.pandas_dataset import from_pandas
-from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
+from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
-from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT, MLFLOW_LOGGED_ARTIFACTS
 
 from reflex.api import (
     GuardedCallback,
     ParamValue,
     baseline_metrics,
+    evaluation_rows,
     iteration_metrics,
     iteration_row,
+    recorded_iterations,
     redact_data,
-    redact_url,
     run_params,
+    run_path,
     run_tags,
+    save_tracker_state,
     split_params,
     summary_metrics,
+    tracker_state,
 )
+from reflex_mlflow.connection import bounded_requests, check_reachable, shown
 from reflex_mlflow.tracing import LlmTracing
+from reflex_mlflow.views import ChildRuns, description, log_dataset_inputs, write_table
 
 if TYPE_CHECKING:
     from reflex.api import Dataset, EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
@@ -50,9 +52,9 @@ __all__ = ["MLflowCallback"]
 logger = logging.getLogger(__name__)
 
 TABLE = "iterations.json"
+EVALUATION_TABLE = "evaluation.json"
 _PARAM_LIMIT = 6000  # MLflow rejects longer param values
 _BATCH = 100  # MLflow's per-request limit for params
-_CONNECT_TIMEOUT_S = 3.0
 
 
 class MLflowCallback(GuardedCallback):
@@ -66,6 +68,7 @@ class MLflowCallback(GuardedCallback):
     ``dataset`` (optional) adds the rows' input and reference to the logged dataset inputs.
     ``trace_llm_calls`` records one MLflow trace per LiteLLM call, linked to the run (it sets
     the process-wide tracking URI to this callback's, which MLflow tracing requires).
+    ``child_runs`` adds one nested MLflow run per evaluated candidate under the run.
     """
 
     tracker = "MLflow"
@@ -82,6 +85,7 @@ class MLflowCallback(GuardedCallback):
         run_id: str | None = None,
         dataset: Dataset | None = None,
         trace_llm_calls: bool = False,
+        child_runs: bool = False,
     ) -> None:
         self.run_name = run_name
         self.tracking_uri = tracking_uri
@@ -96,16 +100,23 @@ class MLflowCallback(GuardedCallback):
         self._off = False
         self._last_step = 0
         self._rows: list[dict[str, Any]] = []
-        self._table_marked = False
         self._dataset_name = "dataset"
         self._inputs_logged = False
         self.trace_llm_calls = trace_llm_calls
         self._tracing: LlmTracing | None = None
+        self.child_runs = child_runs
+        self._children: ChildRuns | None = None
+        self.experiment_id: str | None = None
+        self.resolved_uri: str | None = None
+        self._run_dir: Path | None = None
+        self._logged_steps: set[int] = set()
+        self._baseline_logged = False
+        self._offset = 0  # steps of an earlier reflex run this MLflow run continues (run_id=)
 
     # --- lifecycle hooks (each one guarded) ------------------------------------------------
 
     def on_baseline(self, snapshot: EvalSnapshot) -> None:
-        self._safely("on_baseline", lambda: self._log_metrics(baseline_metrics(snapshot), 0))
+        self._safely("on_baseline", lambda: self._baseline(snapshot))
 
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
@@ -113,7 +124,7 @@ class MLflowCallback(GuardedCallback):
     def on_final(self, snapshot: EvalSnapshot) -> None:
         # One step past the last iteration, so the final point never sits inside the curve.
         step = self._last_step + 1
-        self._safely("on_final", lambda: self._log_metrics(baseline_metrics(snapshot), step))
+        self._safely("on_final", lambda: self._log_new_metrics(baseline_metrics(snapshot), step))
 
     def on_run_end(self, result: OptimizationResult) -> None:
         self._safely("on_run_end", lambda: self._log_end(result))
@@ -127,6 +138,32 @@ class MLflowCallback(GuardedCallback):
         status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"  # Ctrl-C
         self._safely("on_run_error", lambda: self._terminate(status))
 
+    def _request_limits(self) -> AbstractContextManager[object]:
+        uri = self.resolved_uri or self.tracking_uri or ""
+        if not uri.startswith(("http://", "https://")):
+            return nullcontext()  # a local store makes no HTTP requests
+        return bounded_requests()
+
+    def _went_offline(self, hook: str) -> None:
+        save_tracker_state(self._run_dir, "mlflow", offline_in=hook, missed=True)
+
+    def where(self) -> list[str]:
+        """Where the run went, and the command that opens it (the CLI prints these lines)."""
+        if not self._has_run():
+            return []
+        uri = shown(self.resolved_uri or "")
+        page = f"#/experiments/{self.experiment_id}/runs/{self.run_id}"
+        lines = [
+            f"MLflow: run {self.run_id} in experiment {self.experiment_name!r} "
+            f"(id {self.experiment_id}), tracking URI {uri}"
+        ]
+        if uri.startswith(("http://", "https://")):
+            lines.append(f"  open {uri.rstrip('/')}/{page}")
+        else:
+            lines.append(f"  open: mlflow ui --backend-store-uri {uri}")
+            lines.append(f"  then http://127.0.0.1:5000/{page}")
+        return lines
+
     # --- steps -------------------------------------------------------------------------------
 
     def _has_run(self) -> bool:
@@ -137,40 +174,64 @@ class MLflowCallback(GuardedCallback):
 
     def _start(self, config: RunConfig, initial_prompt: str) -> None:
         uri = self.tracking_uri or mlflow.get_tracking_uri()
-        _check_reachable(uri)
+        check_reachable(uri)
         client = MlflowClient(tracking_uri=uri)
         tags = run_tags(config, self.tags)
-        if self.run_id is None and config.resumed and config.run_id:
-            # A resumed reflex run continues the MLflow run it started, found by its tag.
-            self.run_id = self._find_run(client, config.run_id)
+        self._run_dir = run_path(config)
+        if self.run_id is None and config.resumed:
+            # A resumed reflex run continues the MLflow run it started: the id it saved in the
+            # run directory, else the run found by its reflex.run_id tag.
+            state = tracker_state(self._run_dir, "mlflow")
+            saved = state.get("run_id") if state.get("tracking_uri") == shown(uri) else None
+            self.run_id = saved or (self._find_run(client, config.run_id or ""))
             self._resume = self.run_id is not None
         if self.run_id is not None:
             client.update_run(self.run_id, status="RUNNING")
-            self._load_previous(client, self.run_id)
+            self.experiment_id = client.get_run(self.run_id).info.experiment_id
         else:
-            experiment = client.get_experiment_by_name(self.experiment_name)
-            experiment_id = (
-                experiment.experiment_id
-                if experiment is not None
-                else client.create_experiment(self.experiment_name)
-            )
-            run = client.create_run(experiment_id, tags=resolve_tags(tags), run_name=self.run_name)
+            self.experiment_id = self._experiment(client)
+            name = self.run_name or _default_name(config)
+            run = client.create_run(self.experiment_id, tags=resolve_tags(tags), run_name=name)
             self.run_id = run.info.run_id
-        self.client = client
+        self.client, self.resolved_uri = client, uri
+        save_tracker_state(
+            self._run_dir,
+            "mlflow",
+            run_id=self.run_id,
+            experiment_id=self.experiment_id,
+            tracking_uri=shown(uri),
+        )
         self._dataset_name = config.dataset_name or "dataset"
-        self._set_tags(tags)
+        self._set_tags({**tags, "mlflow.note.content": self._scrub(description(config))})
         self._log_params(run_params(config))
-        client.log_text(self.run_id, initial_prompt, "prompts/initial_prompt.txt")
+        if self.child_runs:
+            self._children = ChildRuns(client, self.experiment_id, self.run_id, initial_prompt)
+        if self._resume and not config.resumed:  # another reflex run: steps go after its own
+            self._offset = max(
+                (m.step for m in client.get_metric_history(self.run_id, "tokens")), default=0
+            )
+            self._last_step = self._offset
+            self._load_previous_table(client, self.run_id)
+        elif self._resume:
+            self._catch_up(client, self.run_id)
+        else:
+            client.log_text(self.run_id, initial_prompt, "prompts/initial_prompt.txt")
         if self.trace_llm_calls:
             self._tracing = LlmTracing(uri, self.run_id, self._urls)
             self._tracing.start()
         self._inputs_logged = self._resume  # a continued run has its inputs already
-        if config.run_id and not self._resume:  # the engine wrote splits.json before this hook
-            self._log_dataset_inputs(str(Path(config.run_dir) / "runs" / config.run_id))
+        if self._run_dir is not None and not self._resume:  # splits.json exists already
+            self._log_dataset_inputs(str(self._run_dir))
+
+    def _experiment(self, client: MlflowClient) -> str:
+        experiment = client.get_experiment_by_name(self.experiment_name)
+        if experiment is not None:
+            return str(experiment.experiment_id)
+        return client.create_experiment(self.experiment_name)
 
     def _find_run(self, client: MlflowClient, reflex_run_id: str) -> str | None:
         experiment = client.get_experiment_by_name(self.experiment_name)
-        if experiment is None:
+        if experiment is None or not reflex_run_id:
             return None
         runs = client.search_runs(
             [experiment.experiment_id],
@@ -179,23 +240,51 @@ class MLflowCallback(GuardedCallback):
         )
         return runs[0].info.run_id if runs else None
 
-    def _load_previous(self, client: MlflowClient, run_id: str) -> None:
-        """Continue an existing run: steps after its last iteration, its table rows kept."""
-        history = client.get_metric_history(run_id, "score_train")
-        self._last_step = max((m.step for m in history), default=0)
+    def _catch_up(self, client: MlflowClient, run_id: str) -> None:
+        """Continue an existing run: log each iteration the run directory recorded but this run
+        lacks (e.g. the one in flight at a kill -9), and rebuild the iterations table."""
+        self._logged_steps = {m.step for m in client.get_metric_history(run_id, "tokens")}
+        baseline = client.get_metric_history(run_id, "score_test")
+        self._baseline_logged = any(m.step == 0 for m in baseline)
+        self._last_step = max(self._logged_steps, default=0)
+        recorded = recorded_iterations(self._run_dir)
+        if recorded:
+            for record in recorded:
+                self._rows.append(iteration_row(record))
+                if record.iteration not in self._logged_steps:
+                    self._log_iteration(record)
+            self._write_table()
+        else:
+            self._load_previous_table(client, run_id)
+
+    def _load_previous_table(self, client: MlflowClient, run_id: str) -> None:
         if any(f.path == TABLE for f in client.list_artifacts(run_id)):
             with tempfile.TemporaryDirectory() as tmp:
                 local = client.download_artifacts(run_id, TABLE, tmp)
                 table = json.loads(Path(local).read_text(encoding="utf-8"))
             columns = table["columns"]
             self._rows = [dict(zip(columns, row, strict=True)) for row in table["data"]]
-            self._table_marked = True
+
+    def _baseline(self, snapshot: EvalSnapshot) -> None:
+        if not self._baseline_logged:  # a resumed run's baseline may be on record already
+            self._log_metrics(baseline_metrics(snapshot), 0)
+            self._baseline_logged = True
 
     def _iteration(self, record: IterationRecord) -> None:
+        if self._offset:
+            record = replace(record, iteration=record.iteration + self._offset)
+        if record.iteration in self._logged_steps:
+            return  # already logged (a resumed run's catch-up)
+        self._rows.append(iteration_row(record))
+        self._log_iteration(record)
+        self._write_table()
+
+    def _log_iteration(self, record: IterationRecord) -> None:
         self._last_step = max(self._last_step, record.iteration)
         self._log_metrics(iteration_metrics(record), record.iteration)
-        self._rows.append(iteration_row(record))
-        self._write_table()
+        self._logged_steps.add(record.iteration)
+        if self._children is not None:
+            self._children.candidate(record)
         if self.log_prompt_each_iter:
             client, run_id = self._run()
             name = f"iter_{record.iteration:03d}.txt"
@@ -205,17 +294,23 @@ class MLflowCallback(GuardedCallback):
     def _log_end(self, result: OptimizationResult) -> None:
         client, run_id = self._run()
         self._log_params(split_params(result))
-        self._log_metrics(summary_metrics(result), self._last_step + 1)
+        self._log_new_metrics(summary_metrics(result), self._last_step + 1)
+        note = result.improvement_pct_note
         self._set_tags(
             {
                 "reflex.run_id": result.run_id or "",
                 "reflex.stop_reason": self._scrub(result.stop_reason)[:_PARAM_LIMIT],
                 "reflex.completed": str(result.completed).lower(),
+                **({"reflex.improvement_pct_note": note} if note else {}),
             }
         )
         name = f"prompts/best_prompt_{result.run_id or run_id}.txt"
         client.log_text(run_id, result.best_prompt, name)
         client.log_dict(run_id, redact_data(result.to_dict(), *self._urls), "result.json")
+        rows = evaluation_rows(result, self.dataset)
+        if rows:
+            clean = redact_data({"rows": rows}, *self._urls)["rows"]
+            write_table(client, run_id, EVALUATION_TABLE, clean)
         if not self._inputs_logged:
             self._log_dataset_inputs(result.run_dir)
         if self.register_prompt and result.completed:
@@ -234,6 +329,19 @@ class MLflowCallback(GuardedCallback):
         if self.client is None or self.run_id is None:
             raise RuntimeError("no MLflow run: on_run_start did not complete")
         return self.client, self.run_id
+
+    def _log_new_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        """``_log_metrics``, but a continued run skips the points it already has at ``step``
+        (a replay or a resume of a run whose final and summary were logged)."""
+        if self._resume:
+            client, run_id = self._run()
+            metrics = {
+                key: value
+                for key, value in metrics.items()
+                if all(m.step != step for m in client.get_metric_history(run_id, key))
+            }
+        if metrics:
+            self._log_metrics(metrics, step)
 
     def _log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         client, run_id = self._run()
@@ -260,51 +368,13 @@ class MLflowCallback(GuardedCallback):
     def _write_table(self) -> None:
         """Rewrite ``iterations.json`` whole (log_table would download and append each time)."""
         client, run_id = self._run()
-        frame = pd.DataFrame(self._rows)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, TABLE)
-            # The same pandas "split" JSON that mlflow.log_table writes, so load_table reads it.
-            frame.to_json(path, orient="split", index=False)
-            client.log_artifact(run_id, path)
-        if not self._table_marked:
-            # This tag is how the MLflow UI knows the artifact is a table.
-            logged = json.loads(client.get_run(run_id).data.tags.get(MLFLOW_LOGGED_ARTIFACTS, "[]"))
-            entry = {"path": TABLE, "type": "table"}
-            if entry not in logged:
-                self._set_tags({MLFLOW_LOGGED_ARTIFACTS: json.dumps([*logged, entry])})
-            self._table_marked = True
+        write_table(client, run_id, TABLE, self._rows)
 
     def _log_dataset_inputs(self, run_dir: str | None) -> None:
         """The train/val/test splits as dataset inputs (fills the UI's Dataset column)."""
-        if not run_dir:
-            return
-        splits_file = Path(run_dir) / "splits.json"
-        if not splits_file.exists():
-            return
-        splits: dict[str, list[str]] = json.loads(splits_file.read_text(encoding="utf-8"))
         client, run_id = self._run()
-        inputs = []
-        for split, ids in splits.items():
-            if not ids:
-                continue
-            dataset = from_pandas(self._split_frame(ids), name=self._dataset_name)
-            context = [InputTag(MLFLOW_DATASET_CONTEXT, split)]
-            inputs.append(DatasetInput(dataset._to_mlflow_entity(), tags=context))
-        if inputs:
-            client.log_inputs(run_id, datasets=inputs)
+        if log_dataset_inputs(client, run_id, run_dir, self._dataset_name, self.dataset):
             self._inputs_logged = True
-
-    def _split_frame(self, ids: list[str]) -> pd.DataFrame:
-        if self.dataset is None:
-            return pd.DataFrame({"id": ids})
-        rows = {example.id: example for example in self.dataset}
-        return pd.DataFrame(
-            [
-                {"id": i, "input": rows[i].input, "ideal": rows[i].ideal or ""}
-                for i in ids
-                if i in rows
-            ]
-        )
 
     def _register(self, result: OptimizationResult) -> None:
         """Register the best prompt as a new version and link that version to the run."""
@@ -320,20 +390,7 @@ class MLflowCallback(GuardedCallback):
         client.link_prompt_version_to_run(run_id, version)
 
 
-def _check_reachable(uri: str) -> None:
-    """Fail fast on a tracking server that is down (MLflow itself retries for minutes)."""
-    parts = urlsplit(uri)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return
-    if any(
-        os.environ.get(name) for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
-    ):
-        return  # the proxy, not us, decides what is reachable
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        socket.create_connection((parts.hostname, port), timeout=_CONNECT_TIMEOUT_S).close()
-    except OSError as exc:
-        raise ConnectionError(
-            f"MLflow tracking server {redact_url(uri)} is unreachable ({exc}); start it "
-            "(mlflow server) or point --mlflow-tracking-uri / MLFLOW_TRACKING_URI elsewhere"
-        ) from None
+def _default_name(config: RunConfig) -> str:
+    """``<strategy>-<dataset>-<reflex run id>``: a run name that says what ran, and where."""
+    parts = [config.strategy, config.dataset_name or "", config.run_id or ""]
+    return "-".join(part for part in parts if part)

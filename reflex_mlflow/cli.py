@@ -52,7 +52,8 @@ OPTIONS: list[click.Option] = [
     click.Option(
         ["--mlflow-tracking-uri"],
         metavar="URI",
-        help="Tracking URI [default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db].",
+        help="Tracking URI [default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the "
+        "working directory: MLflow 3's default; its file store ./mlruns is deprecated].",
     ),
     click.Option(["--mlflow-run-name"], metavar="NAME", help="MLflow run name."),
     tag_option("--mlflow-tag", "MLflow"),
@@ -65,6 +66,11 @@ OPTIONS: list[click.Option] = [
         ["--mlflow-trace"],
         is_flag=True,
         help="Record one MLflow trace per LiteLLM call, linked to the run.",
+    ),
+    click.Option(
+        ["--mlflow-child-runs"],
+        is_flag=True,
+        help="Log one nested MLflow run per evaluated candidate under the run.",
     ),
     click.Option(
         ["--mlflow-register-prompt"],
@@ -93,6 +99,7 @@ def to_callbacks(values: dict[str, Any]) -> list[Callback]:
             log_prompt_each_iter=values["mlflow_log_prompts"],
             register_prompt=values["mlflow_register_prompt"],
             trace_llm_calls=values["mlflow_trace"],
+            child_runs=values["mlflow_child_runs"],
         )
     ]
 

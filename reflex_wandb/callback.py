@@ -8,7 +8,10 @@ optimization goes on. See docs/trackers.md for what is logged.
 
 from __future__ import annotations
 
+import math
+import secrets
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import wandb
@@ -18,10 +21,15 @@ from reflex.api import (
     baseline_metrics,
     iteration_metrics,
     iteration_row,
+    recorded_iterations,
     run_params,
+    run_path,
+    save_tracker_state,
     split_params,
     summary_metrics,
+    tracker_state,
 )
+from reflex_wandb.offline import logged_steps
 
 if TYPE_CHECKING:
     from reflex.api import EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
@@ -66,6 +74,8 @@ class WandbCallback(GuardedCallback):
         self._off = False
         self._last_step = 0
         self._rows: list[dict[str, Any]] = []
+        self._run_dir: Path | None = None
+        self._done: set[int] = set()  # steps the W&B run holds (baseline 0, iterations)
 
     def _has_run(self) -> bool:
         return self.run is not None
@@ -73,7 +83,7 @@ class WandbCallback(GuardedCallback):
     # --- lifecycle hooks (each one guarded) ------------------------------------------------
 
     def on_baseline(self, snapshot: EvalSnapshot) -> None:
-        self._safely("on_baseline", lambda: self._log(baseline_metrics(snapshot), 0))
+        self._safely("on_baseline", lambda: self._baseline(snapshot))
 
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
@@ -81,7 +91,8 @@ class WandbCallback(GuardedCallback):
     def on_final(self, snapshot: EvalSnapshot) -> None:
         # One step past the last iteration, so the final point never sits inside the curve.
         step = self._last_step + 1
-        self._safely("on_final", lambda: self._log(baseline_metrics(snapshot), step))
+        if step not in self._done:  # a replayed or resumed run may hold it already
+            self._safely("on_final", lambda: self._log(baseline_metrics(snapshot), step))
 
     def on_run_end(self, result: OptimizationResult) -> None:
         self._safely("on_run_end", lambda: self._log_end(result))
@@ -97,47 +108,117 @@ class WandbCallback(GuardedCallback):
     # --- steps -------------------------------------------------------------------------------
 
     def _start(self, config: RunConfig, initial_prompt: str) -> None:
+        self._run_dir = run_path(config)
+        saved = tracker_state(self._run_dir, "wandb") if config.resumed else {}
+        if saved.get("project") != self.project or saved.get("entity") != self.entity:
+            saved = {}  # another project: a new W&B run (e.g. aevyra-reflex sync elsewhere)
+        resuming = self.run_id is not None or bool(saved.get("run_id"))
+        self.run_id = self.run_id or saved.get("run_id") or secrets.token_hex(4)
         run: Any = wandb.init(
             project=self.project,
             entity=self.entity,
-            name=self.run_name,
+            name=self.run_name or _default_name(config),
             tags=[*self.tags, config.strategy],
             mode=self.mode,  # type: ignore[arg-type]  # wandb checks the value itself
             config=run_params(config),
             id=self.run_id,
-            resume="allow" if self.run_id else None,
+            resume="allow",  # a resumed reflex run continues the same W&B run
             reinit="create_new",  # never finish or reuse a run the caller has open
             dir=self.dir,
         )
         self.run = run
         run.define_metric("iteration")
         run.define_metric("*", step_metric="iteration")
-        if self.run_id is not None:
-            self._last_step = int(run.summary.get("iteration", 0) or 0)
+        earlier = [str(d) for d in saved.get("sync_dirs", []) if d != run.settings.sync_dir]
+        if resuming:
+            self._done = self._steps_on_record(run, earlier)
+        self._last_step = max(self._done, default=0)
+        self._save(
+            project=self.project,
+            entity=self.entity,
+            sync_dirs=[*earlier, run.settings.sync_dir],
+        )
         run.summary["initial_prompt"] = initial_prompt
+        if resuming:
+            self._catch_up()
+
+    @staticmethod
+    def _steps_on_record(run: Any, earlier: list[str]) -> set[int]:
+        """Steps the W&B run already holds: on disk in its earlier offline files, or (online)
+        up to the ``iteration`` the server's summary has."""
+        if run.settings.mode == "offline":
+            return logged_steps(earlier)
+        last = run.summary.get("iteration")
+        return set(range(0, int(last) + 1)) if isinstance(last, int | float) else set()
+
+    def _went_offline(self, hook: str) -> None:
+        self._save(offline_in=hook, missed=True)
+
+    def _save(self, **values: Any) -> None:
+        save_tracker_state(self._run_dir, "wandb", run_id=self.run_id, **values)
+
+    def _catch_up(self) -> None:
+        """Log each iteration the run directory recorded but this W&B run does not hold."""
+        recorded = recorded_iterations(self._run_dir)
+        if recorded:  # the final point goes after the last iteration, not after a final
+            self._last_step = max(record.iteration for record in recorded)
+        for record in recorded:
+            self._rows.append(iteration_row(record))
+            if record.iteration not in self._done:
+                self._log_iteration(record)
+
+    def _baseline(self, snapshot: EvalSnapshot) -> None:
+        if 0 not in self._done:  # a resumed run's baseline may be on record already
+            self._log(baseline_metrics(snapshot), 0)
+            self._done.add(0)
 
     def _iteration(self, record: IterationRecord) -> None:
-        self._last_step = max(self._last_step, record.iteration)
-        self._log(iteration_metrics(record), record.iteration)
+        if record.iteration in self._done:
+            return  # already on record (a resumed run's catch-up)
         self._rows.append(iteration_row(record))
+        self._log_iteration(record)
+
+    def _log_iteration(self, record: IterationRecord) -> None:
+        self._last_step = max(self._last_step, record.iteration)
+        values: dict[str, Any] = dict(iteration_metrics(record))
+        if self.log_prompt_each_iter:
+            rows = [[row[column] for column in _TABLE_COLUMNS] for row in self._rows]
+            columns: list[str | int] = list(_TABLE_COLUMNS)
+            values["prompts"] = wandb.Table(columns=columns, data=rows)
+        self._run().log({"iteration": record.iteration, **values})
+        self._done.add(record.iteration)
+
+    def where(self) -> list[str]:
+        """Where the run went, and how to upload or open it (the CLI prints these lines)."""
+        if self.run is None:
+            return []
+        run = self.run
+        path = "/".join(p for p in (run.entity or self.entity, run.project, run.id) if p)
+        if getattr(run.settings, "_offline", False) or run.settings.mode == "offline":
+            return [
+                f"W&B: offline run {path} in {run.settings.sync_dir}",
+                f"  upload: wandb sync {run.settings.sync_dir}",
+            ]
+        url = getattr(run, "url", None)
+        return [f"W&B: run {path}" + (f" at {url}" if url else "")]
 
     def _log_end(self, result: OptimizationResult) -> None:
         run = self._run()
         run.config.update(split_params(result), allow_val_change=True)
+        numbers: dict[str, Any] = dict(summary_metrics(result))
+        pct = numbers.get("improvement_pct")
+        if pct is not None and math.isnan(pct):
+            numbers["improvement_pct"] = None  # null, as in result.json; the note says why
         self._summary(
             {
-                **summary_metrics(result),
+                **numbers,
+                "improvement_pct_note": result.improvement_pct_note,
                 "best_prompt": result.best_prompt,
                 "stop_reason": self._scrub(result.stop_reason),
                 "completed": result.completed,
                 "reflex_run_id": result.run_id or "",
             }
         )
-        if self.log_prompt_each_iter and self._rows:
-            rows = [[row[column] for column in _TABLE_COLUMNS] for row in self._rows]
-            columns: list[str | int] = list(_TABLE_COLUMNS)
-            table = wandb.Table(columns=columns, data=rows)
-            run.log({"prompts": table})
         self._log_best_prompt(result)
 
     def _log_best_prompt(self, result: OptimizationResult) -> None:
@@ -167,3 +248,9 @@ class WandbCallback(GuardedCallback):
 
     def _summary(self, values: Mapping[str, Any]) -> None:
         self._run().summary.update(dict(values))
+
+
+def _default_name(config: RunConfig) -> str:
+    """``<strategy>-<dataset>-<reflex run id>``, the same name the MLflow run gets."""
+    parts = [config.strategy, config.dataset_name or "", config.run_id or ""]
+    return "-".join(part for part in parts if part)

@@ -126,14 +126,19 @@ def _snapshot(score: float, graded: bool = False) -> EvalSnapshot:
 def test_warnings_for_overfit_judges_and_missing_val() -> None:
     record = IterationRecord(1, 0.9, None, {}, "p")
     result = OptimizationResult(
-        "p", 0.95, _snapshot(0.5), _snapshot(0.7, graded=True), iterations=[record]
+        "p",
+        0.9,
+        _snapshot(0.5),
+        _snapshot(0.7, graded=True),
+        iterations=[record],
+        best_score_val=0.95,
     )
     result.split_sizes = {"train": 10, "val": 5, "test": 5}
     kinds = {w["kind"]: w["message"] for w in run_warnings(result)}
     assert set(kinds) == {"overfit", "model_graded"} and "0.250" in kinds["overfit"]
     result.split_sizes = {"train": 10, "val": 0, "test": 5}
     assert "validation_reused_as_training" in {w["kind"] for w in run_warnings(result)}
-    result.best_score = 0.75
+    result.best_score_val = 0.75
     result.final = _snapshot(0.7)
     result.split_sizes["val"] = 5
     assert run_warnings(result) == []
@@ -149,7 +154,7 @@ def test_prompt_versions_are_content_addressed_with_provenance(run: Path) -> Non
     assert root["id"] == version_id(None, root["text"])
     assert best["text"] == result["best_prompt"] and best["parent"] == versions[-2]["id"]
     assert best["id"] == version_id(best["parent"], best["text"])
-    assert best["reasoning"] and best["val_score"] == result["best_score"]
+    assert best["reasoning"] and best["val_score"] == result["best_score_val"]
     assert best["diff"].startswith(f"--- {best['parent']}") and "+" in best["diff"]
     tried = {s["iteration"] for v in versions for s in v["rejected_siblings"]}
     accepted = {v["iteration"] for v in versions[1:]}

@@ -183,7 +183,7 @@ def test_reflex_all_is_explicit_sorted_and_exact() -> None:
 def test_aevyra_reflex_all_is_explicit_sorted_and_exact() -> None:
     names = aevyra_reflex.__all__
     assert _literal_all(aevyra_reflex) == names == sorted(names)
-    lazy = {"MLflowCallback", "WandbCallback"}
+    lazy = {"MLflowCallback", "WandbCallback"} | set(aevyra_reflex._METRICS)
     assert set(names) == set(reflex.__all__) | lazy
     assert _public_names(aevyra_reflex) | {"__version__"} | lazy == set(names)
     for name in names:

@@ -29,7 +29,7 @@ def test_instructions_improve_val_on_arithmetic(tmp_path: Path) -> None:
     lines = Path(str(result.run_dir), "events.jsonl").read_text(encoding="utf-8").splitlines()
     events = [json.loads(line) for line in lines]
     baseline_val = next(e["mean_score"] for e in events if e.get("label") == "val:baseline")
-    assert result.best_score is not None and result.best_score > baseline_val
+    assert result.best_score_val is not None and result.best_score_val > baseline_val
     assert result.final is not None and result.baseline is not None
     assert result.final.system_prompt == result.best_prompt != result.initial_prompt
     assert result.final.mean_score > result.baseline.mean_score

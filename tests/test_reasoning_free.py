@@ -99,7 +99,7 @@ def baseline_val(result: OptimizationResult) -> float:
 
 def assert_improves(result: OptimizationResult) -> None:
     assert result.baseline is not None and result.final is not None
-    assert result.best_score is not None and result.best_score > baseline_val(result)
+    assert result.best_score_val is not None and result.best_score_val > baseline_val(result)
     assert result.final.mean_score > result.baseline.mean_score
     assert result.final.system_prompt == result.best_prompt != START
 
@@ -277,7 +277,7 @@ def test_budget_stopped_auto_completes_its_last_phase_entry(tmp_path: Path) -> N
     assert result.stop_reason.startswith("budget exhausted")
     last = result.phase_history[-1]
     assert last["stop"] == result.stop_reason
-    assert last["end_score"] == result.best_score
+    assert last["end_score"] == result.best_score_val
     assert last["iterations"] == last["end_iteration"] - last["start_iteration"] + 1
     assert {"end_score", "iterations", "stop"} <= set(result.phase_history[0])
 

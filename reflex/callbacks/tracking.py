@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Coroutine, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from reflex.callbacks import Callback
@@ -150,11 +152,8 @@ def iteration_row(record: IterationRecord) -> dict[str, Any]:
 
 
 def best_train_score(result: OptimizationResult) -> float | None:
-    """The train score of the best prompt (its latest scored iteration), if it has one."""
-    for record in reversed(result.iterations):
-        if record.system_prompt == result.best_prompt and record.score is not None:
-            return record.score
-    return None
+    """The best train score seen during optimization (the highest iteration ``score``)."""
+    return max((r.score for r in result.iterations if r.score is not None), default=None)
 
 
 def converged(result: OptimizationResult) -> bool:
@@ -163,15 +162,18 @@ def converged(result: OptimizationResult) -> bool:
 
 
 def summary_metrics(result: OptimizationResult) -> dict[str, float]:
-    """End-of-run numbers; values that are unknown (e.g. no final after a failure) are left out."""
+    """End-of-run numbers. Unknown values (e.g. no final after a failure) are left out, except
+    ``improvement_pct``: always present, NaN when undefined (``improvement_pct_note`` says why,
+    e.g. a baseline of 0); ``result.json`` holds null and the same note."""
     total = dict(result.usage.get("total", {}))
+    pct = result.improvement_pct
     values: dict[str, float | None] = {
         "best_score_train": best_train_score(result),
-        "best_score_val": result.best_score,
+        "best_score_val": result.best_score_val,
         "baseline_score": result.baseline.mean_score if result.baseline else None,
         "final_score_test": result.final.mean_score if result.final else None,
         "improvement": result.improvement,
-        "improvement_pct": result.improvement_pct,
+        "improvement_pct": math.nan if pct is None else pct,
         "p_value": result.p_value,
         "converged": float(converged(result)),
         "total_iterations": float(len(result.iterations)),
@@ -222,19 +224,38 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+_OUTAGE_MARKERS = (
+    "Max retries exceeded",
+    "Connection refused",
+    "Connection reset",
+    "Connection aborted",
+    "Failed to establish a new connection",
+    "timed out",
+    "RemoteDisconnected",
+)
+
+
 class GuardedCallback(Callback):
     """Base for tracker callbacks: a failing tracker call is a warning, never an exception.
 
     ``on_run_start`` remembers the run's URLs (and the tracker's own, :meth:`_tracker_urls`),
     whose credentials :meth:`_scrub` hides from every text the tracker sends, then runs
-    :meth:`_start`. Subclasses wrap each hook's work in :meth:`_safely`. If the failure happens
-    before the tracker run exists (``_has_run()`` is false), the callback switches itself off,
-    so a tracker that is down costs one warning, not one per iteration.
+    :meth:`_start`. Subclasses wrap each hook's work in :meth:`_safely`, which runs it inside
+    :meth:`_request_limits` (bounded timeouts and retries for the tracker's requests). If the
+    failure happens before the tracker run exists (``_has_run()`` is false), the callback
+    switches itself off, so a tracker that is down costs one warning, not one per iteration.
+    A circuit breaker does the same once the run exists: after ``breaker`` calls in a row
+    failed because the tracker is unreachable (e.g. the server died mid-run), the callback
+    goes offline for the rest of the run and :meth:`_went_offline` records it; the run
+    directory keeps everything, and
+    ``aevyra-reflex sync`` replays it into the tracker later.
     """
 
     tracker: ClassVar[str] = "tracker"
+    breaker: ClassVar[int] = 2
 
     _off: bool = False
+    _failures: int = 0
     _urls: tuple[str | None, ...] = ()
 
     def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
@@ -251,6 +272,21 @@ class GuardedCallback(Callback):
         """The tracker's own URLs that may hold credentials (e.g. a tracking server's)."""
         return ()
 
+    def _request_limits(self) -> AbstractContextManager[object]:
+        """A context bounding the tracker's requests (timeouts, retries); none by default."""
+        return nullcontext()
+
+    def _went_offline(self, hook: str) -> None:
+        """The breaker opened in ``hook``: record that the tracker missed the rest of the run."""
+
+    def _is_outage(self, exc: Exception) -> bool:
+        """Whether ``exc`` says the tracker is unreachable (what the breaker counts); a failure
+        of another kind (a bad value, a full disk) stays one warning and logging goes on."""
+        text = str(exc)
+        return isinstance(exc, ConnectionError | TimeoutError) or any(
+            marker in text for marker in _OUTAGE_MARKERS
+        )
+
     def _scrub(self, text: str) -> str:
         return scrub(text, *self._urls)
 
@@ -258,7 +294,9 @@ class GuardedCallback(Callback):
         if self._off:
             return
         try:
-            action()
+            with self._request_limits():
+                action()
+            self._failures = 0
         except Exception as exc:  # noqa: BLE001 - a tracker must never break or lose a run
             logger.warning(
                 "%s logging failed in %s (the optimization goes on): %s: %s",
@@ -267,5 +305,18 @@ class GuardedCallback(Callback):
                 type(exc).__name__,
                 self._scrub(str(exc))[:500],
             )
+            self._failures = self._failures + 1 if self._is_outage(exc) else 0
             if not self._has_run():
                 self._off = True
+            elif self._failures >= self.breaker:
+                self._off = True
+                logger.warning(
+                    "%s failed %d times in a row: logging to it is off for the rest of the run; "
+                    "the run directory keeps everything (replay it with aevyra-reflex sync)",
+                    self.tracker,
+                    self._failures,
+                )
+                try:
+                    self._went_offline(hook)
+                except Exception as error:  # noqa: BLE001
+                    logger.debug("could not record that %s went offline: %s", self.tracker, error)

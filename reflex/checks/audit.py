@@ -287,13 +287,13 @@ def run_warnings(
             )
         )
     final = result.final.mean_score if result.final is not None else None
-    if sizes.get("val") and result.best_score is not None and final is not None:
-        gap = result.best_score - final
+    if sizes.get("val") and result.best_score_val is not None and final is not None:
+        gap = result.best_score_val - final
         if gap > overfit_gap:
             out.append(
                 _warning(
                     "overfit",
-                    f"val {result.best_score:.3f} vs test {final:.3f}: "
+                    f"val {result.best_score_val:.3f} vs test {final:.3f}: "
                     f"the gap {gap:.3f} is above {overfit_gap:.2f}",
                 )
             )

@@ -160,7 +160,7 @@ def print_summary(result: OptimizationResult, console: Console | None = None) ->
         from reflex.checks.stats import PairedTest
 
         table.add_row("significance", PairedTest(**result.significance).summary())
-    table.add_row("best val score", _fmt(result.best_score))
+    table.add_row("best val score", _fmt(result.best_score_val))
     table.add_row("iterations", str(len(result.iterations)))
     table.add_row("stopped", result.stop_reason)
     total = result.usage.get("total", {})

@@ -57,6 +57,9 @@ def build_cli() -> click.Group:
     from reflex.cli.optimize import make_optimize
 
     cli.add_command(make_optimize(reg))
+    from reflex.cli.sync import make_sync
+
+    cli.add_command(make_sync(reg))
     cli.add_command(_plugins_command())
     from reflex.cli.runs import runs_command, show_command
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from reflex.plugins import Registry
     from reflex.result import OptimizationResult
 
-__all__ = ["make_optimize"]
+__all__ = ["make_optimize", "print_trackers"]
 
 
 def _run_optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
@@ -44,8 +44,11 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
     prompt = prompt_spec(args.prompt)
     reporter = ConsoleReporter()
     callbacks = [reporter, *plugin_callbacks]
-    result = optimizer.run(prompt, callbacks=callbacks, resume=args.resume_target)
-    reporter.close()
+    try:
+        result = optimizer.run(prompt, callbacks=callbacks, resume=args.resume_target)
+    finally:
+        reporter.close()
+        print_trackers(plugin_callbacks)
     # Create missing parent folders: failing here, after a paid run, would lose the output.
     if args.output is not None:
         _write_best(args.output, prompt, result)
@@ -68,6 +71,18 @@ def _inputs(args: OptimizeArgs) -> dict[str, Path | str | None]:
         name, _, path = item.partition("=")
         inputs[f"reasoning template {name}"] = path
     return inputs
+
+
+def print_trackers(callbacks: list[Callback]) -> None:
+    """Where each tracker put the run (a tracker callback's optional ``where()`` lines)."""
+    for callback in callbacks:
+        where = getattr(callback, "where", None)
+        try:
+            lines = list(where()) if callable(where) else []
+        except Exception:  # noqa: BLE001 - a tracker must never break the command
+            lines = []
+        for line in lines:
+            click.echo(str(line), err=True)
 
 
 def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> None:

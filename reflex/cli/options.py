@@ -166,7 +166,13 @@ def _run() -> list[click.Parameter]:
     """Splits, concurrency, budgets, the run directory and resuming."""
     return [
         o(["--train-split"], type=FiniteFloat(), default=0.6, show_default=True),
-        o(["--val-split"], type=FiniteFloat(), default=0.2, show_default=True),
+        o(
+            ["--val-split", "--val-ratio", "val_split"],
+            type=FiniteFloat(),
+            default=0.2,
+            show_default=True,
+            help="Fraction of rows held out for validation (--val-ratio is the same option).",
+        ),
         o(["--group-key"], help="Metadata key whose rows stay in one split."),
         o(["--seed"], type=int, default=0, show_default=True),
         o(

@@ -15,6 +15,7 @@ from typing import Any
 
 from reflex.checks.leakage import describe as describe_leak
 from reflex.checks.versions import record_versions
+from reflex.result import best_val_of
 
 __all__ = ["prompt_diff", "render_report", "trajectory_svg"]
 
@@ -198,7 +199,7 @@ def _overview(result: Record, meta: Record) -> str:
             "split sizes",
             ", ".join(f"{k} {v}" for k, v in (result.get("split_sizes") or {}).items()),
         ),
-        ("best val score", result.get("best_score")),
+        ("best val score", best_val_of(result)),
         ("elapsed (s)", result.get("elapsed_s")),
         ("reflex version", meta.get("reflex_version")),
     ]

@@ -93,6 +93,7 @@ class RunContext:
         )
         self._started = time.monotonic()
         self._replay = list(replay)
+        self._train_batch: list[Example] | None = None  # see ``_train_score``
         if not self._replay:
             session.end_replay(0)
 
@@ -284,16 +285,19 @@ class RunContext:
         """
         leaks = self._span_flags(prompt, failed, rejected)
         rejected = rejected or self._leakage.reject(leaks)  # before val is paid for
+        measured = train  # what the strategy measured (leakage checks use only that)
+        if train is None and failed is None and rejected is None:
+            train = self._train_score(prompt)
         val = None
         if failed is None and rejected is None and len(self.val):
             val = self._session.evaluate(prompt, list(self.val), f"val:it{self.iteration + 1}")
         selection = val.mean_score if val is not None else None
         if not len(self.val) and failed is None and rejected is None and train is not None:
             selection = train.mean_score
-        if val is not None and train is not None:
-            rows = (len(train.samples), len(val.samples))
+        if val is not None and measured is not None:
+            rows = (len(measured.samples), len(val.samples))
             leaks += self._leakage.gain(
-                train.mean_score, val.mean_score, self.best_val, change, rows
+                measured.mean_score, val.mean_score, self.best_val, change, rows
             )
         rejected = rejected or self._leakage.reject(leaks) or self._guard_violation(val)
         is_best = (
@@ -305,7 +309,7 @@ class RunContext:
         if is_best:
             self.best_prompt, self.best_val = prompt, selection
             self.best_components = self._components_of(prompt, components)
-            self._leakage.became_best(train.mean_score if train else None)
+            self._leakage.became_best(measured.mean_score if measured else None)
         ok = is_best if accepted is None else accepted
         record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
         record = replace(
@@ -319,6 +323,21 @@ class RunContext:
         self._stopping.recorded(is_best, self.best_val)
         self._publish(record)
         return record
+
+    def _train_score(self, prompt: str) -> EvalSnapshot | None:
+        """A candidate the strategy did not score on train is measured on a fixed, seeded train
+        minibatch (``batch_size`` rows), so every iteration has its train score. Not under a
+        metric-call budget (``--max-calls``): there the calls go to the search, and the score
+        stays None."""
+        if not len(self.train):
+            return None
+        if self._train_batch is None:
+            rows = list(self.train)
+            size = min(self.settings.batch_size, len(rows))
+            self._train_batch = random.Random(f"train-batch:{self.seed}").sample(rows, size)
+        if self.budget.remaining_calls is not None:
+            return None  # under --max-calls every call goes to the search (val), none to charts
+        return self._session.evaluate(prompt, self._train_batch, f"train:it{self.iteration + 1}")
 
     def _span_flags(
         self, prompt: str, failed: str | None, rejected: str | None

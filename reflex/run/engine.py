@@ -151,11 +151,13 @@ class Engine:
         self._preflight(session, prompt)
         requests, cost = _requests_and_cost(session)
         result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
-        session.notify.baseline(result.baseline)
+        # Also on resume: a tracker may have lost it with the killed process (they dedupe).
+        session.dispatcher.baseline(result.baseline)
         after_requests, after_cost = _requests_and_cost(session)
         self._reserve_final(session, after_requests - requests, after_cost - cost)
         ctx = self._optimize(session, prompt, result)
-        result.best_prompt, result.best_score = ctx.best_prompt, ctx.best_val
+        result.best_prompt, result.best_score_val = ctx.best_prompt, ctx.best_val
+        result.best_score = max((s for s in result.score_trajectory if s is not None), default=None)
         result.best_components = ctx.best_components
         result.lineage = list(ctx.state.get("lineage", []))
         result.final = session.evaluate(

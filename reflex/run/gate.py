@@ -22,7 +22,7 @@ from reflex.models.cache import ResponseCache
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.preflight import check_models, judge_specs
 from reflex.models.runner import LoopRunner
-from reflex.result import EvalSnapshot
+from reflex.result import EvalSnapshot, best_val_of
 from reflex.run.evaluate import Evaluator, render_messages
 from reflex.run.records import read_json, resolve_run
 from reflex.types import Example, Metric
@@ -85,8 +85,8 @@ def load_baseline(ref: str, split: str | None, run_dir: str | Path = ".reflex") 
         per = {f"{s['example_id']}@{s['model']}": s["score"] for s in final.get("samples", [])}
         score = float(final["mean_score"])
         per = {k: float(v) for k, v in per.items() if v is not None}
-    elif split == "val" and splits.get("val") and result.get("best_score") is not None:
-        score, per = float(result["best_score"]), {}
+    elif split == "val" and splits.get("val") and best_val_of(result) is not None:
+        score, per = float(best_val_of(result) or 0.0), {}
     else:
         raise ConfigurationError(
             f"run {path.name} records no {split} score of its best prompt: use --split test "

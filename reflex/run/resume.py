@@ -21,7 +21,7 @@ from reflex.data.dataset import Dataset
 from reflex.data.json_types import JSONDict
 from reflex.errors import ConfigurationError
 from reflex.models.usage import ROLES, Role
-from reflex.result import RunEnd
+from reflex.result import RunEnd, best_val_of
 
 __all__ = [
     "ResumePoint",
@@ -82,12 +82,17 @@ class RunInfo:
             "dataset": self.meta.get("dataset_name"),
             "iterations": len(iterations),
             "baseline": (result.get("baseline") or {}).get("mean_score"),
-            "best_val": result.get("best_score", max(vals) if vals else None),
+            "best_val": best_val_of(result)
+            if _HAS_BEST & result.keys()
+            else max(vals, default=None),
             "final": (result.get("final") or {}).get("mean_score"),
             "p_value": (result.get("significance") or {}).get("p_value"),
             "cost": usage.get("cost"),
             "started": self.meta.get("started"),
         }
+
+
+_HAS_BEST = {"best_score", "best_score_val"}
 
 
 def _read(path: Path) -> dict[str, Any] | None:

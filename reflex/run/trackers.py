@@ -1,0 +1,173 @@
+"""What tracker adapters read from and keep in a run's directory.
+
+``.trackers.json`` holds each tracker's own ids for the run (the MLflow run id, the W&B run id),
+so a resumed run (``--resume``) continues the same tracker runs and ``aevyra-reflex sync`` knows
+where a run went. It starts with a dot: it is bookkeeping, not part of the sealed record
+(``verify`` ignores it). ``recorded_iterations`` reads the iterations a run has recorded (its
+checkpoint), so an adapter can log what an interrupted process recorded but never sent.
+``evaluation_rows`` is the per-example view of the test split: baseline and final side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reflex.config import RunConfig
+from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.files import atomic_write_text
+from reflex.result import IterationRecord, OptimizationResult
+
+__all__ = [
+    "TRACKERS_FILE",
+    "evaluation_rows",
+    "recorded_iterations",
+    "replay_run",
+    "run_path",
+    "save_tracker_state",
+    "tracker_state",
+]
+
+TRACKERS_FILE = ".trackers.json"
+
+logger = logging.getLogger(__name__)
+
+
+def run_path(config: RunConfig) -> Path | None:
+    """The run's directory (``<run_dir>/runs/<run_id>``), or None before the engine made one."""
+    if not config.run_id:
+        return None
+    return Path(config.run_dir) / "runs" / config.run_id
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def tracker_state(run: Path | None, tracker: str) -> dict[str, Any]:
+    """What ``tracker`` saved about this run (e.g. ``{"run_id": ...}``); ``{}`` when nothing."""
+    if run is None:
+        return {}
+    data = _read_json(run / TRACKERS_FILE)
+    entry = data.get(tracker) if isinstance(data, dict) else None
+    return dict(entry) if isinstance(entry, dict) else {}
+
+
+def save_tracker_state(run: Path | None, tracker: str, **values: Any) -> None:
+    """Merge ``values`` into ``tracker``'s entry of ``.trackers.json`` (atomic write)."""
+    if run is None or not run.is_dir():
+        return
+    data = _read_json(run / TRACKERS_FILE)
+    data = data if isinstance(data, dict) else {}
+    entry = data.get(tracker)
+    data[tracker] = {**(entry if isinstance(entry, dict) else {}), **values}
+    atomic_write_text(run / TRACKERS_FILE, json.dumps(data, indent=2, default=str))
+
+
+def recorded_iterations(run: Path | None) -> list[IterationRecord]:
+    """The iterations the run recorded so far (its checkpoint, else its result)."""
+    if run is None:
+        return []
+    for name in ("checkpoint.json", "result.json"):
+        data = _read_json(run / name)
+        if isinstance(data, dict) and isinstance(data.get("iterations"), list):
+            return [IterationRecord.from_dict(r) for r in data["iterations"]]
+    return []
+
+
+def _examples(run: Path | None, dataset: Dataset | None) -> dict[str, Any]:
+    if dataset is None and run is not None:
+        meta = _read_json(run / "run.json")
+        source = meta.get("dataset_source") if isinstance(meta, dict) else None
+        if isinstance(source, str) and Path(source).is_file():
+            try:
+                dataset = load_dataset(source)
+            except Exception as exc:  # noqa: BLE001 - the rows are extra; ids still go out
+                logger.debug("could not reload %s for the evaluation table: %s", source, exc)
+    return {example.id: example for example in dataset} if dataset is not None else {}
+
+
+def evaluation_rows(
+    result: OptimizationResult, dataset: Dataset | None = None
+) -> list[dict[str, Any]]:
+    """One row per test (example, model): input, expected, baseline and final outputs and scores.
+
+    ``input``/``expected`` come from ``dataset``, else from the run's dataset file (``run.json``);
+    empty when neither is known. Per-metric scores are ``baseline_<metric>`` / ``final_<metric>``.
+    """
+    if result.final is None:
+        return []
+    run = Path(result.run_dir) if result.run_dir else None
+    examples = _examples(run, dataset)
+    before = {s.key: s for s in result.baseline.samples} if result.baseline else {}
+    metrics = sorted({name for s in result.final.samples for name in s.scores})
+    rows = []
+    for sample in result.final.samples:
+        base = before.get(sample.key)
+        example = examples.get(sample.example_id)
+        row: dict[str, Any] = {
+            "example_id": sample.example_id,
+            "model": sample.model,
+            "input": _text(example.input) if example is not None else "",
+            "expected": _text(example.ideal) if example is not None else "",
+            "baseline_output": base.output if base is not None else "",
+            "final_output": sample.output,
+            "baseline_score": base.score if base is not None else None,
+            "final_score": sample.score,
+        }
+        for name in metrics:
+            row[f"baseline_{name}"] = base.scores.get(name) if base is not None else None
+            row[f"final_{name}"] = sample.scores.get(name)
+        rows.append(row)
+    return rows
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping | list):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def replay_run(run: Path, callbacks: Sequence[object]) -> OptimizationResult:
+    """Send a recorded run's hooks to ``callbacks`` again, from its run directory.
+
+    ``on_run_start`` gets the run's config with ``resumed`` True, so tracker adapters continue
+    the tracker runs the run saved in ``.trackers.json`` (when they point at the same store)
+    and log only what those lack; a run made with no tracker gets new tracker runs. The
+    finished run is not changed (``.trackers.json`` is outside its sealed record).
+    """
+    from reflex.callbacks import CallbackDispatcher
+    from reflex.errors import ConfigurationError, ReflexError
+
+    config_data = _read_json(run / "config.json")
+    result_data = _read_json(run / "result.json")
+    if not isinstance(config_data, dict) or not isinstance(result_data, dict):
+        raise ConfigurationError(
+            f"{run}: no config.json/result.json to replay (a run still going, or not a run "
+            "folder); resume it first (aevyra-reflex optimize ... --resume)"
+        )
+    config = RunConfig.model_validate({**config_data, "resumed": True})
+    result = OptimizationResult.from_dict(result_data)
+    dispatcher = CallbackDispatcher(list(callbacks))
+    dispatcher.run_start(config, result.initial_prompt)
+    if result.baseline is not None:
+        dispatcher.baseline(result.baseline)
+    for record in result.iterations:
+        dispatcher.iteration(record)
+    if result.final is not None:
+        dispatcher.final(result.final)
+    if result.completed:
+        dispatcher.run_end(result)
+    else:
+        dispatcher.run_error(ReflexError(result.stop_reason or "the run did not finish"), result)
+    return result

@@ -1,0 +1,65 @@
+"""How the MLflow adapter talks to a tracking server: fail fast, and never for long.
+
+MLflow's own defaults retry a request for minutes (7 retries, exponential back-off, 120 s
+timeout): a server that died mid-run would stall every hook. ``check_reachable`` refuses a
+server that does not accept connections before the run; ``bounded_requests`` caps each request
+the callback makes (no retry, 3 s), unless the user set those variables: a dead server costs
+milliseconds per call, a hanging one 3 s, and the breaker opens after two such calls.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+from reflex.api import redact_url
+
+__all__ = ["REQUEST_LIMITS", "bounded_requests", "check_reachable", "shown"]
+
+CONNECT_TIMEOUT_S = 3.0
+REQUEST_LIMITS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "0",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "3",
+}
+
+
+@contextmanager
+def bounded_requests() -> Iterator[None]:
+    """MLflow reads these at each request: set them around the callback's own calls only."""
+    added = {k: v for k, v in REQUEST_LIMITS.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
+
+
+def shown(uri: str) -> str:
+    """A tracking URI to print or save: a server's without credentials, a path's as it is
+    (URL redaction would collapse ``sqlite:////abs/path`` into another path)."""
+    return redact_url(uri) or "" if uri.startswith(("http://", "https://")) else uri
+
+
+def check_reachable(uri: str) -> None:
+    """Fail fast on a tracking server that is down (MLflow itself retries for minutes)."""
+    parts = urlsplit(uri)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return
+    if any(
+        os.environ.get(name) for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+    ):
+        return  # the proxy, not us, decides what is reachable
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ConnectionError(
+            f"MLflow tracking server {redact_url(uri)} is unreachable ({exc}); start it "
+            "(mlflow server) or point --mlflow-tracking-uri / MLFLOW_TRACKING_URI elsewhere"
+        ) from None

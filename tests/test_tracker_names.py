@@ -1,0 +1,339 @@
+"""Every row of docs/trackers.md's name table, for every built-in strategy, in real stores.
+
+MLflow: a real sqlite store read back with MlflowClient. W&B: a real offline run read back from
+its ``.wandb`` file. Also after a kill -9 in the middle of an iteration and ``--resume``: one
+MLflow run and one W&B run id, every step exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import wandb
+from mlflow import MlflowClient
+from test_resume import START, STRATEGIES, builder, reasoner_variants
+from wandb_reader import load_run
+
+from reflex import OptimizationResult
+from reflex.testing import FakeModel
+from reflex_mlflow import MLflowCallback
+from reflex_wandb import WandbCallback
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "trackers.md"
+TESTS = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Row:
+    names: tuple[str, ...]
+    when: str
+    mlflow: str
+    wandb: str
+
+
+def doc_rows() -> list[Row]:
+    """The table under "Every name, and where it lands" in docs/trackers.md."""
+    text = DOCS.read_text(encoding="utf-8")
+    section = text[text.index("**Every name, and where it lands.**") :]
+    lines = [line for line in section.splitlines()[1:] if line.startswith("| `")]
+    rows = []
+    for line in lines:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) != 4:
+            break
+        names = tuple(re.findall(r"`([^`]+)`", cells[0]))
+        rows.append(Row(names, cells[1], cells[2], cells[3]))
+    return rows
+
+
+ROWS = doc_rows()
+
+
+def test_the_table_is_complete() -> None:
+    names = {name for row in ROWS for name in row.names}
+    reference = {  # every name the callbacks reference documents (callbacks-reference)
+        "strategy",
+        "reasoning_model",
+        "max_iterations",
+        "score_threshold",
+        "temperature",
+        "max_workers",
+        "target_model",
+        "target_source",
+        "score_test",
+        "score_train",
+        "score_val",
+        "score_<metric>",
+        "iterations.json",
+        "best_score_train",
+        "baseline_score",
+        "final_score_test",
+        "improvement",
+        "improvement_pct",
+        "converged",
+        "total_iterations",
+        "best-prompt",
+        "prompts",
+    }
+    assert reference <= names, reference - names
+    assert "best_score_val" in names and "evaluation.json" in names
+
+
+@pytest.fixture(scope="module")
+def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("mlflow") / "template.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
+    return path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def wandb_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    root = tmp_path_factory.mktemp("wandb-home")
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("WANDB_DIR", "WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR"):
+            mp.setenv(name, str(root / name.lower()))
+        mp.setenv("WANDB_SILENT", "true")
+        mp.setenv("WANDB_ERROR_REPORTING", "false")
+        yield
+
+
+def concrete(name: str, result: OptimizationResult) -> str:
+    return (
+        name.replace("<metric>", "exact_match")
+        .replace("<reflex run id>", str(result.run_id))
+        .replace("NNN", "001")
+    )
+
+
+class Stores:
+    """What one reflex run left in MLflow and in W&B."""
+
+    def __init__(self, uri: str, mlflow_run_id: str, wandb_dirs: list[Path]) -> None:
+        self.client = MlflowClient(tracking_uri=uri)
+        self.run = self.client.get_run(mlflow_run_id)
+        self.files = self._artifacts(None)
+        wandb.teardown()  # flush the .wandb files before reading them
+        runs = [load_run(str(d)) for d in sorted(wandb_dirs)]
+        self.wandb_ids = {Path(d).name.rsplit("-", 1)[1] for d in wandb_dirs}
+        self.history = [row for run in runs for row in run["history"]]
+        self.summary = {k: v for run in runs for k, v in run["summary"].items()}
+        self.config = {k: v for run in runs for k, v in run["config"].items()}
+        self.artifacts = {a["name"] for run in runs for a in run["artifacts"]}
+
+    def _artifacts(self, path: str | None) -> set[str]:
+        found: set[str] = set()
+        for info in self.client.list_artifacts(self.run.info.run_id, path):
+            found |= self._artifacts(info.path) if info.is_dir else {info.path}
+        return found
+
+    def steps(self, name: str) -> list[int]:
+        return [m.step for m in self.client.get_metric_history(self.run.info.run_id, name)]
+
+    def wandb_steps(self, name: str) -> list[int]:
+        # a table is logged as nested keys (``prompts._type``, ``prompts.path``, ...)
+        return [row["iteration"] for row in self.history if name in row or f"{name}._type" in row]
+
+
+def expected_steps(name: str, result: OptimizationResult) -> list[int]:
+    """The iterations at which a per-iteration series has a point."""
+    if name == "score_val":
+        return [r.iteration for r in result.iterations if r.val_score is not None]
+    if name in ("tokens", "cost_usd", "prompts"):
+        return [r.iteration for r in result.iterations]
+    # score_train and score_<metric>: every iteration that did not fail has its train score
+    return [r.iteration for r in result.iterations if r.failed is None]
+
+
+def check_mlflow(row: Row, name: str, stores: Stores, result: OptimizationResult) -> None:
+    where, data = row.mlflow, stores.run.data
+    last = len(result.iterations)
+    if where == "param":
+        assert name in data.params
+    elif where == "tag":
+        assert name in data.tags
+    elif where.startswith("metric at step 0"):
+        assert 0 in stores.steps(name)
+    elif where.startswith("metric at step N+1"):
+        assert last + 1 in stores.steps(name), (name, stores.steps(name))
+    elif where == "metric at each iteration":
+        assert stores.steps(name) == expected_steps(name, result)
+    elif where in ("artifact", "table artifact"):
+        assert name in stores.files
+        if where == "table artifact":
+            logged = json.loads(data.tags["mlflow.loggedArtifacts"])
+            assert {"path": name, "type": "table"} in logged
+    else:
+        assert where == "-", f"unknown MLflow place {where!r}"
+
+
+def check_wandb(row: Row, name: str, stores: Stores, result: OptimizationResult) -> None:
+    where = row.wandb
+    last = len(result.iterations)
+    if where == "config":
+        assert name in stores.config
+    elif where == "summary":
+        assert name in stores.summary
+    elif where == "history at iteration 0":
+        assert 0 in stores.wandb_steps(name)
+    elif where == "history at iteration N+1":
+        assert last + 1 in stores.wandb_steps(name)
+    elif where in ("history at each iteration", "table at each iteration"):
+        steps = [s for s in stores.wandb_steps(name) if 0 < s <= last]
+        assert steps == expected_steps(name, result), (name, steps)
+    elif where == "artifact":
+        assert name in stores.artifacts
+    else:
+        assert where == "-", f"unknown W&B place {where!r}"
+
+
+def check_all_rows(stores: Stores, result: OptimizationResult) -> None:
+    failures = []
+    for row in ROWS:
+        for raw in row.names:
+            name = concrete(raw, result)
+            for check in (check_mlflow, check_wandb):
+                try:
+                    check(row, name, stores, result)
+                except AssertionError as exc:
+                    failures.append(f"{check.__name__} {name!r} ({row.when}): {exc}")
+    assert failures == []
+
+
+def fresh_uri(template_db: Path, where: Path) -> str:
+    where.mkdir(parents=True, exist_ok=True)
+    shutil.copy(template_db, where / "mlflow.db")
+    return f"sqlite:///{where / 'mlflow.db'}"
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_documented_name_lands_where_the_table_says(
+    strategy: str, tmp_path: Path, template_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # MLflow artifacts land in tmp_path/mlruns
+    uri = fresh_uri(template_db, tmp_path)
+    FakeModel(reasoner_variants).install()
+    mlflow_cb = MLflowCallback(tracking_uri=uri, log_prompt_each_iter=True)
+    wandb_cb = WandbCallback(mode="offline", dir=str(tmp_path), log_prompt_each_iter=True)
+    result = builder(tmp_path / "runs", strategy).run(START, callbacks=[mlflow_cb, wandb_cb])
+    assert result.completed and result.iterations
+    # every iteration that did not fail has a train score, whatever the strategy
+    assert all(r.score is not None for r in result.iterations if r.failed is None)
+    assert result.best_score == max(r.score for r in result.iterations if r.score is not None)
+    sync_dir = Path(wandb_cb.run.settings.sync_dir)
+    stores = Stores(uri, str(mlflow_cb.run_id), [sync_dir])
+    check_all_rows(stores, result)
+    metrics = stores.run.data.metrics
+    assert metrics["best_score_train"] == result.best_score
+    assert metrics["best_score_val"] == result.best_score_val
+    assert stores.summary["best_score_val"] == result.best_score_val
+
+
+KILLED_RUN = """
+import os, signal, sys
+sys.path[:0] = [{tests!r}]
+from pathlib import Path
+from test_resume import START, builder, reasoner_variants
+from reflex.testing import FakeModel
+from reflex_mlflow import MLflowCallback
+from reflex_wandb import WandbCallback
+
+class KillMidIteration:
+    # kill -9 after iteration {at} is recorded (checkpoint written) but before the trackers
+    # hear of it: the iteration in flight at the kill
+    def on_iteration(self, record):
+        if record.iteration == {at}:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+FakeModel(reasoner_variants).install()
+builder(Path({run_dir!r}), {strategy!r}).run(START, callbacks=[
+    KillMidIteration(),
+    MLflowCallback(tracking_uri={uri!r}, log_prompt_each_iter=True),
+    WandbCallback(mode="offline", dir={wandb_dir!r}, log_prompt_each_iter=True),
+])
+"""
+
+
+@pytest.mark.parametrize("strategy", ["iterative", "instructions"])
+def test_kill_9_then_resume_continues_the_same_tracker_runs(
+    strategy: str, tmp_path: Path, template_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    uri = fresh_uri(template_db, tmp_path)
+    run_dir, wandb_dir = tmp_path / "runs", tmp_path / "w"
+    script = KILLED_RUN.format(
+        tests=str(TESTS),
+        at=2,
+        run_dir=str(run_dir),
+        strategy=strategy,
+        uri=uri,
+        wandb_dir=str(wandb_dir),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == -9, done.stderr[-2000:]
+    [reflex_run] = list((run_dir / "runs").iterdir())
+    saved = json.loads((reflex_run / ".trackers.json").read_text())
+    assert set(saved) == {"mlflow", "wandb"}
+
+    FakeModel(reasoner_variants).install()
+    mlflow_cb = MLflowCallback(tracking_uri=uri, log_prompt_each_iter=True)
+    wandb_cb = WandbCallback(mode="offline", dir=str(wandb_dir), log_prompt_each_iter=True)
+    result = builder(run_dir, strategy).run(START, callbacks=[mlflow_cb, wandb_cb], resume=True)
+    assert result.completed and len(result.iterations) > 2
+    assert mlflow_cb.run_id == saved["mlflow"]["run_id"]  # the same MLflow run
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("aevyra-reflex")
+    assert experiment is not None
+    assert len(client.search_runs([experiment.experiment_id])) == 1
+    assert wandb_cb.run_id == saved["wandb"]["run_id"]  # the same W&B run id
+    dirs = sorted((wandb_dir / "wandb").glob("offline-run-*"))
+    assert len(dirs) == 2  # the killed process's file and the resumed one's, one run id
+    stores = Stores(uri, str(mlflow_cb.run_id), dirs)
+    assert stores.wandb_ids == {saved["wandb"]["run_id"]}
+    check_all_rows(stores, result)  # each step exactly once, in MLflow and in W&B
+    assert not math.isnan(stores.run.data.metrics["final_score_test"])
+
+
+def test_improvement_pct_when_the_baseline_is_0(
+    tmp_path: Path, template_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bare prompt that scores 0 on exact match: the key is there, NaN/null with a note."""
+    monkeypatch.chdir(tmp_path)
+    uri = fresh_uri(template_db, tmp_path)
+
+    def zero_until_told(request: Any) -> str:
+        answer = reasoner_variants(request)
+        if request.model == "fake/task" and "Answer with one word" not in request.system:
+            return "I am not sure."
+        return answer
+
+    FakeModel(zero_until_told).install()
+    mlflow_cb = MLflowCallback(tracking_uri=uri)
+    wandb_cb = WandbCallback(mode="offline", dir=str(tmp_path))
+    result = (
+        builder(tmp_path / "runs", "iterative")
+        .configure(allow_degenerate_seed=True)
+        .run(START, callbacks=[mlflow_cb, wandb_cb])
+    )
+    assert result.baseline is not None and result.baseline.mean_score == 0
+    assert result.improvement_pct is None and "baseline test score is 0" in str(
+        result.improvement_pct_note
+    )
+    saved = json.loads((Path(str(result.run_dir)) / "result.json").read_text())
+    assert saved["improvement_pct"] is None and saved["improvement_pct_note"]
+    stores = Stores(uri, str(mlflow_cb.run_id), [Path(wandb_cb.run.settings.sync_dir)])
+    assert math.isnan(stores.run.data.metrics["improvement_pct"])
+    assert "baseline test score is 0" in stores.run.data.tags["reflex.improvement_pct_note"]
+    assert stores.summary["improvement_pct"] is None
+    assert stores.summary["improvement_pct_note"] == result.improvement_pct_note
