@@ -16,7 +16,7 @@ from pydantic import (
 
 from reflex.errors import ConfigurationError
 from reflex.models.client import parse_model
-from reflex.redact import redact_url
+from reflex.redact import redact_data, redact_url
 
 __all__ = [
     "BudgetConfig",
@@ -116,6 +116,10 @@ class BaseRunConfig(BaseModel):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     run_dir: str = ".reflex"
     cache_namespace: str = "default"
+    # Beyond one machine (docs/scaling.md): a LiteLLM Router config (the proxy's model_list YAML
+    # path, or the mapping itself) and a shared response cache (redis://..., postgresql://...).
+    router_config: str | dict[str, Any] | None = Field(default=None, repr=False)
+    cache_url: str | None = Field(default=None, repr=False)
     prompt_mode: Literal["replace", "prepend"] = "replace"
     # Pipeline mode (reflex.data.pipeline): where the function came from and its source hash (a
     # changed pipeline cannot resume a run), the per-example timeout, and the metrics that
@@ -135,7 +139,11 @@ class BaseRunConfig(BaseModel):
     run_id: str = ""
     resumed: bool = False
 
-    @field_serializer("api_base", "reasoning_base_url")
+    @field_serializer("router_config")
+    def _router_secrets(self, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        return redact_data(value) if isinstance(value, dict) else value
+
+    @field_serializer("api_base", "reasoning_base_url", "cache_url")
     def _no_credentials(self, value: str | None) -> str | None:
         # Credentials in a URL are secrets: config.json, callbacks' dumps and resume's
         # comparison only ever see the redacted form; model calls use the attribute itself.

@@ -96,6 +96,8 @@ class OptimizeArgs:
     max_cost: float | None
     max_seconds: float | None
     cache_namespace: str
+    cache_url: str | None
+    router_config: Path | None
     run_dir: str
     resume: bool
     resume_from: str | None

@@ -27,10 +27,11 @@ from reflex.errors import (
     DegenerateSeedError,
     StorageError,
 )
-from reflex.models.cache import ResponseCache
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.retry import error_name
+from reflex.models.router import ModelRouter
 from reflex.models.runner import LoopRunner
+from reflex.models.shared_cache import open_cache
 from reflex.plugins import build_options
 from reflex.redact import scrub
 from reflex.result import OptimizationResult, RunEnd, StopReason
@@ -253,8 +254,12 @@ class Engine:
             self._write_run_files(store, config, prompt)
         else:
             store.write_json("run.json", {**self._meta(store, prompt), "resumed_at": time.time()})
-        cache = ResponseCache(store.cache_path)
-        urls = (config.api_base, config.reasoning_base_url)  # their credentials stay unwritten
+        cache = open_cache(config.cache_url, store.cache_path)
+        urls = (
+            config.api_base,
+            config.reasoning_base_url,
+            config.cache_url,
+        )  # their credentials stay unwritten
         client = ProviderClient(
             max_workers=config.max_workers,
             processes=config.client_processes,
@@ -262,6 +267,7 @@ class Engine:
             cache_namespace=config.cache_namespace,
             seed=config.seed,
             owner=store.run_id,
+            router=ModelRouter(config.router_config) if config.router_config else None,
             on_retry=lambda model, attempt, exc, delay: session.event(
                 "retry",
                 model=model,

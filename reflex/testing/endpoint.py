@@ -42,6 +42,7 @@ from typing import Any
 
 from reflex.data.json_types import JSONDict
 from reflex.testing.http import Request, error_body, read_request, send, send_raw
+from reflex.testing.ratelimit import RateLimit
 
 __all__ = [
     "FAULT_KINDS",
@@ -159,9 +160,11 @@ class EndpointServer:
         responder: Responder = echo,
         usage: tuple[int, int] | None = None,
         gate: threading.Event | None = None,
+        limit: RateLimit | None = None,
     ) -> None:
         self.latency = latency
         self.gate = gate
+        self.limit = limit  # R requests/s: 429 + Retry-After above it (reflex.testing.ratelimit)
         self.faults = faults or FaultPlan()
         self.responder = responder
         self.usage = usage
@@ -239,6 +242,13 @@ class EndpointServer:
             self._seen[digest] += 1
             stats.distinct = len(self._seen)
         try:
+            wait = self.limit.admit() if self.limit is not None else None
+            if wait is not None:
+                with self._lock:
+                    self._stats.faults["rate_limit"] = self._stats.faults.get("rate_limit", 0) + 1
+                headers = {"Retry-After": f"{wait:.3f}"}
+                refusal = error_body("rate limit reached", "rate_limit_exceeded")
+                return await send(writer, 429, refusal, headers)
             fault = self.faults.choose(digest, attempt, arrival)
             if fault is not None:
                 with self._lock:
@@ -335,10 +345,11 @@ def serve(
     port: int = 0,
     backlog: int = 4096,
     gate: threading.Event | None = None,
+    limit: RateLimit | None = None,
 ) -> Iterator[Endpoint]:
     """Run an endpoint on a background thread for the ``with`` block; yields its base URL."""
     server = EndpointServer(
-        latency=latency, faults=faults, responder=responder, usage=usage, gate=gate
+        latency=latency, faults=faults, responder=responder, usage=usage, gate=gate, limit=limit
     )
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="reflex-endpoint", daemon=True)
@@ -368,6 +379,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--hang", type=float, default=30.0)
     parser.add_argument("--max-per-request", type=int, default=None)
     parser.add_argument("--usage", type=int, nargs=2, metavar=("PROMPT", "COMPLETION"))
+    parser.add_argument("--rate-limit", type=float, default=None, help="requests/s, 429 above")
     return parser
 
 
@@ -381,7 +393,8 @@ async def _serve_forever(args: argparse.Namespace) -> None:
         max_per_request=args.max_per_request,
     )
     usage = (args.usage[0], args.usage[1]) if args.usage else None
-    server = EndpointServer(latency=args.latency, faults=plan, usage=usage)
+    limit = RateLimit(args.rate_limit) if args.rate_limit else None
+    server = EndpointServer(latency=args.latency, faults=plan, usage=usage, limit=limit)
     port = await server.start(args.host, args.port, args.backlog)
     # The one line a parent process reads to learn the port (library code never prints).
     sys.stdout.write(f"listening on http://{args.host}:{port}/v1\n")
