@@ -2,7 +2,9 @@
 
     python tests/routing_worker.py CONFIG.json PREFIX N MAX_WORKERS
 
-Prints one JSON line: answers, errors (first lines), the ledger's deployments and retries.
+Prints "ready" once LiteLLM is imported, waits for a line on stdin (so that several workers
+start calling at once), then prints one JSON line: answers, errors (first lines), the ledger's
+deployments and retries.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import asyncio
 import json
 import sys
 
-from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.client import ModelSpec, ProviderClient, load_litellm
 from reflex.models.router import ModelRouter
 
 
@@ -34,5 +36,8 @@ async def _main(config: str, prefix: str, calls: int, workers: int) -> dict[str,
 
 
 if __name__ == "__main__":
+    load_litellm()
+    print("ready", flush=True)
+    sys.stdin.readline()
     config, prefix, calls, workers = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     print(json.dumps(asyncio.run(_main(config, prefix, calls, workers))))
