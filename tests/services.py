@@ -3,7 +3,7 @@
 Each is started from Debian's packages in a temporary directory on 127.0.0.1 and stopped at the
 end of the session (``bash .ci/services`` installs the packages and runs these tests in CI). A
 test skips, with the reason and the fix, only when a binary or client package is not installed.
-Import the fixtures into a test module: ``from services import redis_url  # noqa: F401``.
+tests/conftest.py loads this module as a plugin, so every test can ask for the fixtures.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from services import redis_url  # noqa: F401
 
 from reflex.testing.endpoint import serve
 from reflex.testing.ratelimit import RateLimit

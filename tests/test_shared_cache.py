@@ -1,4 +1,4 @@
-"""The response cache by URL (--cache-url): Redis and SQL databases with the sqlite cache's semantics.
+"""The response cache by URL (--cache-url): Redis and SQL databases, the sqlite cache's semantics.
 
 The contract runs on every backend: the sqlite file, SQLAlchemy over sqlite (always), and a real
 redis-server and PostgreSQL (``services``, started by tests/services.py). Two runs in separate
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_rows
-from services import create_database, free_port, postgres_url, redis_url  # noqa: F401
+from services import create_database, free_port
 
 from reflex import PromptOptimizer
 from reflex.errors import ConfigurationError, StorageError
@@ -108,7 +108,7 @@ def test_unreachable_cache_is_one_clear_line(url: str, tmp_path: Path) -> None:
     pytest.importorskip("redis" if url.startswith("redis") else "psycopg")
     pytest.importorskip("sqlalchemy")
     target = url.format(port=free_port())  # nothing listens there
-    with pytest.raises(StorageError, match="response cache .* is unavailable") as caught:
+    with pytest.raises(StorageError, match=r"response cache .* is unavailable") as caught:
         open_cache(target, tmp_path / "c.sqlite")
     assert "\n" not in str(caught.value) and "--cache-url" in str(caught.value)
 
