@@ -134,9 +134,13 @@ def mlflow_server(postgres_url: str) -> Iterator[str]:
     port = free_port()
     tmp = tempfile.mkdtemp(prefix="reflex-mlflow-")
     args = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port)]
-    args += ["--backend-store-uri", store.replace("postgresql://", "postgresql+psycopg://")]
+    backend = store.replace("postgresql://", "postgresql+psycopg://")  # psycopg 3, not psycopg2
+    args += ["--backend-store-uri", backend]
     args += ["--artifacts-destination", f"{tmp}/artifacts", "--workers", "1"]
+    # MLFLOW_TRACKING_URI too: the server's prompt registry looks runs up (to link a prompt
+    # version to a run) in the process's tracking store, which is otherwise ./mlflow.db.
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    env["MLFLOW_TRACKING_URI"] = backend
     with open(f"{tmp}/server.log", "wb") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=log, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
