@@ -155,3 +155,38 @@ def mlflow_server(postgres_url: str) -> Iterator[str]:
     finally:
         _stop(proc)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_address() -> Iterator[str]:
+    """A local Ray cluster (``ray start --head --block`` on 127.0.0.1, 2 CPUs); yields HOST:PORT.
+
+    Its processes share one process group, stopped at the end. Workers get the environment of
+    the cluster, as on a real one: an API key for the local endpoint, LiteLLM's offline map.
+    """
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'aevyra-reflex[ray]'")
+    binary = Path(sys.executable).parent / "ray"
+    port = free_port()
+    tmp = tempfile.mkdtemp(prefix="rr-")  # short: Ray's unix socket paths must stay < 108 chars
+    args = [str(binary), "start", "--head", "--block", "--node-ip-address", "127.0.0.1"]
+    args += ["--port", str(port), "--num-cpus", "2", "--include-dashboard", "false"]
+    args += ["--disable-usage-stats", "--temp-dir", tmp, "--object-store-memory", "200000000"]
+    env = {**os.environ, "OPENAI_API_KEY": "sk-none", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    with open(f"{tmp}/start.log", "wb") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=log, env=env, start_new_session=True)
+
+    def listening() -> bool:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+
+    _wait(listening, "ray start --head", proc)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        with contextlib.suppress(Exception):
+            import ray
+
+            ray.shutdown()
+        _stop(proc)
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -36,7 +36,13 @@ def test_every_command_option_is_a_field_and_back() -> None:
     assert _params(check_command) == _names(CheckArgs)
     assert _params(export_command) == _names(ExportArgs)
     shared = _names(OptimizeArgs) - {*COMPARE_FIXED, "strategy"}
-    assert _params(compare_command) == shared | {"strategies", "seeds", "out_dir"}
+    assert _params(compare_command) == shared | {
+        "strategies",
+        "seeds",
+        "out_dir",
+        "executor",
+        "ray_address",
+    }
 
 
 def test_params_that_differ_from_the_fields_are_refused() -> None:
