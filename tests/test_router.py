@@ -205,3 +205,42 @@ def test_cli_router_config_option(
     assert done.value.code in (0, None)
     usage = json.loads(out.read_text())["usage"]
     assert sum(usage["deployments"].values()) == usage["task"]["calls"] > 0
+
+
+# --- the parts: the fake's limit, the pacing --------------------------------------------------
+
+
+def test_rate_limit_is_a_token_bucket() -> None:
+    limit = RateLimit(10.0)  # 10/s, a bucket of 10
+    assert [limit.admit(now=0.0) for _ in range(10)] == [None] * 10
+    assert limit.admit(now=0.0) == pytest.approx(0.1)  # Retry-After: the next token
+    assert limit.admit(now=0.1) is None and limit.admit(now=0.1) is not None
+    assert (limit.admitted, limit.refused) == (11, 2)
+    assert limit.peak(1.0) == 13 and RateLimit(5.0).peak() == 0
+
+
+def test_pacing_spaces_a_deployments_calls_and_picks_the_free_one(
+    monkeypatch: pytest.MonkeyPatch, runner: LoopRunner
+) -> None:
+    from reflex.models import pacing
+
+    monkeypatch.setattr(pacing.time, "monotonic", lambda: 100.0)  # a frozen clock
+    monkeypatch.setattr(pacing, "_PACED", {})
+    backend = pacing.local_pacing()
+    a, b, bare = (
+        {"model_info": {"id": name}, "litellm_params": {"rpm": 600}} for name in ("a", "b", "c")
+    )
+    bare["litellm_params"] = {}
+    assert pacing.interval_of(a) == pytest.approx(0.1) and pacing.interval_of(bare) is None
+    pacing._PACED.update({"a": backend, "b": backend})
+
+    async def steps() -> tuple[list[float], list[str], list[str]]:
+        waits = [await backend.reserve("a", 0.1) for _ in range(3)]
+        free = [d["model_info"]["id"] for d in await pacing.soonest([a, b])]
+        mixed = [d["model_info"]["id"] for d in await pacing.soonest([a, bare])]
+        return waits, free, mixed
+
+    waits, free, mixed = runner.run(steps())
+    assert waits == pytest.approx([0.0, 0.1, 0.2])  # 60 / rpm apart
+    assert free == ["b"]  # a's next slot is 0.3 s away, b is free now
+    assert mixed == ["a", "c"]  # an unpaced deployment: the Router decides alone

@@ -22,7 +22,8 @@ request gets a fresh draw. Faults: ``429`` (no advice), ``429-retry-after`` (Ret
 ``malformed`` (200 with broken JSON), ``empty`` (200 with empty content), ``drop`` (closes the
 connection without an answer). Rate limits and drops answer at once; the rest after ``latency``.
 ``serve(gate=event)`` holds those answers until the ``threading.Event`` is set, so a test can
-keep calls in flight for as long as it needs instead of guessing a latency.
+keep calls in flight for as long as it needs instead of guessing a latency. ``limit=RateLimit(R)``
+(``--rate-limit R``) admits R requests/s, answering 429 + Retry-After above (fault ``rate_limit``).
 """
 
 from __future__ import annotations
@@ -242,18 +243,14 @@ class EndpointServer:
             self._seen[digest] += 1
             stats.distinct = len(self._seen)
         try:
-            wait = self.limit.admit() if self.limit is not None else None
-            if wait is not None:
-                with self._lock:
-                    self._stats.faults["rate_limit"] = self._stats.faults.get("rate_limit", 0) + 1
-                headers = {"Retry-After": f"{wait:.3f}"}
-                refusal = error_body("rate limit reached", "rate_limit_exceeded")
-                return await send(writer, 429, refusal, headers)
-            fault = self.faults.choose(digest, attempt, arrival)
+            wait = self.limit.admit() if self.limit is not None else None  # over R requests/s
+            fault = (
+                "rate_limit" if wait is not None else self.faults.choose(digest, attempt, arrival)
+            )
             if fault is not None:
                 with self._lock:
                     self._stats.faults[fault] = self._stats.faults.get(fault, 0) + 1
-                return await self._fault(fault, request, writer)
+                return await self._fault(fault, request, writer, wait)
             await self._wait()
             text = self.responder(request)
             with self._lock:
@@ -269,14 +266,16 @@ class EndpointServer:
         if self.latency > 0:
             await asyncio.sleep(self.latency)
 
-    async def _fault(self, kind: str, request: ChatRequest, writer: asyncio.StreamWriter) -> bool:
+    async def _fault(
+        self, kind: str, request: ChatRequest, writer: asyncio.StreamWriter, wait: float | None
+    ) -> bool:
         if kind == "drop":
             writer.transport.abort()
             return False
         if kind == "429":
             return await send(writer, 429, error_body("rate limit reached", "rate_limit_exceeded"))
-        if kind == "429-retry-after":
-            headers = {"Retry-After": f"{self.faults.retry_after:g}"}
+        if kind in ("429-retry-after", "rate_limit"):
+            headers = {"Retry-After": f"{self.faults.retry_after if wait is None else wait:g}"}
             return await send(
                 writer, 429, error_body("rate limit reached", "rate_limit_exceeded"), headers
             )
