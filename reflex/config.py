@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any, Literal, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -143,7 +144,15 @@ class BaseRunConfig(BaseModel):
     def _router_secrets(self, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
         return redact_data(value) if isinstance(value, dict) else value
 
-    @field_serializer("api_base", "reasoning_base_url", "cache_url")
+    @field_serializer("cache_url")
+    def _cache_url(self, value: str | None) -> str | None:
+        # Kept as given when it holds no password or query (sqlite:////abs/path must survive
+        # for check/export to read the cache back); else redacted like the API bases.
+        if value and urlsplit(value).password is None and "?" not in value:
+            return value
+        return redact_url(value)
+
+    @field_serializer("api_base", "reasoning_base_url")
     def _no_credentials(self, value: str | None) -> str | None:
         # Credentials in a URL are secrets: config.json, callbacks' dumps and resume's
         # comparison only ever see the redacted form; model calls use the attribute itself.

@@ -115,3 +115,39 @@ def test_unreachable_cache_is_one_clear_line(url: str, tmp_path: Path) -> None:
 
 def test_backends_are_response_caches() -> None:
     assert issubclass(RedisCache, ResponseCache) and issubclass(SqlCache, ResponseCache)
+
+
+def test_export_reads_the_shared_cache_the_run_wrote(fake_model: FakeModel, tmp_path: Path) -> None:
+    from reflex import load_dataset
+    from reflex.run.export import plan_export
+
+    pytest.importorskip("sqlalchemy")
+    url = f"sqlite+pysqlite:///{tmp_path / 'team.sqlite'}"
+    dataset = load_dataset(make_rows(20), name="reviews")
+    result = (
+        PromptOptimizer()
+        .set_dataset(dataset)
+        .add_provider("fake/task")
+        .add_metric("exact_match")
+        .set_reasoning_model("fake/reasoner")
+        .set_run_dir(tmp_path / "runs")
+        .set_cache_url(url)
+        .configure(max_iterations=1)
+        .run("Classify the sentiment.")
+    )
+    assert result.run_dir is not None
+    plan = plan_export(Path(result.run_dir), dataset, "test")
+    assert plan.uncached == 0  # every test row's answer for the best prompt is in the shared cache
+    assert isinstance(plan.evaluator.client.cache, SqlCache)
+    plan.evaluator.client.cache.close()
+
+
+def test_cache_url_credentials_stay_out_of_config_json() -> None:
+    from reflex.config import RunConfig
+
+    def saved(url: str) -> object:
+        return RunConfig(models=["fake/task"], cache_url=url).model_dump(mode="json")["cache_url"]
+
+    assert saved("redis://:s3cret@cache.internal:6379/0") == "redis://***@cache.internal:6379/0"
+    assert "s3cret" not in str(saved("postgresql://reflex:s3cret@db/cache"))
+    assert saved("sqlite+pysqlite:////abs/team.sqlite") == "sqlite+pysqlite:////abs/team.sqlite"

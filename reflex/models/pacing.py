@@ -73,23 +73,26 @@ class _RedisPacing:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._clients: dict[int, Any] = {}
+        self._scripts: dict[int, tuple[Any, Any]] = {}
 
-    def _client(self) -> Any:
+    def _script(self, which: int) -> Any:
+        """The (peek, reserve) Lua scripts, run by EVALSHA through this loop's client."""
         import redis.asyncio as aioredis
 
         loop = id(asyncio.get_running_loop())
-        if loop not in self._clients:
-            self._clients = {loop: aioredis.Redis.from_url(self.url)}
-        return self._clients[loop]
+        if loop not in self._scripts:
+            client = aioredis.Redis.from_url(self.url)
+            self._scripts = {
+                loop: (client.register_script(_PEEK), client.register_script(_RESERVE))
+            }
+        return self._scripts[loop][which]
 
     async def waits(self, ids: Sequence[str]) -> list[float]:
-        keys = [_PREFIX + i for i in ids]
-        found = await self._client().eval(_PEEK, len(keys), *keys)
+        found = await self._script(0)(keys=[_PREFIX + i for i in ids])
         return [float(v) for v in found]
 
     async def reserve(self, deployment: str, interval: float) -> float:
-        found = await self._client().eval(_RESERVE, 1, _PREFIX + deployment, f"{interval:.6f}")
+        found = await self._script(1)(keys=[_PREFIX + deployment], args=[f"{interval:.6f}"])
         return float(found)
 
 
