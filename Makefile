@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup test test-fast test-real lint fix typecheck docs demo bench clean
+.PHONY: setup test test-fast test-real lint fix typecheck docs demo bench bench-quality clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,11 @@ demo: setup
 
 bench: setup
 	$(BIN)/python bench/local_model.py
+
+# Quality per call on the embedded model (hours of CPU at the defaults; see bench/README.md).
+# DSPY_PYTHON=<a venv with dspy>/bin/python adds the DSPy rows.
+bench-quality: setup
+	$(BIN)/python bench/quality.py --readme $(if $(DSPY_PYTHON),--dspy-python $(DSPY_PYTHON))
 
 clean:
 	rm -rf $(VENV) .reflex .pytest_cache .mypy_cache .ruff_cache

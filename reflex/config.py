@@ -103,7 +103,9 @@ class BaseRunConfig(BaseModel):
     slice_by: list[str] = Field(default_factory=list)
     strategy: str = "iterative"
     strategy_options: dict[str, Any] = Field(default_factory=dict)
-    max_iterations: int = Field(default=5, ge=0)
+    # None: 5, or with max_metric_calls, as many candidates as the search budget pays a val
+    # pass for (at least 5); resolved by the engine once the splits are known.
+    max_iterations: int | None = Field(default=None, ge=0)
     score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     train_split: float = Field(default=0.6, gt=0.0, lt=1.0)
     val_split: float = Field(default=0.2, ge=0.0, lt=1.0)

@@ -9,14 +9,20 @@ One candidate costs, in model calls (cache hits are free and not counted):
 
 Screening is "cheap enough" (the default, ``screen=None``) when ``2 * batch_size <= len(val)``:
 a rejected candidate then saves more val calls than the minibatch cost.
+
+Near the end of a ``--max-calls`` budget: when fewer calls remain than one val pass, no
+candidate can be measured, so the run ends (``BudgetExhausted``) before any screening call is
+paid; when the calls left cover a val pass but not the minibatch too, the candidate goes
+straight to val.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from reflex.api import EvalSnapshot, Example, IterationRecord
+from reflex.api import BudgetExhausted, EvalSnapshot, Example, IterationRecord
 
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
@@ -63,7 +69,7 @@ def try_candidate(
     calls) and logged as ``candidate_rejected``. Otherwise it is measured on val and recorded
     as accepted exactly when it becomes the new best on val.
     """
-    rows = [e for e in batch if e.id not in exclude]
+    rows = _affordable_rows(ctx, [e for e in batch if e.id not in exclude])
     train: EvalSnapshot | None = None
     change: float | None = None
     if rows:
@@ -92,3 +98,22 @@ def try_candidate(
             best_val=ctx.best_val,
         )
     return record
+
+
+def _affordable_rows(ctx: StrategyContext, rows: list[Example]) -> list[Example]:
+    """``rows`` to screen on, ``[]`` when the budget covers val but not the minibatch too.
+
+    Raises ``BudgetExhausted`` when the calls left cannot pay for one val pass.
+    """
+    budget = ctx.budget
+    if budget.remaining_calls is None or not len(ctx.val):
+        return rows
+    per_row = budget.calls_per_row * max(1, len(ctx.settings.models))
+    val_pass = math.ceil(len(ctx.val) * per_row)
+    if budget.remaining_calls < val_pass:
+        raise BudgetExhausted(
+            f"metric-call budget: {budget.remaining_calls} calls left, a candidate's val pass "
+            f"needs {val_pass} (raise --max-calls to continue)"
+        )
+    screen = math.ceil(2 * len(rows) * per_row)
+    return rows if budget.remaining_calls >= val_pass + screen else []

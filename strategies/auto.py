@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.api import BaseStrategy, ConfigurationError, Strategy, StrategyRegistrar, hookimpl
+from reflex.api import (
+    BaseStrategy,
+    BudgetExhausted,
+    ConfigurationError,
+    Strategy,
+    StrategyRegistrar,
+    hookimpl,
+)
 
 from ._evidence import Evidence, PhaseOutcome, choose_axis, gather_evidence
 from .fewshot import FewshotOptions, FewshotStrategy
@@ -127,8 +134,14 @@ class AutoStrategy(BaseStrategy[AutoOptions]):
         left = ctx.settings.max_iterations - ctx.iteration
         if axis == "instructions":
             return min(self.options.instructions.max_candidates, plan["instructions"], left)
-        if axis == "fewshot":
-            return min(self.options.fewshot.num_candidates, left - plan["iterative"])
+        if axis == "fewshot":  # every iteration left, unless num_candidates was set
+            fewshot = self.options.fewshot
+            room = left - plan["iterative"]
+            return (
+                min(fewshot.num_candidates, room)
+                if "num_candidates" in fewshot.model_fields_set
+                else room
+            )
         return min(left, max(self.options.min_phase_iterations, -(-left // 2)))
 
     def _run_phase(
@@ -144,14 +157,13 @@ class AutoStrategy(BaseStrategy[AutoOptions]):
         ctx.end_phase(
             start_score=start, split="val" if len(ctx.val) else "train", evidence=evidence.to_dict()
         )
-        self._strategy(ctx, axis, cap, extras).optimize(ctx)
+        try:
+            self._strategy(ctx, axis, cap, extras).optimize(ctx)
+        except BudgetExhausted as exc:  # the run ends here: its last phase is still complete
+            _close_phase(ctx, first, f"budget exhausted: {exc.reason}")
+            raise
         stop = ctx.stop_reason or ("phase cap" if ctx.iteration - first >= cap else "finished")
-        ctx.end_phase(
-            end_score=ctx.best_val,
-            end_iteration=ctx.iteration,
-            iterations=ctx.iteration - first,
-            stop=stop,
-        )
+        _close_phase(ctx, first, stop)
         gain = (ctx.best_val or 0.0) - (start or 0.0)
         return PhaseOutcome(axis, gain, ctx.iteration - first)
 
@@ -175,6 +187,16 @@ class AutoStrategy(BaseStrategy[AutoOptions]):
         if axis == "pdo":
             return PDOStrategy(opts.pdo)
         return ctx.build_strategy(axis, opts.extra_options.get(axis, {}))
+
+
+def _close_phase(ctx: StrategyContext, first: int, stop: str) -> None:
+    """Record the phase's end: best score, last iteration, iterations run and why it stopped."""
+    ctx.end_phase(
+        end_score=ctx.best_val,
+        end_iteration=ctx.iteration,
+        iterations=ctx.iteration - first,
+        stop=stop,
+    )
 
 
 def _run_over(ctx: StrategyContext) -> bool:

@@ -8,7 +8,9 @@
    (correct) output when the row has none.
 2. Candidates: ``num_candidates`` demo sets, sizes from ``candidate_sizes`` (capped at
    ``max_demos``) largest first, round-robin, each drawn with ``ctx.rng`` balanced across
-   outputs (labels) with bootstrapped rows preferred. Zero-shot (size 0) is the incumbent
+   outputs (labels) with bootstrapped rows preferred. When the pool's outputs are a label set
+   of more than ``max_demos`` but at most ``cover_labels`` labels, the first candidate is one
+   demo per label (a 4-demo set cannot show 7 labels). Zero-shot (size 0) is the incumbent
    prompt, already scored on val, so it competes at no cost and is never re-measured.
 3. A candidate is the base prompt followed by an "Examples:" section of ``Input:``/``Output:``
    pairs (fixed text first for the local model's KV prefix cache); each is one iteration,
@@ -42,13 +44,18 @@ HEADER = "Examples:"
 class FewshotOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_demos: int = Field(default=4, gt=0, description="most demonstrations in one prompt")
+    max_demos: int = Field(
+        default=4, gt=0, description="most demonstrations in a drawn set (cover_labels aside)"
+    )
     candidate_sizes: list[int] = Field(
         default_factory=lambda: [0, 1, 2, 4],
         min_length=1,
         description="demo-set sizes searched; 0 is zero-shot",
     )
     num_candidates: int = Field(default=6, gt=0, description="demo sets tried (not zero-shot)")
+    cover_labels: int = Field(
+        default=16, ge=0, description="up to this many labels, first try one demo per label"
+    )
     demo_source: Literal["bootstrap", "labels"] = "bootstrap"
     bootstrap_rows: int = Field(default=16, gt=0, description="train rows run to bootstrap")
     min_demo_score: float = Field(
@@ -162,6 +169,9 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
 
     def _candidates(self, ctx: StrategyContext, pool: list[Demo]) -> list[list[Demo]]:
         sizes = self.options.sizes()
+        labels = len({d.output for d in pool})
+        if max(sizes, default=0) < labels <= self.options.cover_labels and labels < len(pool):
+            sizes = [labels, *sizes]  # one demo per label first
         out: list[list[Demo]] = []
         seen: set[tuple[str, ...]] = set()
         # A few spare draws so duplicate demo sets (small pools) do not shrink the search.

@@ -51,7 +51,7 @@ class InstructionsOptions(BaseModel):
     max_labels: int = Field(default=20, ge=2, description="most distinct references to list")
     max_candidates: int = Field(default=4, gt=0, description="candidates tried, best first")
     guidance_labels: int = Field(
-        default=8, ge=0, description="add one example input per label up to this many"
+        default=16, ge=0, description="add one example input per label up to this many"
     )
     max_example_chars: int = Field(default=120, gt=10, description="truncate guidance inputs")
     screen: bool | None = Field(

@@ -163,6 +163,16 @@ def test_implausible_gain_rule() -> None:
     assert implausible_gain(0.3, 0.05, ratio=6.0) is None
 
 
+def test_a_gain_within_minibatch_noise_is_not_flagged() -> None:
+    # Issue 17: the label-list candidate gained +0.25 on 40 val rows and +0.00 on an 8-row
+    # train minibatch; that gap is 1.5 standard errors, noise, not leakage.
+    assert implausible_gain(0.25, 0.0, rows=(8, 40)) is None
+    flag = implausible_gain(0.25, 0.0, rows=(40, 40))  # the same gap on 40 train rows
+    assert flag is not None and flag.kind == "implausible_gain"
+    assert implausible_gain(1.0, 0.0, rows=(4, 6)) is not None  # every val row flipped
+    assert implausible_gain(0.25, 0.0) is not None  # no row counts: the rule without noise
+
+
 def test_warnings_come_from_the_iteration_records() -> None:
     flag = {"kind": "implausible_gain", "split": "val", "val_gain": 0.4, "train_gain": 0.0}
     records = [
@@ -185,7 +195,7 @@ class _Options(BaseModel):
 
 class LeakyStrategy:
     """Span mode: a candidate copying a test row, then a clean one. Gain mode: the clean one,
-    claiming no train gain."""
+    claiming no train gain on all of train."""
 
     name: ClassVar[str] = "leaky"
     Options: ClassVar[type[BaseModel]] = _Options
@@ -198,7 +208,7 @@ class LeakyStrategy:
     def optimize(self, ctx: Any) -> None:
         batch = list(ctx.train)[:4]
         if self.mode == "gain":
-            ctx.record_iteration(CLEAN, ctx.evaluate(CLEAN, batch), change=0.0)
+            ctx.record_iteration(CLEAN, ctx.evaluate(CLEAN, list(ctx.train)), change=0.0)
             return
         for prompt in (LEAKY, CLEAN):
             ctx.record_iteration(prompt, ctx.evaluate(prompt, batch), change=0.5)
@@ -288,19 +298,36 @@ def test_strict_rejects_before_paying_for_val(
     assert warning["message"].endswith("; rejected")
 
 
+def _keyword_perfect(request: FakeRequest) -> str:
+    """Right on every row with KEYWORD in the prompt, else only on every third row."""
+    index = int(request.user.split()[1].rstrip(":"))
+    return "positive" if KEYWORD in request.system or index % 3 == 0 else "negative"
+
+
 def test_implausible_gain_is_flagged_and_strict_rejects_it(
-    register_plugin: Any, fake_model: FakeModel, tmp_path: Path
+    register_plugin: Any, tmp_path: Path
 ) -> None:
     register_plugin(LeakyPlugin(), name="leaky-plugin")
+    FakeModel(_keyword_perfect).install()  # val 0.333 -> 1.0 while the strategy claims +0.0
     result = leaky_builder(tmp_path / "lax", "gain").run(START)
     [record] = result.iterations
     [flag] = record.leakage
     assert flag["kind"] == "implausible_gain" and flag["train_gain"] == 0.0
-    assert flag["val_gain"] >= 0.15 and record.is_best
+    assert flag["val_gain"] == pytest.approx(2 / 3, abs=1e-5) and record.is_best
     strict = leaky_builder(tmp_path / "strict", "gain").set_strict_leakage().run(START)
     [record] = strict.iterations
     assert record.rejected is not None and record.rejected.startswith("leakage: val gain")
     assert not record.is_best and strict.best_prompt == START
+
+
+def test_the_same_gain_on_few_rows_is_noise(
+    register_plugin: Any, fake_model: FakeModel, tmp_path: Path
+) -> None:
+    register_plugin(LeakyPlugin(), name="leaky-plugin")
+    # The default fake: +0.333 on 6 val rows vs +0.000 claimed on train is 1.5 standard errors.
+    result = leaky_builder(tmp_path, "gain").set_strict_leakage().run(START)
+    [record] = result.iterations
+    assert record.leakage == [] and record.rejected is None and record.is_best
 
 
 class ScriptedGepa:

@@ -123,7 +123,7 @@ def test_instructions_states_label_set_and_improves(tmp_path: Path) -> None:
 
 def test_fewshot_improves_and_demos_come_only_from_train(tmp_path: Path) -> None:
     FakeModel(task(needs_demos)).install()
-    result = builder(tmp_path, "fewshot", max_demos=2).run(START)
+    result = builder(tmp_path, "fewshot", max_demos=2, cover_labels=0).run(START)
     assert_improves(result)
     splits = json.loads(Path(str(result.run_dir), "splits.json").read_text())
     inputs = demo_inputs(result.best_prompt)
@@ -132,6 +132,16 @@ def test_fewshot_improves_and_demos_come_only_from_train(tmp_path: Path) -> None
     for record in result.iterations:  # every candidate, not only the winner
         ids = {INPUT_TO_ID[text] for text in demo_inputs(record.system_prompt)}
         assert ids and ids <= set(splits["train"])
+
+
+def test_fewshot_first_shows_one_demo_per_label(tmp_path: Path) -> None:
+    # Issue 17: a 2-demo set cannot show 3 labels; the first candidate covers every label.
+    FakeModel(task(needs_demos)).install()
+    result = builder(tmp_path, "fewshot", max_demos=2).run(START)
+    first = result.iterations[0].system_prompt
+    outputs = re.findall(r"^Output: (.*)$", first, flags=re.MULTILINE)
+    assert sorted(outputs) == LABELS
+    assert [len(demo_inputs(r.system_prompt)) for r in result.iterations[1:3]] == [2, 1]
 
 
 def test_fewshot_keeps_zero_shot_when_demos_hurt(tmp_path: Path) -> None:
@@ -234,6 +244,68 @@ def test_max_iterations_and_budget_are_respected(tmp_path: Path) -> None:
     limited = builder(tmp_path / "b", "fewshot").set_budget(max_calls=80).run(START)
     assert limited.stop_reason.startswith("budget exhausted")
     assert len(limited.iterations) == 1 and limited.usage["metric_calls"] <= 80
+
+
+@pytest.mark.parametrize("max_calls", [75, 85, 90])
+def test_no_screening_calls_are_paid_when_no_val_pass_can_follow(
+    tmp_path: Path, max_calls: int
+) -> None:
+    # Issue 17: near the end of the budget, candidates were screened on train rows although
+    # fewer calls remained than one val pass (the screening calls were wasted).
+    FakeModel(task(lambda r: False)).install()
+    result = (
+        builder(tmp_path, "fewshot", screen=True)
+        .configure(batch_size=4, early_stopping_patience=None)
+        .set_budget(max_calls=max_calls)
+        .run(START)
+    )
+    events = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
+    labels = [
+        e["label"]
+        for e in map(json.loads, events)
+        if e["type"] == "evaluation" and not e["label"].startswith("test:")
+    ]
+    assert labels[-1].startswith("val:it")  # every screened candidate was measured on val
+    assert "a candidate's val pass needs 12" in result.stop_reason
+    assert result.usage["metric_calls"] <= max_calls
+
+
+def test_budget_stopped_auto_completes_its_last_phase_entry(tmp_path: Path) -> None:
+    # Issue 17: the phase in flight when the budget ran out had no end_score/iterations/stop.
+    FakeModel(task(needs_both)).install()
+    result = builder(tmp_path, "auto").set_budget(max_calls=100).run(START)
+    assert result.stop_reason.startswith("budget exhausted")
+    last = result.phase_history[-1]
+    assert last["stop"] == result.stop_reason
+    assert last["end_score"] == result.best_score
+    assert last["iterations"] == last["end_iteration"] - last["start_iteration"] + 1
+    assert {"end_score", "iterations", "stop"} <= set(result.phase_history[0])
+
+
+def test_iteration_limit_follows_the_search_budget() -> None:
+    from reflex.run.stopping import iteration_limit
+
+    assert iteration_limit(3, 650, fixed_calls=250, val_pass=40) == 3  # set: kept
+    assert iteration_limit(None, None, fixed_calls=250, val_pass=40) == 5
+    assert iteration_limit(None, 650, fixed_calls=250, val_pass=40) == 10
+    assert iteration_limit(None, 260, fixed_calls=250, val_pass=40) == 5  # never below 5
+
+
+def test_an_unset_max_iterations_uses_the_budget(tmp_path: Path, recording_callback: Any) -> None:
+    # Issue 17: at --max-calls 650 a run stopped after 5 candidates with calls to spare.
+    FakeModel(task(lambda r: False)).install()
+    result = (
+        builder(tmp_path, "auto")
+        .configure(early_stopping_patience=None)
+        .set_budget(max_calls=300)
+        .run(START, callbacks=[recording_callback])
+    )
+    # 300 calls - (10 preflight + 2 x 12 test + 12 val baseline) = 254: 21 val passes of 12.
+    [(config, _)] = [args for name, args in recording_callback.calls if name == "on_run_start"]
+    assert config.max_iterations == 21
+    assert len(result.iterations) > 5 and result.usage["metric_calls"] <= 300
+    saved = json.loads(Path(str(result.run_dir), "config.json").read_text())
+    assert saved["max_iterations"] is None  # as the user set it: a resume compares like for like
 
 
 def _examples(refs: list[str]) -> list[Example]:

@@ -14,8 +14,12 @@ each candidate:
   leakage: the user wrote them, or the optimizer may legitimately see them.
 - ``implausible_gain``: the candidate's val gain over the best-so-far is at least
   ``gain_margin`` (default 0.15) and more than ``gain_ratio`` (default 3) times its train gain
-  (the strategy's reported ``change``, else its train score minus the best-so-far's). Skipped
-  when either train number is unknown.
+  (the strategy's reported ``change``, else its train score minus the best-so-far's), and the
+  gap between the two gains is beyond minibatch noise: more than ``NOISE_Z`` standard errors,
+  with the per-row variance of a gain ``g`` taken as ``g * (1 - g)`` (rows that flipped) on
+  both the train rows and the val rows. A +0.25 val gain against +0.00 on an 8-row train
+  minibatch is noise (standard error 0.17), not leakage; against +0.00 on 40 rows it is
+  flagged. Skipped when either train number is unknown.
 
 Held-out text is indexed once per run (a hash of every ``min_words``-word shingle -> example
 and position), so checking a candidate costs O(words in the candidate), not O(dataset).
@@ -58,6 +62,8 @@ MAX_HITS = 32
 #: Flags kept per candidate (longest spans first) and characters kept of a span.
 MAX_FLAGS = 10
 SPAN_CHARS = 120
+#: A val gain is implausible only when it exceeds the train gain by this many standard errors.
+NOISE_Z = 2.0
 
 _WORD = re.compile(r"\w+")
 
@@ -219,19 +225,39 @@ class SpanIndex:
 
 
 def implausible_gain(
-    val_gain: float | None, train_gain: float | None, *, margin: float = 0.15, ratio: float = 3.0
+    val_gain: float | None,
+    train_gain: float | None,
+    *,
+    margin: float = 0.15,
+    ratio: float = 3.0,
+    rows: tuple[int, int] | None = None,
 ) -> LeakageFlag | None:
-    """A flag when val rose by at least ``margin`` and by more than ``ratio`` x the train gain."""
+    """A flag when val rose by at least ``margin`` and by more than ``ratio`` x the train gain.
+
+    ``rows``: ``(train rows, val rows)`` the gains were measured on; when given, the gap must
+    also exceed ``NOISE_Z`` standard errors (see the module docstring).
+    """
     if val_gain is None or train_gain is None:
         return None
-    if val_gain >= margin - 1e-9 and val_gain > ratio * max(train_gain, 0.0):
-        return LeakageFlag(
-            kind="implausible_gain",
-            split="val",
-            val_gain=round(val_gain, 6),
-            train_gain=round(train_gain, 6),
-        )
-    return None
+    if val_gain < margin - 1e-9 or val_gain <= ratio * max(train_gain, 0.0):
+        return None
+    if rows is not None and val_gain - max(train_gain, 0.0) <= NOISE_Z * _gain_noise(
+        val_gain, rows
+    ):
+        return None
+    return LeakageFlag(
+        kind="implausible_gain",
+        split="val",
+        val_gain=round(val_gain, 6),
+        train_gain=round(train_gain, 6),
+    )
+
+
+def _gain_noise(gain: float, rows: tuple[int, int]) -> float:
+    """Standard error of (val gain - train gain) when both have per-row variance g(1-g)."""
+    share = min(max(gain, 0.0), 1.0)
+    variance = share * (1.0 - share)
+    return math.sqrt(sum(variance / n for n in rows if n > 0))
 
 
 class LeakageGuard:
@@ -282,8 +308,12 @@ class LeakageGuard:
         val_score: float | None,
         incumbent_val: float | None,
         change: float | None,
+        rows: tuple[int, int] | None = None,
     ) -> list[LeakageFlag]:
-        """``[flag]`` when the val gain over the best-so-far is implausible, else ``[]``."""
+        """``[flag]`` when the val gain over the best-so-far is implausible, else ``[]``.
+
+        ``rows``: ``(train rows, val rows)`` behind the two scores (noise allowance).
+        """
         train_gain = change
         if train_gain is None and train_score is not None and self._best_train is not None:
             train_gain = train_score - self._best_train
@@ -291,7 +321,7 @@ class LeakageGuard:
         if val_score is not None and incumbent_val is not None:
             val_gain = val_score - incumbent_val
         flag = implausible_gain(
-            val_gain, train_gain, margin=self.gain_margin, ratio=self.gain_ratio
+            val_gain, train_gain, margin=self.gain_margin, ratio=self.gain_ratio, rows=rows
         )
         return [flag] if flag is not None else []
 

@@ -79,7 +79,7 @@ class OptimizeArgs:
     reasoning_base_url: str | None
     source_model: str | None
     reasoning_templates: tuple[str, ...]
-    max_iterations: int
+    max_iterations: int | None
     threshold: float | None
     batch_size: int
     early_stopping_patience: int

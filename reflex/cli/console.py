@@ -25,8 +25,23 @@ if TYPE_CHECKING:
 __all__ = ["ConsoleReporter", "print_summary"]
 
 
+#: Below this baseline a relative change is not printed: +0.31 over 0.01 is "+3100%".
+PCT_MIN_BASELINE = 0.1
+#: Without a terminal (a CI log), an evaluation prints a line at start, at each quarter, at end.
+PLAIN_STEPS = 4
+
+
 def _fmt(value: float | None) -> str:
     return "  n/a" if value is None else f"{value:.3f}"
+
+
+def improvement_text(improvement: float, baseline: float | None, pct: float | None) -> str:
+    """``+0.310 (+31.0%)``; the percentage only over a baseline of at least PCT_MIN_BASELINE."""
+    if pct is None or baseline is None:
+        return f"{improvement:+.3f}"
+    if abs(baseline) < PCT_MIN_BASELINE:
+        return f"{improvement:+.3f} (no % shown over a baseline of {baseline:.3f})"
+    return f"{improvement:+.3f} ({pct:+.1f}%)"
 
 
 class ConsoleReporter(Callback):
@@ -45,6 +60,9 @@ class ConsoleReporter(Callback):
         self._task: TaskID | None = None
         self._lock = threading.Lock()
         self._started = False
+        # No live bar without a terminal: plain lines, so a redirected log is never silent.
+        self._plain = not self.console.is_terminal
+        self._plain_state: tuple[str, int, int, int] = ("", 0, 0, 0)  # label, total, done, step
 
     def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
         self.console.print(
@@ -54,6 +72,11 @@ class ConsoleReporter(Callback):
         )
 
     def on_evaluation_start(self, label: str, total: int) -> None:
+        if self._plain:
+            with self._lock:
+                self._plain_state = (label, total, 0, 0)
+            self.console.print(f"{label}: {total} evaluations", soft_wrap=True)
+            return
         with self._lock:
             if not self._started:
                 self._progress.start()
@@ -61,11 +84,26 @@ class ConsoleReporter(Callback):
             self._task = self._progress.add_task(label, total=total)
 
     def on_evaluation_advance(self, n: int) -> None:
+        if self._plain:
+            self._plain_advance(n)
+            return
         with self._lock:
             if self._task is not None:
                 self._progress.advance(self._task, n)
 
+    def _plain_advance(self, n: int) -> None:
+        with self._lock:
+            label, total, done, step = self._plain_state
+            done += n
+            reached = PLAIN_STEPS * done // total if total else 0
+            self._plain_state = (label, total, done, max(step, reached))
+        if step < reached < PLAIN_STEPS:
+            self.console.print(f"{label}: {done}/{total}", soft_wrap=True)
+
     def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+        if self._plain:
+            self.console.print(f"{label}: done, mean {_fmt(snapshot.mean_score)}", soft_wrap=True)
+            return
         with self._lock:
             if self._task is not None:
                 self._progress.remove_task(self._task)
@@ -109,13 +147,15 @@ def print_summary(result: OptimizationResult, console: Console | None = None) ->
     """The end-of-run table: baseline vs final on test, the significance test, where things are."""
     console = console or Console()
     table = Table(title="aevyra-reflex result", show_header=False)
+    table.add_column("field", no_wrap=True)
+    table.add_column("value", overflow="fold")  # a long run directory wraps, never truncated
     base = result.baseline.mean_score if result.baseline else None
     final = result.final.mean_score if result.final else None
     table.add_row("baseline (test)", _fmt(base))
     table.add_row("final (test)", _fmt(final))
     if result.improvement is not None:
-        pct = "" if result.improvement_pct is None else f" ({result.improvement_pct:+.1f}%)"
-        table.add_row("improvement", f"{result.improvement:+.3f}{pct}")
+        text = improvement_text(result.improvement, base, result.improvement_pct)
+        table.add_row("improvement", text)
     if result.significance:
         from reflex.checks.stats import PairedTest
 

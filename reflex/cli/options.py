@@ -139,7 +139,12 @@ def _strategy() -> list[click.Parameter]:
             metavar="NAME=FILE",
             help="Override a reasoning prompt template with a file's text; repeat for several.",
         ),
-        o(["--max-iterations"], type=int, default=5, show_default=True),
+        o(
+            ["--max-iterations"],
+            type=int,
+            help="Candidates to try. Default: 5, or with --max-calls as many as the budget "
+            "pays a val pass for (at least 5).",
+        ),
         o(["--threshold"], type=FiniteFloat(), help="Stop once the best val score reaches this."),
         o(
             ["--batch-size"],

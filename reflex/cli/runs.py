@@ -114,9 +114,14 @@ def _show(run_id: str, run_dir: str, as_json: bool) -> None:
         )
         return
     for key, value in run.summary().items():
-        click.echo(f"{key:<11} {_fmt(value)}")
+        if key != "p_value":  # the paired-test line below gives it with its CI and verdict
+            click.echo(f"{key:<11} {_fmt(value)}")
     if result.get("stop_reason"):
         click.echo(f"{'stopped':<11} {result['stop_reason']}")
+    if isinstance(result.get("significance"), dict):
+        from reflex.checks.stats import PairedTest
+
+        click.echo(f"{'paired test':<11} {PairedTest(**result['significance']).summary()}")
     by_iteration = _version_ids(result, iterations, initial, best)
     click.echo("\niter  train   val     version           parent            verdict")
     for r in iterations:

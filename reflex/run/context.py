@@ -22,7 +22,7 @@ from reflex.plugins import build_options, get_registry
 from reflex.result import EvalSnapshot, IterationRecord, StopReason
 from reflex.run.budget import Budget
 from reflex.run.session import Session
-from reflex.run.stopping import Stopping
+from reflex.run.stopping import DEFAULT_ITERATIONS, Stopping
 from reflex.types import (
     BudgetView,
     Example,
@@ -89,7 +89,7 @@ class RunContext:
         self._initial_val = initial_val
         config = session.config
         self._stopping = Stopping(
-            config.max_iterations, config.score_threshold, config.early_stopping_patience
+            self.settings.max_iterations, config.score_threshold, config.early_stopping_patience
         )
         self._started = time.monotonic()
         self._replay = list(replay)
@@ -106,7 +106,10 @@ class RunContext:
             reasoning_model=config.reasoning_model,
             source_model=config.source_model,
             reasoning_templates=MappingProxyType(dict(config.reasoning_templates)),
-            max_iterations=config.max_iterations,
+            # The engine resolved an unset value from the budget; DEFAULT_ITERATIONS otherwise.
+            max_iterations=DEFAULT_ITERATIONS
+            if config.max_iterations is None
+            else config.max_iterations,
             batch_size=config.batch_size,
             seed=config.seed,
         )
@@ -288,7 +291,10 @@ class RunContext:
         if not len(self.val) and failed is None and rejected is None and train is not None:
             selection = train.mean_score
         if val is not None and train is not None:
-            leaks += self._leakage.gain(train.mean_score, val.mean_score, self.best_val, change)
+            rows = (len(train.samples), len(val.samples))
+            leaks += self._leakage.gain(
+                train.mean_score, val.mean_score, self.best_val, change, rows
+            )
         rejected = rejected or self._leakage.reject(leaks) or self._guard_violation(val)
         is_best = (
             failed is None

@@ -41,6 +41,7 @@ from reflex.run.evaluate import Evaluator, slice_scores
 from reflex.run.pipeline_runner import PipelineRunner
 from reflex.run.resume import ResumePoint, prompt_hash
 from reflex.run.session import Session
+from reflex.run.stopping import iteration_limit
 from reflex.run.store import RunStore
 from reflex.types import Metric, Strategy
 
@@ -246,20 +247,30 @@ class Engine:
         session.budget.reserved_calls = max(rows, baseline_requests)
         session.budget.reserved_cost = baseline_cost
 
+    def _iteration_limit(self) -> int:
+        """``max_iterations``, or (unset) what the ``--max-calls`` search budget pays for."""
+        models = len(self.config.models)
+        val = len(self.split.val) or len(self.split.train)
+        preflight = min(PREFLIGHT_ROWS, len(self.split.train))
+        fixed = models * (preflight + 2 * len(self.split.test) + len(self.split.val))
+        return iteration_limit(
+            self.config.max_iterations,
+            self.config.budget.max_metric_calls,
+            fixed_calls=fixed,
+            val_pass=models * val,
+        )
+
     def _open_session(self, prompt: str) -> Session:
         resume = self.resume
         store = RunStore(self.config.run_dir, run_id=resume.run_id if resume else None)
         config = self.config.model_copy(update={"run_id": store.run_id, "resumed": bool(resume)})
         if resume is None:
-            self._write_run_files(store, config, prompt)
+            self._write_run_files(store, config, prompt)  # max_iterations as the user set it
         else:
             store.write_json("run.json", {**self._meta(store, prompt), "resumed_at": time.time()})
+        config = config.model_copy(update={"max_iterations": self._iteration_limit()})
         cache = open_cache(config.cache_url, store.cache_path)
-        urls = (
-            config.api_base,
-            config.reasoning_base_url,
-            config.cache_url,
-        )  # their credentials stay unwritten
+        urls = (config.api_base, config.reasoning_base_url, config.cache_url)  # never written
         client = ProviderClient(
             max_workers=config.max_workers,
             processes=config.client_processes,

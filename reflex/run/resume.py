@@ -75,6 +75,7 @@ class RunInfo:
             "baseline": (result.get("baseline") or {}).get("mean_score"),
             "best_val": result.get("best_score", max(vals) if vals else None),
             "final": (result.get("final") or {}).get("mean_score"),
+            "p_value": (result.get("significance") or {}).get("p_value"),
             "cost": usage.get("cost"),
             "started": self.meta.get("started"),
         }

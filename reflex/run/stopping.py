@@ -12,7 +12,30 @@ from dataclasses import dataclass
 
 from reflex.result import StopReason
 
-__all__ = ["Stopping"]
+__all__ = ["DEFAULT_ITERATIONS", "Stopping", "iteration_limit"]
+
+#: Iterations when ``max_iterations`` is not set and no ``--max-calls`` budget sizes the search.
+DEFAULT_ITERATIONS = 5
+
+
+def iteration_limit(
+    max_iterations: int | None,
+    max_calls: int | None,
+    *,
+    fixed_calls: int,
+    val_pass: int,
+) -> int:
+    """``max_iterations`` when set; else as many val passes as the search budget pays for.
+
+    ``fixed_calls`` is what the run pays besides its candidates (preflight, the test baseline,
+    the val baseline and the final test reserve); ``val_pass`` is one candidate's val
+    measurement. Never fewer than DEFAULT_ITERATIONS: a small budget still ends the run itself.
+    """
+    if max_iterations is not None:
+        return max_iterations
+    if max_calls is None or val_pass <= 0:
+        return DEFAULT_ITERATIONS
+    return max(DEFAULT_ITERATIONS, (max_calls - fixed_calls) // val_pass)
 
 
 @dataclass

@@ -1,0 +1,359 @@
+"""Quality per call: strategies x shipped tasks x seeds at fixed search budgets, on one model.
+
+    python bench/quality.py [--tasks intents7,intents14,arithmetic,acronyms]
+        [--strategies auto,instructions,fewshot] [--budgets 150,450] [--seeds 0,1,2]
+        [--model local/qwen2.5-coder-0.5b] [--dspy-python PATH] [--fake] [--readme]
+
+Each task is split per seed (stratified by reference, train / val / test sizes below; the same
+split for every strategy of that seed). A run gets ``--max-calls = budget + 2 * len(test)``:
+the budget is the search (preflight, val baseline, candidates), the two test evaluations
+(baseline and final) come on top, so every strategy and DSPy search on the same number of
+calls. Two reference rows per task cost no search: the bare start prompt and a hand-written
+label-list prompt, both measured on the same test rows. For every row the table prints the
+test mean and sd over seeds, the task calls actually made (mean), and the paired sign-flip p
+against the best reference row (per-row scores pooled over seeds, paired by seed and id).
+
+``--dspy-python`` runs ``bench/quality_dspy.py`` with that interpreter (a venv with DSPy 3.x):
+``LabeledFewShot`` and ``BootstrapFewShotWithRandomSearch`` on the same splits and model,
+served by an OpenAI-compatible endpoint that counts the calls. ``--readme`` rewrites the table
+between the markers in bench/README.md. ``--fake`` smoke-tests the script on the fake model of
+``reflex.testing`` (its numbers mean nothing). Asserts nothing: machines and models differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from reflex import BudgetExhausted, PromptOptimizer
+from reflex.checks.stats import paired_test
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+LABEL_FORMAT = "Answer with only the label, exactly as written, nothing else."
+MARK = ("<!-- quality:begin -->", "<!-- quality:end -->")
+
+Rows = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    file: str
+    start: str
+    sizes: tuple[int, int, int]  # train, val, test
+    max_tokens: int = 16
+    labels: int | None = None  # keep the most frequent labels only
+    reference: str = ""  # the hand-written prompt; "" builds a label-list prompt
+
+    def rows(self) -> Rows:
+        lines = (EXAMPLES / self.file).read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+        if self.labels:
+            counts: dict[str, int] = {}
+            for row in rows:
+                counts[row["ideal"]] = counts.get(row["ideal"], 0) + 1
+            keep = set(sorted(counts, key=lambda k: (-counts[k], k))[: self.labels])
+            rows = [r for r in rows if r["ideal"] in keep]
+        return rows
+
+    def hand_written(self, rows: Rows) -> str:
+        if self.reference:
+            return self.reference
+        labels = ", ".join(sorted({r["ideal"] for r in rows}))
+        return f"{self.start} The answer is one of: {labels}. {LABEL_FORMAT}"
+
+
+TASKS = {
+    "intents7": Task(
+        "intents7",
+        "home_assistant_intents/dataset.jsonl",
+        "Classify the intent.",
+        (40, 40, 100),
+        labels=7,
+    ),
+    "intents14": Task(
+        "intents14", "home_assistant_intents/dataset.jsonl", "Classify the intent.", (40, 40, 100)
+    ),
+    "arithmetic": Task(
+        "arithmetic",
+        "arithmetic/dataset.jsonl",
+        "Answer the question.",
+        (40, 40, 100),
+        reference="Answer the question. Answer with only the number, nothing else.",
+    ),
+    "acronyms": Task(
+        "acronyms",
+        "acronyms/dataset.jsonl",
+        "Give the acronym.",
+        (10, 10, 12),
+        reference="Give the acronym: the capital letters of the phrase, in order, nothing else.",
+    ),
+}
+
+
+def stratified(rows: Rows, sizes: tuple[int, int, int], seed: int) -> Rows:
+    """``rows`` with a ``split`` field: labels interleaved after a seeded shuffle, then cut."""
+    rng = random.Random(seed)
+    groups: dict[str, Rows] = {}
+    for row in sorted(rows, key=lambda r: r["id"]):
+        groups.setdefault(row["ideal"], []).append(row)
+    ranked: list[tuple[float, float, dict[str, Any]]] = []
+    for members in groups.values():
+        rng.shuffle(members)
+        ranked += [
+            ((i + rng.random()) / len(members), rng.random(), r) for i, r in enumerate(members)
+        ]
+    ordered = [r for _, _, r in sorted(ranked, key=lambda t: (t[0], t[1]))]
+    train, val, test = sizes
+    cut = {"train": ordered[:train], "val": ordered[train : train + val]}
+    cut["test"] = ordered[train + val : train + val + test]
+    return [{**r, "split": name} for name, part in cut.items() for r in part]
+
+
+@dataclass
+class Cell:
+    """One (task, method, budget) row of the table, over seeds."""
+
+    task: str
+    method: str
+    budget: int | None
+    scores: list[float] = field(default_factory=list)
+    calls: list[int] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)  # the seed of each score
+    per_row: dict[str, float] = field(default_factory=dict)  # "seed:id" -> test score
+
+
+def _builder(model: str, rows: Rows, run_dir: Path, task: Task, seed: int) -> PromptOptimizer:
+    return (
+        PromptOptimizer()
+        .set_dataset(rows)
+        .add_provider(*model.split("/", 1))
+        .add_metric("exact_match")
+        .set_seed(seed)
+        .set_run_dir(run_dir)
+        .configure(max_tokens=task.max_tokens)
+    )
+
+
+def search_calls(run_dir: str) -> int:
+    """Task calls the run paid for outside its two test evaluations (counted in its events)."""
+    lines = (Path(run_dir) / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines if line.strip()]
+    return sum(
+        int(e.get("calls", 0))
+        for e in events
+        if e.get("type") == "evaluation" and not str(e.get("label", "")).startswith("test:")
+    )
+
+
+def _record(cell: Cell, seed: int, result: Any, final: bool = True) -> None:
+    snapshot = result.final if final else result.baseline
+    cell.scores.append(snapshot.mean_score)
+    cell.seeds.append(seed)
+    if final:  # a reference row makes no search call
+        cell.calls.append(search_calls(str(result.run_dir)))
+    for sample in snapshot.samples:
+        if sample.score is not None:
+            cell.per_row[f"{seed}:{sample.example_id}"] = sample.score
+
+
+def run_reference(model: str, task: Task, prompt: str, rows: Rows, seed: int, out: Cell) -> None:
+    """A prompt measured on test only (its baseline run: no search)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        builder = _builder(model, rows, Path(tmp), task, seed).set_strategy("instructions")
+        builder = builder.configure(max_iterations=0)
+        result = builder.configure(allow_degenerate_seed=True).run(prompt)
+    _record(out, seed, result, final=False)
+
+
+def run_strategy(model: str, task: Task, strategy: str, budget: int, rows: Rows, seed: int) -> Any:
+    test = sum(1 for r in rows if r["split"] == "test")
+    run_dir = tempfile.mkdtemp(prefix="reflex-quality-")
+    builder = _builder(model, rows, Path(run_dir), task, seed).set_strategy(strategy)
+    builder = builder.set_budget(max_calls=budget + 2 * test)
+    try:
+        return builder.configure(allow_degenerate_seed=True).run(task.start)
+    except BudgetExhausted as exc:
+        if exc.partial is None:
+            raise
+        return exc.partial
+
+
+def _summary(cells: Sequence[Cell], task: str) -> list[str]:
+    refs = [c for c in cells if c.task == task and c.budget is None and c.scores]
+    best = max(refs, key=lambda c: statistics.fmean(c.scores), default=None)
+    lines = []
+    for cell in (c for c in cells if c.task == task and c.scores):
+        mean = statistics.fmean(cell.scores)
+        sd = statistics.stdev(cell.scores) if len(cell.scores) > 1 else 0.0
+        p = "-"
+        if best is not None and cell is not best and set(cell.per_row) & set(best.per_row):
+            test = paired_test(best.per_row, cell.per_row)
+            p = f"{test.mean_diff:+.3f} p={test.p_value:.3g}"
+        budget = "-" if cell.budget is None else str(cell.budget)
+        calls = f"{statistics.fmean(cell.calls):.0f}" if cell.calls else "-"
+        seeds = len(cell.scores)
+        lines.append(
+            f"| {task} | {cell.method} | {budget} | {mean:.3f} | {sd:.3f} | {seeds} | "
+            f"{calls} | {p} |"
+        )
+    return lines
+
+
+HEADER = [
+    "| task | method | search budget | test mean | sd | seeds | search calls | vs best reference |",
+    "|---|---|---|---|---|---|---|---|",
+]
+
+
+def table(cells: Sequence[Cell], tasks: Sequence[str]) -> str:
+    lines = list(HEADER)
+    for task in tasks:
+        lines += _summary(cells, task)
+    return "\n".join(lines)
+
+
+def write_readme(text: str, note: str) -> None:
+    path = ROOT / "bench" / "README.md"
+    readme = path.read_text(encoding="utf-8")
+    block = f"{MARK[0]}\n{note}\n\n{text}\n{MARK[1]}"
+    if MARK[0] in readme:
+        head, rest = readme.split(MARK[0], 1)
+        readme = head + block + rest.split(MARK[1], 1)[1]
+    else:
+        readme = readme.rstrip() + "\n\n## Quality per call\n\n" + block + "\n"
+    path.write_text(readme, encoding="utf-8")
+
+
+def merge(paths: Sequence[str]) -> dict[tuple[str, str, int | None], Cell]:
+    """Cells from earlier ``--json`` files, one score per (cell, seed): the first file wins."""
+    cells: dict[tuple[str, str, int | None], Cell] = {}
+    for path in paths:
+        for data in json.loads(Path(path).read_text(encoding="utf-8")):
+            key = (data["task"], data["method"], data["budget"])
+            cell = cells.setdefault(key, Cell(*key))
+            seeds = data.get("seeds") or sorted({int(k.split(":")[0]) for k in data["per_row"]})
+            for i, seed in enumerate(seeds):
+                if seed in cell.seeds:
+                    continue
+                cell.seeds.append(seed)
+                cell.scores.append(data["scores"][i])
+                if i < len(data["calls"]):
+                    cell.calls.append(data["calls"][i])
+                prefix = f"{seed}:"
+                cell.per_row.update(
+                    {k: v for k, v in data["per_row"].items() if k.startswith(prefix)}
+                )
+    return cells
+
+
+def _fake_model() -> str:
+    from reflex.testing import FakeModel, FakeRequest
+
+    def answer(request: FakeRequest) -> str:
+        words = request.user.split()
+        right = "one of:" in request.system or len(words) % 3 == 0
+        return "HassTurnOn" if right else "unsure"
+
+    FakeModel(answer).install()
+    return "fake/task"
+
+
+def _args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", default="intents7,intents14,arithmetic,acronyms")
+    parser.add_argument("--strategies", default="auto,instructions,fewshot")
+    parser.add_argument("--budgets", default="150,450")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--model", default="local/qwen2.5-coder-0.5b")
+    parser.add_argument("--dspy-python", default=None)
+    parser.add_argument("--fake", action="store_true")
+    parser.add_argument("--readme", action="store_true")
+    parser.add_argument("--json", default=None, help="also write every cell here")
+    parser.add_argument("--merge", default=None, help="A.json,B.json: table of earlier runs")
+    return parser.parse_args(argv)
+
+
+def _split_list(text: str, cast: Callable[[str], Any] = str) -> list[Any]:
+    return [cast(x) for x in text.split(",") if x.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _args(argv)
+    if args.merge:
+        cells = merge(_split_list(args.merge))
+        tasks = list(dict.fromkeys(task for task, _, _ in cells))
+        _report(args, list(cells.values()), tasks, argv, args.model)
+        return
+    model = _fake_model() if args.fake else args.model
+    tasks, seeds = _split_list(args.tasks), _split_list(args.seeds, int)
+    budgets = _split_list(args.budgets, int)
+    cells = {}
+
+    def cell(task: str, method: str, budget: int | None) -> Cell:
+        return cells.setdefault((task, method, budget), Cell(task, method, budget))
+
+    for name in tasks:
+        task = TASKS[name]
+        for seed in seeds:
+            rows = stratified(task.rows(), task.sizes, seed)
+            run_reference(model, task, task.start, rows, seed, cell(name, "bare prompt", None))
+            prompt = task.hand_written(rows)
+            run_reference(model, task, prompt, rows, seed, cell(name, "hand-written", None))
+            for budget in budgets:
+                for strategy in _split_list(args.strategies):
+                    result = run_strategy(model, task, strategy, budget, rows, seed)
+                    _record(cell(name, strategy, budget), seed, result)
+                    print(
+                        f"{name} seed {seed} {strategy}@{budget}: {result.final.mean_score:.3f}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+            if args.dspy_python:
+                from quality_dspy_driver import run_dspy  # bench/ is on sys.path
+
+                for budget in budgets:
+                    for method, score, calls, per_row in run_dspy(
+                        args.dspy_python, model, task, rows, seed, budget
+                    ):
+                        target = cell(name, method, budget)
+                        target.scores.append(score)
+                        target.seeds.append(seed)
+                        target.calls.append(calls)
+                        target.per_row.update({f"{seed}:{k}": v for k, v in per_row.items()})
+    _report(args, list(cells.values()), tasks, argv, model)
+
+
+def _report(
+    args: argparse.Namespace,
+    cells: list[Cell],
+    tasks: Sequence[str],
+    argv: Sequence[str] | None,
+    model: str,
+) -> None:
+    text = table(cells, tasks)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps([c.__dict__ for c in cells], indent=1), "utf-8")
+    if args.readme and not args.fake:
+        note = (
+            f"`python bench/quality.py {' '.join(argv or sys.argv[1:])}` "
+            f"(model {model}, seeds {args.seeds}):"
+        )
+        write_readme(text, note)
+
+
+if __name__ == "__main__":
+    main()

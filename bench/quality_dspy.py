@@ -1,0 +1,109 @@
+"""DSPy's few-shot optimizers on one task split, for bench/quality.py (runs in a DSPy venv).
+
+    <dspy-venv>/bin/python bench/quality_dspy.py --api-base URL --splits FILE --start TEXT
+        --budget 450 --max-tokens 16 --out FILE
+
+The model is served by bench/quality.py's endpoint (OpenAI-compatible, it counts requests at
+``/stats``); this script imports only DSPy, never reflex. For each optimizer it records the
+calls its search made (counted at the endpoint), the test score of the compiled program and
+each test row's score (exact match of the answer field, stripped). ``LabeledFewShot`` (k=16)
+makes no search call; ``BootstrapFewShotWithRandomSearch`` runs with DSPy's defaults except
+``num_candidate_programs``: the val passes the budget pays for, less DSPy's three baseline
+programs (its bootstrapping calls come on top, so its search calls are reported as counted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import urllib.request
+from typing import Any
+
+os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import dspy
+
+
+def requests_so_far(api_base: str) -> int:
+    with urllib.request.urlopen(api_base.rsplit("/v1", 1)[0] + "/stats") as response:
+        return int(json.load(response)["requests"])
+
+
+def exact(example: Any, prediction: Any, trace: Any = None) -> bool:
+    return str(getattr(prediction, "answer", "")).strip() == example.answer.strip()
+
+
+def test_scores(program: Any, rows: list[dict[str, str]]) -> dict[str, float]:
+    scores = {}
+    for row in rows:
+        try:
+            prediction = program(input=row["input"])
+        except Exception:  # noqa: BLE001 (an unparseable answer scores 0, as in DSPy's Evaluate)
+            prediction = None
+        example = dspy.Example(input=row["input"], answer=row["ideal"])
+        scores[row["id"]] = 1.0 if prediction is not None and exact(example, prediction) else 0.0
+    return scores
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    for flag in ("--api-base", "--splits", "--start", "--out"):
+        parser.add_argument(flag, required=True)
+    parser.add_argument("--budget", type=int, default=450)
+    parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    lm = dspy.LM(
+        "openai/local",
+        api_base=args.api_base,
+        api_key="none",
+        temperature=0.0,
+        max_tokens=args.max_tokens,
+        cache=False,
+    )
+    # An answer DSPy cannot parse scores 0 (as a wrong answer would); never abort the search.
+    dspy.configure(lm=lm, max_errors=10**6)
+    with open(args.splits, encoding="utf-8") as handle:
+        splits: dict[str, list[dict[str, str]]] = json.load(handle)
+
+    def examples(name: str) -> list[Any]:
+        return [
+            dspy.Example(input=r["input"], answer=r["ideal"]).with_inputs("input")
+            for r in splits[name]
+        ]
+
+    program = dspy.Predict(dspy.Signature("input -> answer", instructions=args.start))
+    # Each candidate program (and DSPy's three baselines) is scored on all of val: size the
+    # search to the budget, then report the calls it really made (bootstrapping comes on top).
+    candidates = max(1, args.budget // max(1, len(splits["val"])) - 3)
+    optimizers = {
+        "DSPy LabeledFewShot": lambda: dspy.LabeledFewShot(k=16).compile(
+            program, trainset=examples("train")
+        ),
+        "DSPy BootstrapFewShotWithRandomSearch": lambda: dspy.BootstrapFewShotWithRandomSearch(
+            metric=exact, num_candidate_programs=candidates, num_threads=1
+        ).compile(program, trainset=examples("train"), valset=examples("val")),
+    }
+    out = []
+    for method, compile_program in optimizers.items():
+        before = requests_so_far(args.api_base)
+        compiled = compile_program()
+        calls = requests_so_far(args.api_base) - before
+        scores = test_scores(compiled, splits["test"])
+        out.append(
+            {
+                "method": method,
+                "score": sum(scores.values()) / max(1, len(scores)),
+                "calls": calls,
+                "per_row": scores,
+            }
+        )
+    with open(args.out, "w", encoding="utf-8") as handle:
+        json.dump(out, handle)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""bench/quality.py runs end to end (on the fake model: a smoke test of the script, not figures)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_quality", BENCH / "quality.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_quality"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_splits_are_stratified_disjoint_and_seeded() -> None:
+    quality = _load()
+    task = quality.TASKS["intents7"]
+    rows = quality.stratified(task.rows(), task.sizes, seed=0)
+    by_split: dict[str, list[dict[str, str]]] = {"train": [], "val": [], "test": []}
+    for row in rows:
+        by_split[row["split"]].append(row)
+    assert [len(by_split[k]) for k in ("train", "val", "test")] == [40, 40, 100]
+    assert len({r["id"] for r in rows}) == 180
+    for part in by_split.values():  # every one of the 7 labels in every split
+        assert len({r["ideal"] for r in part}) == 7
+    assert rows == quality.stratified(task.rows(), task.sizes, seed=0)
+    assert rows != quality.stratified(task.rows(), task.sizes, seed=1)
+
+
+def test_the_bench_runs_and_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
+    quality = _load()
+    quality.main(
+        [
+            "--fake",
+            "--seeds",
+            "0",
+            "--budgets",
+            "150",
+            "--tasks",
+            "intents7",
+            "--strategies",
+            "auto",
+        ]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| task | method | search budget | test mean")
+    methods = [line.split(" | ")[1] for line in lines[2:]]
+    assert methods == ["bare prompt", "hand-written", "auto"]
+    search = int(lines[-1].split(" | ")[6])
+    assert 0 < search <= 150  # the search stayed within its budget
