@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any, Literal, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -16,7 +17,7 @@ from pydantic import (
 
 from reflex.errors import ConfigurationError
 from reflex.models.client import parse_model
-from reflex.redact import redact_url
+from reflex.redact import redact_data, redact_url
 
 __all__ = [
     "BudgetConfig",
@@ -118,6 +119,10 @@ class BaseRunConfig(BaseModel):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     run_dir: str = ".reflex"
     cache_namespace: str = "default"
+    # Beyond one machine (docs/scaling.md): a LiteLLM Router config (the proxy's model_list YAML
+    # path, or the mapping itself) and a shared response cache (redis://..., postgresql://...).
+    router_config: str | dict[str, Any] | None = Field(default=None, repr=False)
+    cache_url: str | None = Field(default=None, repr=False)
     prompt_mode: Literal["replace", "prepend"] = "replace"
     # Pipeline mode (reflex.data.pipeline): where the function came from and its source hash (a
     # changed pipeline cannot resume a run), the per-example timeout, and the metrics that
@@ -136,6 +141,18 @@ class BaseRunConfig(BaseModel):
     dataset_size: int = 0
     run_id: str = ""
     resumed: bool = False
+
+    @field_serializer("router_config")
+    def _router_secrets(self, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        return redact_data(value) if isinstance(value, dict) else value
+
+    @field_serializer("cache_url")
+    def _cache_url(self, value: str | None) -> str | None:
+        # Kept as given when it holds no password or query (sqlite:////abs/path must survive
+        # for check/export to read the cache back); else redacted like the API bases.
+        if value and urlsplit(value).password is None and "?" not in value:
+            return value
+        return redact_url(value)
 
     @field_serializer("api_base", "reasoning_base_url")
     def _no_credentials(self, value: str | None) -> str | None:

@@ -306,6 +306,18 @@ class PromptOptimizer:
     def set_run_dir(self, path: str | Path) -> PromptOptimizer:
         return self._set(run_dir=str(path))
 
+    def set_router(self, config: str | Path | Mapping[str, Any]) -> PromptOptimizer:
+        """Route models through a LiteLLM Router: its YAML file or the mapping (docs/scaling.md)."""
+        from reflex.models.router import load_router_config
+
+        load_router_config(config)  # a bad config fails here, with the entry it is about
+        value = dict(config) if isinstance(config, Mapping) else str(config)
+        return self._set(router_config=value)
+
+    def set_cache_url(self, url: str | None) -> PromptOptimizer:
+        """A shared response cache (redis://... or a SQL URL); None: the run dir's sqlite."""
+        return self._set(cache_url=url)
+
     def clone(self) -> PromptOptimizer:
         """An independent copy of this builder (dataset and metric objects are shared)."""
         other = PromptOptimizer()

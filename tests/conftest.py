@@ -21,7 +21,7 @@ from reflex.plugins import reset_registry
 from reflex.testing import FakeRequest
 
 # pytester runs examples/plugin_package's own tests in-process (tests/test_plugin_package.py).
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "services"]  # services: redis_url, postgres_url, mlflow_server
 
 REFLEX_DIR = Path(reflex.__file__).parent
 # How many short polls a test may make while it waits for a state (not a time): the bound only

@@ -36,7 +36,13 @@ def test_every_command_option_is_a_field_and_back() -> None:
     assert _params(check_command) == _names(CheckArgs)
     assert _params(export_command) == _names(ExportArgs)
     shared = _names(OptimizeArgs) - {*COMPARE_FIXED, "strategy"}
-    assert _params(compare_command) == shared | {"strategies", "seeds", "out_dir"}
+    assert _params(compare_command) == shared | {
+        "strategies",
+        "seeds",
+        "out_dir",
+        "executor",
+        "ray_address",
+    }
 
 
 def test_params_that_differ_from_the_fields_are_refused() -> None:
@@ -174,3 +180,17 @@ def test_compare_fixes_the_per_run_options(files: dict[str, Path], tmp_path: Pat
     assert args.strategies == ("fewshot", "random") and args.seeds == 3 and args.out_dir is None
     assert args.run.strategy == "fewshot" and args.run.max_calls == 90
     assert {k: getattr(args.run, k) for k in COMPARE_FIXED} == COMPARE_FIXED
+
+
+def test_compare_executor_options(tmp_path: Path, files: dict[str, Path]) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in make_rows()), encoding="utf-8")
+    argv = [str(data), str(files["prompt"]), "-m", "fake/task", "--strategies", "random"]
+    plain = CompareArgs.from_params(compare_command.make_context("compare", [*argv]).params)
+    assert (plain.executor, plain.ray_address) == ("local", None)
+    ray = ["--executor", "ray", "--ray-address", "10.0.0.5:6379"]
+    on_ray = CompareArgs.from_params(compare_command.make_context("compare", [*argv, *ray]).params)
+    assert (on_ray.executor, on_ray.ray_address) == ("ray", "10.0.0.5:6379")
+    alone = compare_command.make_context("compare", [*argv, "--ray-address", "h:1"]).params
+    with pytest.raises(click.BadParameter, match="--executor ray"):
+        CompareArgs.from_params(alone)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -96,6 +96,8 @@ class OptimizeArgs:
     max_cost: float | None
     max_seconds: float | None
     cache_namespace: str
+    cache_url: str | None
+    router_config: Path | None
     run_dir: str
     resume: bool
     resume_from: str | None
@@ -138,6 +140,8 @@ class CompareArgs:
     strategies: tuple[str, ...]
     seeds: int
     out_dir: Path | None
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> CompareArgs:
@@ -146,6 +150,9 @@ class CompareArgs:
         if not names:
             raise click.BadParameter("give at least one strategy", param_hint="--strategies")
         seeds, out_dir = shared.pop("seeds"), shared.pop("out_dir")
+        executor, ray_address = shared.pop("executor"), shared.pop("ray_address")
         # The builder needs a strategy; compare() then runs each of ``names`` in turn.
         run = OptimizeArgs.from_params({**shared, **COMPARE_FIXED, "strategy": names[0]})
-        return cls(run=run, strategies=names, seeds=seeds, out_dir=out_dir)
+        if ray_address and executor != "ray":
+            raise click.BadParameter("give --executor ray with it", param_hint="--ray-address")
+        return cls(run, names, seeds, out_dir, executor, ray_address)

@@ -95,4 +95,6 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         allow_degenerate_seed=args.allow_degenerate_seed,
         strict_leakage=args.strict_leakage,
         cache_namespace=args.cache_namespace,
+        cache_url=args.cache_url,
+        router_config=str(args.router_config) if args.router_config else None,
     )

@@ -48,6 +48,8 @@ def _compare(args: CompareArgs) -> None:
         seeds=args.seeds,
         max_calls=args.run.max_calls,
         directory=args.out_dir,
+        executor=args.executor,
+        ray_address=args.ray_address,
     )
     click.echo(comparison.table())
     click.echo(f"saved {Path(comparison.directory) / 'compare.json'} and compare.md", err=True)
@@ -74,6 +76,19 @@ def _make() -> click.Command:
             ["--out-dir"],
             type=click.Path(file_okay=False, path_type=Path),
             help="Where runs and compare.json/.md go. Default: RUN_DIR/compare/<timestamp>.",
+        ),
+        click.Option(
+            ["--executor"],
+            type=click.Choice(["local", "ray"]),
+            default="local",
+            show_default=True,
+            help="Run the grid's cells one after another here, or as tasks on a Ray cluster "
+            "(pip install 'aevyra-reflex[ray]').",
+        ),
+        click.Option(
+            ["--ray-address"],
+            metavar="HOST:PORT",
+            help="The Ray cluster (`ray start --head` prints it); default: a new local one.",
         ),
     ]
     return click.Command(

@@ -200,6 +200,19 @@ def _run() -> list[click.Parameter]:
             show_default=True,
             help="Change to ignore earlier cached responses.",
         ),
+        o(
+            ["--cache-url"],
+            metavar="URL",
+            help="A response cache shared by processes and machines: redis://HOST:6379/0 or a "
+            "SQL database URL (postgresql://USER@HOST/DB). Default: RUN_DIR/cache.sqlite.",
+        ),
+        o(
+            ["--router-config"],
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            metavar="LITELLM.YAML",
+            help="Spread calls over deployments with a LiteLLM Router (the proxy's model_list "
+            "YAML); a model named like a model_name there (or router/NAME) goes through it.",
+        ),
         o(["--run-dir"], default=".reflex", show_default=True, type=RunDir()),
         o(
             ["--resume"],

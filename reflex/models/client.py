@@ -34,6 +34,7 @@ from reflex.models.wire import lean_candidate
 
 if TYPE_CHECKING:
     from reflex.models.offload import OffloadPool
+    from reflex.models.router import ModelRouter
 
 __all__ = [
     "Completion",
@@ -86,6 +87,7 @@ class ProviderClient:
         owner: str | None = None,
         offload: OffloadPool | None = None,
         processes: int = 0,
+        router: ModelRouter | None = None,
     ) -> None:
         if max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
@@ -117,6 +119,7 @@ class ProviderClient:
         self._admission: asyncio.Semaphore | None = None
         self._entry: asyncio.Semaphore | None = None  # calls inside ``complete`` (see there)
         self._spare = max(4, -(-max_workers // 2))  # calls admitted beyond max_workers there
+        self.router = router  # models named in a LiteLLM Router config go through it
 
     def _limit(self, admission: bool = False) -> asyncio.Semaphore:
         # Created lazily, and again for a new loop: a semaphore that ever had to wait is bound to
@@ -207,6 +210,8 @@ class ProviderClient:
             self.ledger.add_call(
                 role, completion.prompt_tokens, completion.completion_tokens, completion.cost
             )
+            if completion.deployment is not None:
+                self.ledger.add_deployment(role, completion.deployment)
             if self.cache is not None:
                 # Still in ``_inflight`` until the row is committed: an identical call arriving
                 # meanwhile shares this one instead of missing the cache and paying again.
@@ -271,7 +276,7 @@ class ProviderClient:
                     delay,
                     first_line(exc, spec.api_base),
                 )
-                if is_rate_limit(exc):  # the provider wants the whole run to slow down
+                if is_rate_limit(exc) and not self._routed(spec):  # the whole run slows down
                     resume = asyncio.get_running_loop().time() + delay
                     self._resume_at = max(self._resume_at, resume)
                 else:
@@ -285,6 +290,12 @@ class ProviderClient:
         gate: tuple[int, int] | None,
     ) -> Completion:
         """One attempt, wherever it runs, bounded by its total deadline (models.deadline)."""
+        if self._routed(spec):
+            assert self.router is not None
+            litellm = load_litellm()  # the first import takes seconds: not inside the deadline
+            return await within_deadline(
+                self.router.call(litellm, spec, messages, attempt), call_deadline(spec)
+            )
         offload = self.offload
         if offload is not None and gate is not None:
             if offload.alive():
@@ -308,6 +319,8 @@ class ProviderClient:
         """Whether this call may run in a client process (see :mod:`reflex.models.offload`)."""
         if self.offload is None and not self._processes:
             return False
+        if self._routed(spec):
+            return False  # the Router (and its pacing) lives in this process
         if providers.is_custom(spec.model.partition("/")[0]):
             return False  # in-process providers live in this process
         if lean_candidate(spec):
@@ -350,6 +363,10 @@ class ProviderClient:
             await asyncio.sleep(0.01)
         async with self._limit():
             yield None
+
+    def _routed(self, spec: ModelSpec) -> bool:
+        """Whether ``spec`` goes through the Router (a 429 there cools one deployment down)."""
+        return self.router is not None and self.router.group(spec) is not None
 
     async def _respect_backoff(self) -> None:
         loop = asyncio.get_running_loop()

@@ -26,6 +26,7 @@ class Completion:
     cost: float | None
     cached: bool
     attempts: int
+    deployment: str | None = None  # the Router deployment that served it (reflex.models.router)
 
 
 class MalformedAnswer(Exception):

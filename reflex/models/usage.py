@@ -46,6 +46,8 @@ class Ledger:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.by_role: dict[str, Usage] = {role: Usage() for role in ROLES}
+        # "role:deployment" -> paid calls it served (calls through a LiteLLM Router only).
+        self.deployments: dict[str, int] = {}
 
     def add_call(
         self, role: Role, prompt_tokens: int, completion_tokens: int, cost: float | None
@@ -73,6 +75,12 @@ class Ledger:
         with self._lock:
             self.by_role[role].retries += count
 
+    def add_deployment(self, role: Role, deployment: str) -> None:
+        """Which Router deployment served a paid call of ``role``."""
+        with self._lock:
+            key = f"{role}:{deployment}"
+            self.deployments[key] = self.deployments.get(key, 0) + 1
+
     def add_retry(self, role: Role) -> None:
         with self._lock:
             self.by_role[role].retries += 1
@@ -97,6 +105,11 @@ class Ledger:
     def to_dict(self) -> dict[str, dict[str, float]]:
         out = {role: usage.to_dict() for role, usage in self.by_role.items()}
         out["total"] = self.total().to_dict()
+        if self.deployments:
+            served: dict[str, float] = {}
+            with self._lock:
+                served.update(self.deployments)  # counts (ints), as the roles' counts are
+            out["deployments"] = served
         return out
 
     def restore(self, data: Mapping[str, Mapping[str, Any]]) -> None:
@@ -109,3 +122,5 @@ class Ledger:
                 saved = dict(data.get(role, {}))
                 saved.pop("tokens", None)
                 self.by_role[role] = Usage(**saved)
+            served = data.get("deployments", {})
+            self.deployments = {str(k): int(v) for k, v in served.items()}

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from reflex.checks.stats import sign_flip_p
 from reflex.errors import ConfigurationError
+from reflex.run.executors import Cell, Executor, run_cells
 
 if TYPE_CHECKING:
     from reflex.callbacks import AnyCallback
@@ -177,12 +178,15 @@ def compare(
     strategy_options: Mapping[str, Mapping[str, Any]] | None = None,
     callbacks: Sequence[AnyCallback] = (),
     directory: str | Path | None = None,
+    executor: Executor = "local",
+    ray_address: str | None = None,
 ) -> Comparison:
     """Run each strategy for each seed at ``max_calls`` metric calls and summarize.
 
     ``optimizer`` is a configured builder (dataset, models, metrics, reasoning model); its
     strategy, seed and call budget are overridden per run. Results are saved under
-    ``directory`` (default: ``<run dir>/compare/<timestamp>``).
+    ``directory`` (default: ``<run dir>/compare/<timestamp>``). ``executor="ray"`` runs the
+    cells as tasks on the Ray cluster at ``ray_address`` (see :mod:`reflex.run.executors`).
     """
     names = list(dict.fromkeys(strategies))
     if not names:
@@ -193,16 +197,18 @@ def compare(
     base_dir = Path(optimizer.build_config().run_dir)
     out = Path(directory) if directory else base_dir / "compare" / time.strftime("%Y%m%d-%H%M%S")
     options = strategy_options or {}
-    runs = []
+    cells = []
     for name in names:
         for seed in seed_list:
             run = optimizer.clone().set_strategy(name, **dict(options.get(name, {})))
-            run.set_seed(seed).set_run_dir(out / f"{name}-seed{seed}")
+            run.set_seed(seed).set_run_dir((out / f"{name}-seed{seed}").resolve())
             if max_calls is not None:  # other limits (cost, time) stay as the user set them
                 limits = run.build_config().budget.model_dump()
                 run.configure(budget={**limits, "max_metric_calls": max_calls})
-            result = run.run(prompt, callbacks)
-            runs.append(_summarize_run(name, seed, result))
+            cells.append(Cell(name, seed, run))
+    runs: list[RunSummary] = run_cells(
+        cells, prompt, callbacks, _summarize_run, executor=executor, address=ray_address
+    )
     comparison = Comparison(summarize(runs, names), runs, seed_list, max_calls, str(out))
     comparison.save(out)
     return comparison

@@ -27,11 +27,12 @@ from reflex.errors import (
     DegenerateSeedError,
     StorageError,
 )
-from reflex.models.cache import ResponseCache
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.preflight import check_models, judge_specs
 from reflex.models.retry import error_name
+from reflex.models.router import ModelRouter
 from reflex.models.runner import LoopRunner
+from reflex.models.shared_cache import open_cache
 from reflex.plugins import build_options
 from reflex.redact import scrub
 from reflex.result import OptimizationResult, RunEnd, StopReason
@@ -274,8 +275,8 @@ class Engine:
         else:
             store.write_json("run.json", {**self._meta(store, prompt), "resumed_at": time.time()})
         config = config.model_copy(update={"max_iterations": self._iteration_limit()})
-        cache = ResponseCache(store.cache_path)
-        urls = (config.api_base, config.reasoning_base_url)  # their credentials stay unwritten
+        cache = open_cache(config.cache_url, store.cache_path)
+        urls = (config.api_base, config.reasoning_base_url, config.cache_url)  # never written
         client = ProviderClient(
             max_workers=config.max_workers,
             processes=config.client_processes,
@@ -283,6 +284,7 @@ class Engine:
             cache_namespace=config.cache_namespace,
             seed=config.seed,
             owner=store.run_id,
+            router=ModelRouter(config.router_config) if config.router_config else None,
             on_retry=lambda model, attempt, exc, delay, role: session.event(
                 "retry",
                 model=model,

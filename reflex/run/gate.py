@@ -18,10 +18,11 @@ from reflex.checks.stats import PairedTest, paired_test
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.errors import ConfigurationError, ReflexError
-from reflex.models.cache import ResponseCache
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.preflight import check_models, judge_specs
+from reflex.models.router import ModelRouter
 from reflex.models.runner import LoopRunner
+from reflex.models.shared_cache import open_cache
 from reflex.result import EvalSnapshot, best_val_of
 from reflex.run.evaluate import Evaluator, render_messages
 from reflex.run.records import read_json, resolve_run
@@ -193,7 +194,8 @@ def build_evaluator(
     """An Evaluator wired like a run's (client, cache namespace, decoding settings, weights).
 
     ``cache``: a response cache file (e.g. a run directory's ``cache.sqlite``): answers already
-    there cost nothing, new ones are added to it.
+    there cost nothing, new ones are added to it. A run made with ``--cache-url`` (or a Router
+    config) reads that shared cache (and routes through that Router) instead.
     """
     specs = [
         ModelSpec(
@@ -209,7 +211,8 @@ def build_evaluator(
     client = ProviderClient(
         max_workers=config.max_workers,
         processes=config.client_processes,
-        cache=ResponseCache(cache) if cache is not None else None,
+        cache=open_cache(config.cache_url, cache) if cache is not None else None,
+        router=ModelRouter(config.router_config) if config.router_config else None,
         cache_namespace=config.cache_namespace,
         seed=config.seed,
     )

@@ -25,7 +25,8 @@ Only when named (not in the default mix): ``trickle`` (the headers, then the ans
 every ``drip`` seconds: no read waits long, the whole answer takes minutes), ``no-choices`` and
 ``null-message`` (200 with ``choices: []`` or a null message).
 ``serve(gate=event)`` holds those answers until the ``threading.Event`` is set, so a test can
-keep calls in flight for as long as it needs instead of guessing a latency.
+keep calls in flight for as long as it needs instead of guessing a latency. ``limit=RateLimit(R)``
+(``--rate-limit R``) admits R requests/s, answering 429 + Retry-After above (fault ``rate_limit``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from typing import Any
 
 from reflex.data.json_types import JSONDict
 from reflex.testing.http import Request, error_body, read_request, send, send_raw, send_slowly
+from reflex.testing.ratelimit import RateLimit
 
 __all__ = [
     "FAULT_KINDS",
@@ -173,10 +175,12 @@ class EndpointServer:
         usage: tuple[int, int] | None = None,
         gate: threading.Event | None = None,
         capture: list[Request] | None = None,
+        limit: RateLimit | None = None,
     ) -> None:
         self.latency = latency
         self.capture = capture  # every chat request (headers and body) is appended here
         self.gate = gate
+        self.limit = limit  # R requests/s: 429 + Retry-After above it (reflex.testing.ratelimit)
         self.faults = faults or FaultPlan()
         self.responder = responder
         self.usage = usage
@@ -261,11 +265,14 @@ class EndpointServer:
             self._seen[digest] += 1
             stats.distinct = len(self._seen)
         try:
-            fault = self.faults.choose(digest, attempt, arrival)
+            wait = self.limit.admit() if self.limit is not None else None  # over R requests/s
+            fault = (
+                "rate_limit" if wait is not None else self.faults.choose(digest, attempt, arrival)
+            )
             if fault is not None:
                 with self._lock:
                     self._stats.faults[fault] = self._stats.faults.get(fault, 0) + 1
-                return await self._fault(fault, request, writer)
+                return await self._fault(fault, request, writer, wait)
             await self._wait()
             text = self.responder(request)
             with self._lock:
@@ -282,14 +289,16 @@ class EndpointServer:
         if self.latency > 0:
             await asyncio.sleep(self.latency)
 
-    async def _fault(self, kind: str, request: ChatRequest, writer: asyncio.StreamWriter) -> bool:
+    async def _fault(
+        self, kind: str, request: ChatRequest, writer: asyncio.StreamWriter, wait: float | None
+    ) -> bool:
         if kind == "drop":
             writer.transport.abort()
             return False
         if kind == "429":
             return await send(writer, 429, error_body("rate limit reached", "rate_limit_exceeded"))
-        if kind == "429-retry-after":
-            headers = {"Retry-After": f"{self.faults.retry_after:g}"}
+        if kind in ("429-retry-after", "rate_limit"):
+            headers = {"Retry-After": f"{self.faults.retry_after if wait is None else wait:g}"}
             return await send(
                 writer, 429, error_body("rate limit reached", "rate_limit_exceeded"), headers
             )
@@ -366,13 +375,20 @@ def serve(
     backlog: int = 4096,
     gate: threading.Event | None = None,
     capture: list[Request] | None = None,
+    limit: RateLimit | None = None,
 ) -> Iterator[Endpoint]:
     """Run an endpoint on a background thread for the ``with`` block; yields its base URL.
 
     ``capture``: a list that receives every chat request as it arrives (headers and body).
     """
     server = EndpointServer(
-        latency=latency, faults=faults, responder=responder, usage=usage, gate=gate, capture=capture
+        latency=latency,
+        faults=faults,
+        responder=responder,
+        usage=usage,
+        gate=gate,
+        capture=capture,
+        limit=limit,
     )
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="reflex-endpoint", daemon=True)
@@ -402,6 +418,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--hang", type=float, default=30.0)
     parser.add_argument("--max-per-request", type=int, default=None)
     parser.add_argument("--usage", type=int, nargs=2, metavar=("PROMPT", "COMPLETION"))
+    parser.add_argument("--rate-limit", type=float, default=None, help="requests/s, 429 above")
     return parser
 
 
@@ -415,7 +432,8 @@ async def _serve_forever(args: argparse.Namespace) -> None:
         max_per_request=args.max_per_request,
     )
     usage = (args.usage[0], args.usage[1]) if args.usage else None
-    server = EndpointServer(latency=args.latency, faults=plan, usage=usage)
+    limit = RateLimit(args.rate_limit) if args.rate_limit else None
+    server = EndpointServer(latency=args.latency, faults=plan, usage=usage, limit=limit)
     port = await server.start(args.host, args.port, args.backlog)
     # The one line a parent process reads to learn the port (library code never prints).
     sys.stdout.write(f"listening on http://{args.host}:{port}/v1\n")

@@ -1,0 +1,170 @@
+"""Calls spread over several deployments by a LiteLLM Router (``--router-config litellm.yaml``).
+
+The config is the ``model_list`` YAML the LiteLLM proxy reads (``model_name`` + ``litellm_params``
++ ``model_info``, ``router_settings``; ``os.environ/NAME`` values are read from the environment).
+A run's model named like a ``model_name`` (or ``router/<model_name>``) goes through the Router;
+the run's one channel (cache, ledger, budgets, ``--max-workers``, our retry classification)
+stays in front of it, so the Router itself never retries (``num_retries=0``).
+
+LiteLLM's ``rpm`` is a per-minute counter, which lets a whole minute's calls burst into the
+first seconds; providers enforce it per second. A :class:`Pacer` (a routing callback) spaces each
+deployment's calls ``60 / rpm`` seconds apart and steers each call to the deployment free
+soonest. With ``router_settings.redis_url`` (or ``redis_host``/``redis_port``) the spacing is
+kept in Redis, next to the Router's own cooldowns and usage, so several processes and machines
+share each deployment's limit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reflex.errors import ConfigurationError
+from reflex.models.litellm_call import Completion, _cost
+from reflex.models.pacing import Pacing, install_pacer, local_pacing, redis_pacing
+
+if TYPE_CHECKING:
+    from reflex.models.spec import ModelSpec
+
+__all__ = ["ModelRouter", "load_router_config", "redis_url_of"]
+
+PREFIX = "router/"
+# Router settings we own: retries are ours (classified, counted, run-wide back-off).
+_FORCED = {"num_retries": 0}
+
+
+def _env(value: Any, where: str) -> Any:
+    """``os.environ/NAME`` (the proxy's convention) replaced by the variable's value."""
+    if isinstance(value, str) and value.startswith("os.environ/"):
+        name = value.removeprefix("os.environ/")
+        if name not in os.environ:
+            raise ConfigurationError(f"{where}: environment variable {name} is not set; export it")
+        return os.environ[name]
+    if isinstance(value, Mapping):
+        return {str(k): _env(v, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_env(v, where) for v in value]
+    return value
+
+
+def load_router_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """The Router config from a YAML file or a mapping, checked; errors name the bad entry."""
+    where = str(source) if isinstance(source, (str, Path)) else "router config"
+    data = _read_yaml(Path(source)) if isinstance(source, (str, Path)) else dict(source)
+    models = data.get("model_list")
+    if not isinstance(models, list) or not models:
+        raise ConfigurationError(
+            f"{where}: no model_list; write a list of deployments, each with model_name and "
+            "litellm_params.model (the LiteLLM proxy's config format)"
+        )
+    for index, item in enumerate(models):
+        params = item.get("litellm_params") if isinstance(item, Mapping) else None
+        if not isinstance(params, Mapping) or not item.get("model_name") or not params.get("model"):
+            raise ConfigurationError(
+                f"{where}: model_list[{index}] needs model_name and litellm_params.model, "
+                f"got keys {sorted(item) if isinstance(item, Mapping) else item!r}"
+            )
+    settings = data.get("router_settings") or {}
+    if not isinstance(settings, Mapping):
+        raise ConfigurationError(f"{where}: router_settings must be a mapping, got {settings!r}")
+    return {"model_list": _env(models, where), "router_settings": _env(dict(settings), where)}
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml  # type: ignore[import-untyped]  # PyYAML (a LiteLLM dependency) has no stubs
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read router config {path}: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigurationError(f"{path}{line}: not valid YAML: {problem}") from exc
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{path}: expected a mapping with model_list, got {data!r}")
+    return data
+
+
+def redis_url_of(settings: Mapping[str, Any]) -> str | None:
+    """The Redis the Router coordinates through (``redis_url`` or host/port/password)."""
+    url = settings.get("redis_url")
+    if url:
+        return str(url)
+    host = settings.get("redis_host")
+    if not host:
+        return None
+    auth = f":{settings['redis_password']}@" if settings.get("redis_password") else ""
+    return (
+        f"redis://{auth}{host}:{settings.get('redis_port') or 6379}/{settings.get('redis_db') or 0}"
+    )
+
+
+class ModelRouter:
+    """One LiteLLM Router for a run's routed models (built on the first call, in its loop)."""
+
+    def __init__(self, config: str | Path | Mapping[str, Any]) -> None:
+        self.config = load_router_config(config)
+        self.names = {str(m["model_name"]) for m in self.config["model_list"]}
+        self._router: Any = None
+        self._pacing: Pacing | None = None
+
+    def group(self, spec: ModelSpec) -> str | None:
+        """The model group ``spec`` names, or None when it is not routed."""
+        if spec.model in self.names:
+            return spec.model
+        if spec.model.startswith(PREFIX):
+            name = spec.model.removeprefix(PREFIX)
+            if name in self.names:
+                return name
+            raise ConfigurationError(
+                f"model {spec.model!r}: no model_name {name!r} in the router config; "
+                f"known: {', '.join(sorted(self.names))}"
+            )
+        return None
+
+    def _build(self, litellm: Any) -> Any:
+        if self._router is None:
+            settings = {**self.config["router_settings"], **_FORCED}
+            redis = redis_url_of(settings)
+            self._pacing = redis_pacing(redis) if redis else local_pacing()
+            self._router = litellm.Router(model_list=self.config["model_list"], **settings)
+            install_pacer(litellm, self._pacing, self._router.registry().deployments() or [])
+        return self._router
+
+    async def call(
+        self,
+        litellm: Any,
+        spec: ModelSpec,
+        messages: Sequence[Mapping[str, str]],
+        attempt: int,
+    ) -> Completion:
+        """One attempt through the Router; the Completion names the deployment that served it."""
+        group = self.group(spec)
+        assert group is not None
+        kwargs = {k: v for k, v in spec.call_kwargs().items() if k != "api_base"}
+        router = self._build(litellm)
+        response = await router.acompletion(model=group, messages=list(messages), **kwargs)
+        hidden = getattr(response, "_hidden_params", None) or {}
+        served = hidden.get("model_id") or hidden.get("api_base")
+        return completion_of(litellm, response, attempt, str(served) if served else None)
+
+
+def completion_of(litellm: Any, response: Any, attempt: int, deployment: str | None) -> Completion:
+    """A Router response as a :class:`Completion` (usage and cost read as ``call_once`` does)."""
+    text = response.choices[0].message.content
+    usage = getattr(response, "usage", None)
+    return Completion(
+        "" if text is None else str(text),
+        int(getattr(usage, "prompt_tokens", 0) or 0),
+        int(getattr(usage, "completion_tokens", 0) or 0),
+        _cost(litellm, response),
+        cached=False,
+        attempts=attempt,
+        deployment=deployment,
+    )

@@ -1,0 +1,197 @@
+"""The response cache shared across processes and machines, selected by URL (``--cache-url``).
+
+``redis://host:6379/0`` (Redis) or a SQL database URL (``postgresql://user@host/db``, any
+SQLAlchemy URL) hold the same rows as the default sqlite file (``reflex.models.cache``): the same
+keys (sha256 of namespace, model, decoding parameters and messages), only successful responses,
+the owner run, the last write winning. Two machines evaluating the same prompts pay once.
+``sqlite:///path`` opens the sqlite cache at ``path``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from reflex.errors import ConfigurationError, StorageError
+from reflex.models.cache import CachedResponse, ResponseCache
+from reflex.redact import redact_url
+
+__all__ = ["RedisCache", "SqlCache", "open_cache"]
+
+_SCHEMES = (
+    "redis://, rediss://, unix://, postgresql://, mysql://, sqlite:///, or any SQLAlchemy URL"
+)
+
+
+def open_cache(url: str | None, default: Path) -> ResponseCache:
+    """The cache ``url`` names, or the run directory's sqlite file ``default`` when None."""
+    if not url:
+        return ResponseCache(default)
+    scheme = url.partition("://")[0].lower()
+    if not scheme or "://" not in url:
+        raise ConfigurationError(f"--cache-url {redact_url(url)!r} is not a URL; use {_SCHEMES}")
+    if scheme == "sqlite":
+        path = url.partition(":///")[2]
+        return ResponseCache(Path(path) if path else default)
+    if scheme in ("redis", "rediss", "unix"):
+        return RedisCache(url)
+    return SqlCache(url)
+
+
+def _unavailable(url: str, exc: BaseException, what: str) -> StorageError:
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return StorageError(
+        f"response cache {redact_url(url)} is unavailable: {first}; start {what} or fix "
+        "--cache-url (or leave it out for the run directory's sqlite file)"
+    )
+
+
+def _row(response: CachedResponse) -> dict[str, Any]:
+    return {
+        "text": response.text,
+        "prompt_tokens": response.prompt_tokens,
+        "completion_tokens": response.completion_tokens,
+        "cost": response.cost,
+        "owner": response.owner,
+    }
+
+
+def _response(row: dict[str, Any]) -> CachedResponse:
+    return CachedResponse(
+        str(row["text"]),
+        int(row.get("prompt_tokens") or 0),
+        int(row.get("completion_tokens") or 0),
+        None if row.get("cost") is None else float(row["cost"]),
+        row.get("owner"),
+    )
+
+
+class RedisCache(ResponseCache):
+    """Rows as JSON strings under ``reflex:cache:<key>`` (no expiry: a cache, not a session)."""
+
+    PREFIX = "reflex:cache:"
+
+    def __init__(self, url: str) -> None:
+        try:
+            import redis
+        except ImportError as exc:
+            raise ConfigurationError(
+                "--cache-url redis://... needs the redis client: pip install 'aevyra-reflex[redis]'"
+            ) from exc
+        self.path = None
+        self.url = url
+        self._closing = False
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        try:
+            self._db: Any = redis.Redis.from_url(url)
+            self._db.ping()
+        except self._errors as exc:
+            raise _unavailable(url, exc, "redis-server") from exc
+
+    def get(self, key: str) -> CachedResponse | None:
+        try:
+            blob = self._db.get(self.PREFIX + key)
+        except self._errors as exc:
+            raise _unavailable(self.url, exc, "redis-server") from exc
+        return None if blob is None else _response(json.loads(blob))
+
+    def _put(self, key: str, response: CachedResponse) -> None:
+        try:
+            self._db.set(self.PREFIX + key, json.dumps(_row(response), ensure_ascii=False))
+        except self._errors as exc:
+            raise _unavailable(self.url, exc, "redis-server") from exc
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._db.scan_iter(match=self.PREFIX + "*", count=1000))
+
+    def close(self) -> None:
+        self._closing = True
+        self._db.close()
+
+
+class SqlCache(ResponseCache):
+    """The sqlite table's rows in any SQL database SQLAlchemy reaches (PostgreSQL, MySQL...)."""
+
+    def __init__(self, url: str) -> None:
+        try:
+            import sqlalchemy as sa
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"--cache-url {redact_url(url)} needs SQLAlchemy and the database's driver: "
+                "pip install 'aevyra-reflex[postgres]'"
+            ) from exc
+        self.path = None
+        self.url = url
+        self._closing = False
+        self._lock = threading.Lock()
+        self._sa = sa
+        self._errors = (sa.exc.SQLAlchemyError, OSError)
+        meta = sa.MetaData()
+        self._table = sa.Table(
+            "reflex_responses",
+            meta,
+            sa.Column("key", sa.String(64), primary_key=True),
+            sa.Column("text", sa.Text, nullable=False),
+            sa.Column("prompt_tokens", sa.Integer),
+            sa.Column("completion_tokens", sa.Integer),
+            sa.Column("cost", sa.Float),
+            sa.Column("owner", sa.String(200)),
+        )
+        try:
+            self._engine = sa.create_engine(_driver_url(url), pool_pre_ping=True)
+            meta.create_all(self._engine, checkfirst=True)
+        except ImportError as exc:  # the dialect's driver (psycopg, pymysql...) is missing
+            raise ConfigurationError(
+                f"--cache-url {redact_url(url)}: {exc}; pip install 'aevyra-reflex[postgres]' "
+                "or the database's driver"
+            ) from exc
+        except self._errors as exc:
+            if not _exists_race(exc):
+                raise _unavailable(url, exc, "the database") from exc
+
+    def get(self, key: str) -> CachedResponse | None:
+        table = self._table
+        try:
+            with self._engine.connect() as db:
+                row = db.execute(table.select().where(table.c.key == key)).mappings().first()
+        except self._errors as exc:
+            raise _unavailable(self.url, exc, "the database") from exc
+        return None if row is None else _response(dict(row))
+
+    def _put(self, key: str, response: CachedResponse) -> None:
+        table, values = self._table, _row(response)
+        try:
+            with self._engine.begin() as db:
+                done = db.execute(table.update().where(table.c.key == key).values(**values))
+                if done.rowcount == 0:
+                    db.execute(table.insert().values(key=key, **values))
+        except self._sa.exc.IntegrityError:  # another process inserted it meanwhile: overwrite
+            with self._engine.begin() as db:
+                db.execute(table.update().where(table.c.key == key).values(**values))
+        except self._errors as exc:
+            raise _unavailable(self.url, exc, "the database") from exc
+
+    def __len__(self) -> int:
+        sa = self._sa
+        with self._engine.connect() as db:
+            return int(db.execute(sa.select(sa.func.count()).select_from(self._table)).scalar_one())
+
+    def close(self) -> None:
+        self._closing = True
+        self._engine.dispose()
+
+
+def _driver_url(url: str) -> str:
+    """``postgresql://`` through psycopg 3 (the ``postgres`` extra), not SQLAlchemy's psycopg2."""
+    for plain in ("postgresql://", "postgres://"):
+        if url.startswith(plain):
+            return "postgresql+psycopg://" + url.removeprefix(plain)
+    return url
+
+
+def _exists_race(exc: BaseException) -> bool:
+    """Two processes creating the table at once: the loser's error is harmless."""
+    text = str(exc).lower()
+    return "already exists" in text or "duplicate key" in text

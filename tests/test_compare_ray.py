@@ -1,0 +1,83 @@
+"""compare --executor ray: a 12-cell grid on a local Ray cluster gives the in-process results.
+
+``services``: tests/services.py starts ``ray start --head`` on 127.0.0.1. The models are a local
+endpoint with a deterministic responder, so both executors must agree cell for cell. The wall
+time ratio is a bench figure (bench/scale.py --ray), not asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import make_rows, reasoner_answer, task_answer
+
+from reflex import PromptOptimizer
+from reflex.run.compare import RunSummary
+from reflex.testing.endpoint import ChatRequest, serve
+
+pytestmark = pytest.mark.services
+STRATEGIES = ["iterative", "random", "instructions"]
+SEEDS = 4  # 3 x 4 = 12 cells
+
+
+def answer(request: ChatRequest) -> str:
+    if request.model == "reasoner":
+        return reasoner_answer(request)  # type: ignore[arg-type]  # same .user/.system
+    return task_answer(request)  # type: ignore[arg-type]
+
+
+def builder(url: str, run_dir: Path) -> PromptOptimizer:
+    return (
+        PromptOptimizer()
+        .set_dataset(make_rows(20))
+        .add_provider("openai/task", api_base=url)
+        .add_metric("exact_match")
+        .set_reasoning_model("openai/reasoner", base_url=url)
+        .set_run_dir(run_dir)
+        .configure(max_iterations=1, max_workers=4)
+    )
+
+
+def _same(summary: RunSummary) -> tuple[object, ...]:
+    return (
+        summary.strategy,
+        summary.seed,
+        summary.baseline,
+        summary.final,
+        summary.metric_calls,
+        summary.tokens,
+        summary.stop_reason,
+        summary.per_example,
+    )
+
+
+def test_a_grid_on_ray_gives_the_in_process_results(
+    ray_address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-none")
+    with serve(responder=answer) as url:
+        local = builder(str(url), tmp_path / "local").compare(
+            "Classify the sentiment.", STRATEGIES, seeds=SEEDS, max_calls=40
+        )
+        remote = builder(str(url), tmp_path / "ray").compare(
+            "Classify the sentiment.",
+            STRATEGIES,
+            seeds=SEEDS,
+            max_calls=40,
+            executor="ray",
+            ray_address=ray_address,
+        )
+    assert len(remote.runs) == 12
+    assert [_same(r) for r in remote.runs] == [_same(r) for r in local.runs]
+    assert [s.strategy for s in remote.strategies] == [s.strategy for s in local.strategies]
+    pids = set()
+    for run in remote.runs:  # each cell is a normal run with its own record, in a Ray worker
+        assert run.run_dir is not None and str(tmp_path / "ray") in run.run_dir
+        meta = next(Path(run.run_dir).rglob("run.json"))
+        pids.add(json.loads(meta.read_text(encoding="utf-8"))["pid"])
+    assert os.getpid() not in pids
+    saved = json.loads((Path(remote.directory) / "compare.json").read_text(encoding="utf-8"))
+    assert len(saved["runs"]) == 12
