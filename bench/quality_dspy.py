@@ -61,7 +61,9 @@ def main() -> None:
         api_base=args.api_base,
         api_key="none",
         temperature=0.0,
-        max_tokens=args.max_tokens,
+        # DSPy's chat format wraps the answer in "[[ ## answer ## ]] ... [[ ## completed ## ]]"
+        # (~15 tokens more): with the task's own cap every answer was cut and failed to parse.
+        max_tokens=args.max_tokens + DSPY_FORMAT_TOKENS,
         cache=False,
     )
     # An answer DSPy cannot parse scores 0 (as a wrong answer would); never abort the search.
