@@ -24,7 +24,9 @@ from typing import Any
 os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import dspy
+import dspy  # after DSPY_CACHEDIR is set
+
+DSPY_FORMAT_TOKENS = 48  # room for the answer field markers on top of the task cap
 
 
 def requests_so_far(api_base: str) -> int:
