@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup test test-fast test-real lint fix typecheck docs demo bench bench-quality clean
+.PHONY: setup test test-fast test-real test-services lint fix typecheck docs demo bench bench-quality clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -15,13 +15,18 @@ $(BIN)/.installed: pyproject.toml
 
 setup: $(BIN)/.installed
 
-test: setup lint typecheck test-fast test-real
+test: setup lint typecheck test-fast test-real test-services
 
 test-fast: setup
 	$(BIN)/python -m pytest
 
 test-real: setup
 	$(BIN)/python -m pytest -m real_model
+
+# Real Redis, PostgreSQL + MLflow server and a local Ray cluster, started by the tests in temp
+# dirs (skipped with the reason when a binary is missing: .ci/services installs them).
+test-services: setup
+	$(BIN)/python -m pytest -m services -p no:cacheprovider
 
 # Lint and format the whole repository: packages, plugins, tests, examples, bench.
 lint: setup
