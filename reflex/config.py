@@ -130,6 +130,8 @@ class BaseRunConfig(BaseModel):
     leakage_min_words: int = Field(default=8, ge=2)
     leakage_gain_margin: float = Field(default=0.15, gt=0.0, le=1.0)
     leakage_gain_ratio: float = Field(default=3.0, ge=1.0)
+    # The ``overfit`` warning: best val score more than this above the final test score.
+    overfit_gap: float = Field(default=0.1, ge=0.0, le=1.0)
     dataset_name: str = ""
     dataset_size: int = 0
     run_id: str = ""

@@ -15,14 +15,15 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from reflex.callbacks import Callback
-from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
+from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, RunEnd
 
 if TYPE_CHECKING:
     from reflex.config import RunConfig
 
-__all__ = ["ConsoleReporter", "print_summary"]
+__all__ = ["ConsoleReporter", "end_line", "print_summary"]
 
 
 def _fmt(value: float | None) -> str:
@@ -105,10 +106,35 @@ class ConsoleReporter(Callback):
         self.close()
 
 
+#: How each end state is shown: its words and rich style (see reflex.checks.outcome).
+_END_STYLE = {
+    RunEnd.SUCCEEDED: ("succeeded", "bold green"),
+    RunEnd.PAUSED_BUDGET: ("paused on a budget (the final test score is honest)", "bold yellow"),
+    RunEnd.NO_CANDIDATE: ("FAILED: no usable candidate", "bold red"),
+    RunEnd.BUDGET_STOPPED: ("stopped by a budget before the final test evaluation", "bold red"),
+    RunEnd.FAILED: ("failed", "bold red"),
+    RunEnd.INTERRUPTED: ("interrupted", "bold red"),
+}
+
+
+def end_line(result: OptimizationResult) -> Text:
+    """The run's end state in words and colour; for no usable candidate, its failures by kind."""
+    end = result.end_state or RunEnd.FAILED
+    words, style = _END_STYLE[end]
+    line = Text(words, style=style)
+    first = next((w for w in result.warnings if w.get("kind") == "no_candidate"), None)
+    if first is not None:
+        line.append(f": {str(first['message']).removeprefix('no usable candidate: ')}", style)
+    return line
+
+
 def print_summary(result: OptimizationResult, console: Console | None = None) -> None:
-    """The end-of-run table: baseline vs final on test, the significance test, where things are."""
+    """The end-of-run table: the end state first, baseline vs final on test, the significance
+    test, the warnings to read before trusting the numbers, where things are."""
     console = console or Console()
+    console.print(end_line(result), soft_wrap=True)
     table = Table(title="aevyra-reflex result", show_header=False)
+    table.add_row("outcome", end_line(result))
     base = result.baseline.mean_score if result.baseline else None
     final = result.final.mean_score if result.final else None
     table.add_row("baseline (test)", _fmt(base))
@@ -128,5 +154,10 @@ def print_summary(result: OptimizationResult, console: Console | None = None) ->
         "calls / tokens / cost",
         f"{total.get('calls', 0)} / {total.get('tokens', 0):,} / ${total.get('cost', 0.0):.4f}",
     )
+    for warning in result.warnings:
+        table.add_row(
+            Text("warning", style="yellow"),
+            Text(f"{warning.get('kind')}: {warning.get('message')}", style="yellow"),
+        )
     table.add_row("run directory", str(result.run_dir))
     console.print(table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ def _run_optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
 
 
 def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
+    from reflex.checks.outcome import exit_code
     from reflex.cli.console import ConsoleReporter, print_summary
     from reflex.optimizer import prompt_spec
 
@@ -53,6 +55,9 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
         )
     print_summary(result)
     _print_slices(result.slices)
+    code = exit_code(result.end_state)
+    if code:  # 3: paused on a budget (honest final score); 4: no usable candidate
+        sys.exit(code)
 
 
 def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> None:
@@ -96,6 +101,11 @@ def make_optimize(registry: Registry) -> click.Command:
 
         Pipeline mode: --pipeline-file FILE.py runs your run(prompt, input, call) on each row
         (of DATASET or of --inputs-file, which replaces DATASET) instead of one model call.
+
+        Exit codes: 0 succeeded; 3 paused on a budget (the final test score is measured, inside
+        the room reserved for it); 4 no usable candidate (every iteration failed; the final
+        score is the initial prompt's); 2 usage or configuration error, or a run that could not
+        finish (e.g. a budget too small for the baseline); 130 interrupted (Ctrl-C).
         """
         # click's params are untyped: each plugin takes its options, OptimizeArgs the rest.
         callbacks: list[Callback] = []

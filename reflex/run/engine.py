@@ -15,6 +15,7 @@ from typing import Any
 
 from reflex.callbacks import AnyCallback, CallbackDispatcher
 from reflex.checks.audit import annotate, seal_after_run
+from reflex.checks.outcome import end_state
 from reflex.checks.stats import paired_test
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
@@ -165,7 +166,8 @@ class Engine:
             result.slices = slice_scores(
                 self.dataset, result.baseline, result.final, self.config.slice_by
             )
-        result.completed, result.end_state = True, RunEnd.COMPLETED
+        result.end_state = end_state(result)  # succeeded, paused on a budget, or no candidate
+        result.completed = result.end_state is RunEnd.SUCCEEDED
 
     def _optimize(self, session: Session, prompt: str, result: OptimizationResult) -> RunContext:
         initial_val = None
@@ -363,7 +365,7 @@ class Engine:
             **session.client.ledger.to_dict(),
             "metric_calls": session.budget.metric_calls,
         }
-        annotate(result, self.dataset.source)
+        annotate(result, self.dataset.source, self.config.overfit_gap)
         session.store.write_prompt("best", result.best_prompt)
         session.store.write_json("result.json", result.to_dict())
 
