@@ -74,6 +74,7 @@ def every_option(f: dict[str, Path], tmp_path: Path) -> list[str]:
         *["--score-trace", "contains", "--metric", "exact_match:2", "--metric", "contains:0"],
         *["--judge", "fake/judge", "--judge-criteria", str(f["rubric"])],
         *["--guard", "contains:0.1", "--strict-leakage", "--slice-by", "topic"],
+        *["--overfit-gap", "0.2"],
         *["-s", "random", "--strategy-option", "num_candidates=3"],
         *["--reasoning-model", "fake/reasoner", "--reasoning-base-url", "http://r:2"],
         *["--source-model", "fake/old", "--reasoning-template", f"random.system={f['template']}"],

@@ -167,3 +167,69 @@ def test_old_records_still_read() -> None:
     assert RunEnd("completed") is RunEnd.SUCCEEDED is RunEnd.COMPLETED
     assert RunEnd.of_record({"completed": True}) is RunEnd.SUCCEEDED
     assert RunEnd.of_record({"end_state": "completed"}) is RunEnd.SUCCEEDED
+
+
+# --- item 5: warnings are shown; logging goes through rich's console ------------------------
+
+
+def test_summary_table_shows_every_warning(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from reflex.cli.console import print_summary
+
+    FakeModel(unusable).install()
+    result = builder(tmp_path).run(START)
+    out = io.StringIO()
+    print_summary(result, Console(file=out, width=400))
+    text = out.getvalue()
+    assert text.startswith("FAILED: no usable candidate")
+    for warning in result.warnings:
+        assert f"{warning['kind']}: {warning['message']}" in text
+
+
+def test_log_records_go_through_the_console_of_the_progress_bar() -> None:
+    import io
+    import logging
+
+    from rich.console import Console
+
+    from reflex.cli.console import ConsoleReporter, log_to_console
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=100)
+    reporter = ConsoleReporter(console)
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        log_to_console(console)
+        reporter.on_evaluation_start("test:baseline", 10)
+        logging.getLogger("reflex.test").warning("a warning during the bar")
+        reporter.close()
+    finally:
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])
+    # Rich printed it (above the live bar): it is in the console's stream, on its own line.
+    lines = [line for line in out.getvalue().splitlines() if "a warning during the bar" in line]
+    assert lines and all("test:baseline" not in line for line in lines)
+
+
+def test_overfit_gap_is_configurable() -> None:
+    from reflex.checks.audit import annotate
+    from reflex.result import EvalSnapshot
+
+    def result() -> OptimizationResult:
+        snap = EvalSnapshot(START, "test", 0.7, {})
+        return OptimizationResult(
+            START, 0.9, snap, snap, split_sizes={"train": 6, "val": 2, "test": 2}
+        )
+
+    default, loose = result(), result()
+    annotate(default, None)
+    annotate(loose, None, overfit_gap=0.3)
+    assert [w["kind"] for w in default.warnings] == ["overfit"]
+    assert "above 0.10" in default.warnings[0]["message"] and loose.warnings == []
+    from reflex.config import BaseRunConfig
+
+    assert BaseRunConfig(overfit_gap=0.3).overfit_gap == 0.3

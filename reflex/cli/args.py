@@ -71,6 +71,7 @@ class OptimizeArgs:
     judge_criteria: Path | None
     guards: tuple[str, ...]
     strict_leakage: bool
+    overfit_gap: float
     slice_by: tuple[str, ...]
     # Strategy.
     strategy: str

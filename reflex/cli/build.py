@@ -94,5 +94,6 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         run_dir=args.run_dir,
         allow_degenerate_seed=args.allow_degenerate_seed,
         strict_leakage=args.strict_leakage,
+        overfit_gap=args.overfit_gap,
         cache_namespace=args.cache_namespace,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import TYPE_CHECKING
 
@@ -23,11 +24,23 @@ from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, Run
 if TYPE_CHECKING:
     from reflex.config import RunConfig
 
-__all__ = ["ConsoleReporter", "end_line", "print_summary"]
+__all__ = ["ConsoleReporter", "end_line", "log_to_console", "print_summary"]
 
 
 def _fmt(value: float | None) -> str:
     return "  n/a" if value is None else f"{value:.3f}"
+
+
+def log_to_console(console: Console, *, verbose: bool = False) -> None:
+    """Send every log record through ``console`` (rich), so a warning written while a progress
+    bar is live is printed above the bar instead of on top of it."""
+    from rich.logging import RichHandler
+
+    handler = RichHandler(console=console, show_time=False, show_path=False, markup=False)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler], force=True
+    )
 
 
 class ConsoleReporter(Callback):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +16,8 @@ from reflex.cli.common import RESUME_HINT, hidden_credentials, with_errors
 from reflex.cli.options import optimize_params
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from reflex.callbacks import Callback
     from reflex.data.prompts import PromptSpec
     from reflex.plugins import Registry
@@ -26,22 +27,24 @@ __all__ = ["make_optimize"]
 
 
 def _run_optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    from rich.console import Console
+
+    from reflex.cli.console import log_to_console
+
+    console = Console(stderr=True)  # progress and log records share it: no log on a live bar
+    log_to_console(console, verbose=args.verbose)
     with hidden_credentials(args.api_base, args.reasoning_base_url):
-        _optimize(args, plugin_callbacks)
+        _optimize(args, plugin_callbacks, console)
 
 
-def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
+def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback], console: Console) -> None:
     from reflex.checks.outcome import exit_code
     from reflex.cli.console import ConsoleReporter, print_summary
     from reflex.optimizer import prompt_spec
 
     optimizer = build_optimizer(args)
     prompt = prompt_spec(args.prompt)
-    reporter = ConsoleReporter()
+    reporter = ConsoleReporter(console)
     callbacks = [reporter, *plugin_callbacks]
     result = optimizer.run(prompt, callbacks=callbacks, resume=args.resume_target)
     reporter.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from reflex.cli.common import FiniteFloat
+from reflex.cli.common import FiniteFloat, FiniteRange
 
 __all__ = ["optimize_params"]
 
@@ -106,6 +106,14 @@ def _scoring() -> list[click.Parameter]:
             is_flag=True,
             help="Reject a candidate flagged for leakage (8+ words copied from a val/test "
             "example, or an implausible val gain) instead of only recording the flag.",
+        ),
+        o(
+            ["--overfit-gap"],
+            type=FiniteRange(0.0, 1.0),
+            default=0.1,
+            show_default=True,
+            help="Warn (overfit) when the best val score is more than this above the final "
+            "test score.",
         ),
         o(
             ["--slice-by", "slice_by"],

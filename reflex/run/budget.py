@@ -22,6 +22,11 @@ class Budget:
     measurement: the task requests the baseline made on the test rows, paid or served from the
     cache, and what those requests (and their judge calls) cost, a cache hit at its original
     call's cost (a new prompt pays for each).
+
+    ``--max-seconds`` keeps time for it the same way: ``reserved_seconds`` is estimated from the
+    baseline's own measurement of the test rows. The search must end by ``max_seconds -
+    reserved_seconds`` (its calls still in flight then are cancelled, see ``seconds_left``); the
+    final may then use what is left of ``max_seconds``, and at least its whole reserve.
     """
 
     limits: BudgetConfig
@@ -29,12 +34,36 @@ class Budget:
     metric_calls: int = 0
     reserved_calls: int = 0
     reserved_cost: float = 0.0
+    reserved_seconds: float = 0.0
     started: float = field(default_factory=time.monotonic)
     elapsed_before: float = 0.0
 
     @property
     def elapsed(self) -> float:
         return self.elapsed_before + time.monotonic() - self.started
+
+    def seconds_left(self, *, use_reserve: bool = False) -> float | None:
+        """Seconds the next piece of work may take under ``max_seconds`` (None: no limit).
+
+        The search (``use_reserve=False``) stops where the final's reserve begins; the final
+        (``use_reserve=True``) may take what is left, and at least its whole reserve.
+        """
+        limit = self.limits.max_seconds
+        if limit is None:
+            return None
+        if use_reserve:
+            return max(limit - self.elapsed, self.reserved_seconds)
+        return limit - self.reserved_seconds - self.elapsed
+
+    def time_exhausted(self, *, use_reserve: bool = False) -> BudgetExhausted:
+        """The error a time budget ends work with (checked before it, or at its deadline)."""
+        limit = self.limits.max_seconds or 0.0
+        kept = "" if use_reserve else f", {self.reserved_seconds:.0f}s of it kept for the final"
+        what = "the final test evaluation ran out of its reserve: " if use_reserve else ""
+        return BudgetExhausted(
+            f"{what}time budget: {self.elapsed:.0f}s used of {limit:.0f}s{kept} "
+            "(raise --max-seconds to continue)"
+        )
 
     def check_evaluation(self, uncached_calls: int, *, use_reserve: bool = False) -> None:
         """Raise BudgetExhausted if ``uncached_calls`` more metric calls would break a limit."""
@@ -60,10 +89,9 @@ class Budget:
             raise BudgetExhausted(f"reasoning-call budget: all {limit} calls used")
 
     def _check_clock_and_cost(self, use_reserve: bool) -> None:
-        if self.limits.max_seconds is not None and self.elapsed >= self.limits.max_seconds:
-            raise BudgetExhausted(
-                f"time budget: {self.elapsed:.0f}s used of {self.limits.max_seconds:.0f}s"
-            )
+        left = self.seconds_left(use_reserve=use_reserve)
+        if left is not None and left <= 0:
+            raise self.time_exhausted(use_reserve=use_reserve)
         if self.limits.max_cost is not None:
             spent = self.ledger.total().cost + (0.0 if use_reserve else self.reserved_cost)
             if spent >= self.limits.max_cost:

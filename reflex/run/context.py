@@ -245,7 +245,7 @@ class RunContext:
         self._session.budget.check_evaluation(0)  # the clock and cost limits still apply
         call = judge_channel(self._session.client, metric.judge)
         templates = self.config.reasoning_templates
-        return self._session.runner.run(compare_all(call, metric, rows, templates))
+        return self._session.run_in_budget(compare_all(call, metric, rows, templates))
 
     def leakage_screen(self, prompt: str) -> str | None:
         """Check a candidate for copied held-out text before a strategy scores it on val itself.

@@ -48,6 +48,7 @@ __all__ = ["Engine"]
 
 logger = logging.getLogger(__name__)
 PREFLIGHT_ROWS = 10
+RESERVE_FLOOR = 0.05  # the final's time reserve: at least this share of --max-seconds
 
 
 class Engine:
@@ -113,6 +114,9 @@ class Engine:
             session.close()
         session.dispatcher.run_end(result)
         seal_after_run(session.store.path)  # last: after every event of the run is written
+        for warning in result.warnings:  # the Python API says it too, not only the record
+            if warning["kind"] == "no_candidate":
+                logger.warning("%s", warning["message"])
         return result
 
     def _fail(
@@ -146,10 +150,14 @@ class Engine:
         session.dispatcher.run_start(session.config, prompt)
         self._preflight(session, prompt)
         requests, cost = _requests_and_cost(session)
+        paid, clock = session.budget.metric_calls, session.budget.elapsed
         result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
         session.notify.baseline(result.baseline)
         after_requests, after_cost = _requests_and_cost(session)
         self._reserve_final(session, after_requests - requests, after_cost - cost)
+        self._reserve_time(
+            session, session.budget.elapsed - clock, session.budget.metric_calls - paid
+        )
         ctx = self._optimize(session, prompt, result)
         result.best_prompt, result.best_score = ctx.best_prompt, ctx.best_val
         result.best_components = ctx.best_components
@@ -246,6 +254,18 @@ class Engine:
         rows = len(self.split.test) * len(self.config.models)
         session.budget.reserved_calls = max(rows, baseline_requests)
         session.budget.reserved_cost = baseline_cost
+
+    def _reserve_time(self, session: Session, seconds: float, paid: int) -> None:
+        # Keep time for the final test evaluation, from the baseline's own measurement of the
+        # same rows: twice what it took, scaled up to every row when the cache answered some
+        # (a new prompt pays for each), and at least 5% of --max-seconds.
+        limit = session.budget.limits.max_seconds
+        if limit is None:
+            return
+        rows = len(self.split.test) * len(self.config.models)
+        per_paid = seconds * rows / paid if 0 < paid < rows else seconds
+        session.budget.reserved_seconds = min(max(2.0 * per_paid, RESERVE_FLOOR * limit), limit)
+        session.event("time_reserve", seconds=round(session.budget.reserved_seconds, 3))
 
     def _open_session(self, prompt: str) -> Session:
         resume = self.resume

@@ -7,9 +7,10 @@ reasoning call of a run goes through it, so each is counted once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from reflex.callbacks import CallbackDispatcher
 from reflex.config import RunConfig
@@ -24,6 +25,7 @@ from reflex.types import Example
 
 __all__ = ["Session"]
 
+T = TypeVar("T")
 _MUTED = CallbackDispatcher(())  # what a replaying session notifies: nobody
 
 
@@ -81,10 +83,15 @@ class Session:
         total = len(examples) * len(self.evaluator.models)
         self.notify.evaluation_start(label, total)
         before = self.client.ledger.by_role["task"].calls
-        snapshot = self.runner.run(
-            self.evaluator.evaluate(prompt, examples, label.split(":")[0], progress=self._advance)
-        )
-        self.budget.metric_calls += self.client.ledger.by_role["task"].calls - before
+        try:
+            snapshot = self.run_in_budget(
+                self.evaluator.evaluate(
+                    prompt, examples, label.split(":")[0], progress=self._advance
+                ),
+                use_reserve=use_reserve,
+            )
+        finally:  # calls paid before a deadline cancelled the rest still count
+            self.budget.metric_calls += self.client.ledger.by_role["task"].calls - before
         self.event(
             "evaluation",
             label=label,
@@ -108,7 +115,7 @@ class Session:
                 "--reasoning-model provider/model (or .set_reasoning_model(...))"
             )
         self.budget.check_reasoning()
-        completion = self.runner.run(
+        completion = self.run_in_budget(
             self.client.complete(self.reasoning, messages, role="reasoning")
         )
         self.event(
@@ -118,6 +125,33 @@ class Session:
         )
         return completion.text
 
+    def run_in_budget(self, coro: Coroutine[Any, None, T], *, use_reserve: bool = False) -> T:
+        """Run ``coro`` on the run's loop, ended by the time budget: at its deadline (see
+        ``Budget.seconds_left``) the calls still in flight are cancelled and BudgetExhausted is
+        raised, so a stuck call cannot keep the run from its final measurement."""
+        left = self.budget.seconds_left(use_reserve=use_reserve)
+        if left is None:
+            return self.runner.run(coro)
+        return self.runner.run(_within(coro, max(left, 0.0), self.budget, use_reserve))
+
     def close(self) -> None:
         if self.client.cache is not None:
             self.client.cache.close()
+
+
+async def _within(
+    coro: Coroutine[Any, None, T], seconds: float, budget: Budget, use_reserve: bool
+) -> T:
+    """``coro``, cancelled with its calls after ``seconds`` (then BudgetExhausted)."""
+    task = asyncio.ensure_future(coro)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    except asyncio.CancelledError:  # Ctrl-C: cancel the calls too, as the caller expects
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
+    if done:
+        return task.result()
+    task.cancel()  # the deadline: cancel the calls still in flight and wait until they are
+    await asyncio.gather(task, return_exceptions=True)
+    raise budget.time_exhausted(use_reserve=use_reserve)
