@@ -36,6 +36,8 @@ class BudgetConfig(BaseModel):
 
     max_metric_calls: int | None = Field(default=None, gt=0)
     max_reasoning_calls: int | None = Field(default=None, gt=0)
+    # Every paid call of every role (task, judge, reasoning); max_metric_calls counts task calls.
+    max_total_calls: int | None = Field(default=None, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_seconds: float | None = Field(default=None, gt=0)
 
@@ -114,6 +116,9 @@ class BaseRunConfig(BaseModel):
     # Processes that run LiteLLM's per-call CPU off the event loop (reflex.models.offload); 0: none.
     client_processes: int = Field(default=0, ge=0, le=64)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    # USD per million (input, output) tokens by model, used instead of LiteLLM's price list
+    # (self-hosted and unpriced models then have a cost, and max_cost binds on them).
+    prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     run_dir: str = ".reflex"
     cache_namespace: str = "default"
     prompt_mode: Literal["replace", "prepend"] = "replace"
@@ -147,6 +152,15 @@ class BaseRunConfig(BaseModel):
     @classmethod
     def _models(cls, value: list[str]) -> list[str]:
         return [parse_model(m) for m in value]
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        for model, pair in value.items():
+            parse_model(model)
+            if not all(0 <= p < float("inf") for p in pair):
+                raise ValueError(f"price of {model}: {pair} must be finite numbers >= 0")
+        return value
 
     @field_validator("reasoning_model")
     @classmethod

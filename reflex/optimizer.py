@@ -267,11 +267,18 @@ class PromptOptimizer:
         max_reasoning_calls: int | None = None,
         max_cost: float | None = None,
         max_seconds: float | None = None,
+        max_total_calls: int | None = None,
     ) -> PromptOptimizer:
+        """Limits, each None for none. ``max_calls``: paid task-model calls (every call a
+        pipeline makes); ``max_reasoning_calls``: reasoning-model calls; ``max_total_calls``:
+        every paid call of every role (task, judge, reasoning); ``max_cost``: dollars (see
+        ``set_price`` for models LiteLLM cannot price); ``max_seconds``: wall-clock. Each keeps
+        room for the final test evaluation, estimated from the baseline's measurement."""
         try:
             budget = BudgetConfig(
                 max_metric_calls=max_calls,
                 max_reasoning_calls=max_reasoning_calls,
+                max_total_calls=max_total_calls,
                 max_cost=max_cost,
                 max_seconds=max_seconds,
             )
@@ -279,6 +286,20 @@ class PromptOptimizer:
             names = {"max_metric_calls": "max_calls"}  # the name this method takes
             raise ConfigurationError(validation_message(exc, names)) from None
         return self._set(budget=budget.model_dump())
+
+    def set_price(
+        self, model: str, input_per_million: float, output_per_million: float
+    ) -> PromptOptimizer:
+        """The price of ``model`` in USD per million input and output tokens, used instead of
+        LiteLLM's: a self-hosted or unpriced model then has a cost, and ``max_cost`` binds."""
+        pair = (float(input_per_million), float(output_per_million))
+        if not all(0 <= p < math.inf for p in pair):  # nan fails both comparisons
+            raise ConfigurationError(
+                f"price of {model}: {input_per_million}:{output_per_million} must be finite "
+                "numbers >= 0 (USD per million input and output tokens)"
+            )
+        prices = {**self._settings.get("prices", {}), parse_model(model): pair}
+        return self._set(prices=prices)
 
     def configure(self, **settings: Any) -> PromptOptimizer:
         """Set any RunConfig field by name (seed, max_iterations, max_workers, run_dir, ...)."""

@@ -14,7 +14,14 @@ from typing import Any
 
 from reflex.result import IterationRecord, OptimizationResult, RunEnd, StopReason
 
-__all__ = ["EXIT_CODES", "end_state", "exit_code", "failure_kinds", "outcome_warnings"]
+__all__ = [
+    "EXIT_CODES",
+    "end_state",
+    "exit_code",
+    "failure_kinds",
+    "outcome_warnings",
+    "unpriced_warning",
+]
 
 #: The command line's exit status per end state (docs/cli.md, README): 0 succeeded, 3 paused on a
 #: budget with an honest final score, 4 no usable candidate, 2 a run that could not finish
@@ -93,3 +100,24 @@ def outcome_warnings(result: OptimizationResult) -> list[dict[str, str]]:
         message = f"{failed} of {len(result.iterations)} iterations failed ({_counted(kinds)})"
         return [{"kind": "failed_iterations", "message": message}]
     return []
+
+
+def unpriced_warning(usage: Mapping[str, Any], max_cost: float | None) -> list[dict[str, str]]:
+    """``unpriced_calls`` when ``max_cost`` is set but some paid calls had no price: the cost
+    budget did not count them (give one with ``--price MODEL=IN:OUT`` / ``set_price``)."""
+    if max_cost is None:
+        return []
+    roles = {
+        role: int(u.get("cost_unknown", 0))
+        for role, u in usage.items()
+        if role != "total" and isinstance(u, Mapping) and u.get("cost_unknown")
+    }
+    if not roles:
+        return []
+    counted = ", ".join(f"{n} {role}" for role, n in roles.items())
+    message = (
+        f"--max-cost ${max_cost:g} was not enforced on {sum(roles.values())} calls that could "
+        f"not be priced ({counted}); give their price with --price MODEL=IN:OUT (USD per "
+        "million input:output tokens) or set_price(...)"
+    )
+    return [{"kind": "unpriced_calls", "message": message}]

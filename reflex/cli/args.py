@@ -94,7 +94,9 @@ class OptimizeArgs:
     client_processes: int
     max_calls: int | None
     max_reasoning_calls: int | None
+    max_total_calls: int | None
     max_cost: float | None
+    prices: tuple[str, ...]
     max_seconds: float | None
     cache_namespace: str
     run_dir: str

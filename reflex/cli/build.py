@@ -80,7 +80,17 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         max_reasoning_calls=args.max_reasoning_calls,
         max_cost=args.max_cost,
         max_seconds=args.max_seconds,
+        max_total_calls=args.max_total_calls,
     )
+    for item in args.prices:
+        model, sep, pair = item.rpartition("=")
+        given, colon, taken = pair.partition(":")
+        if not sep or not model or not colon:
+            raise ConfigurationError(
+                f"--price {item!r}: write MODEL=IN:OUT, USD per million input and output "
+                "tokens (e.g. openai/my-vllm=0.2:0.6)"
+            )
+        opt.set_price(model, number(given, "--price"), number(taken, "--price"))
     return opt.configure(
         max_iterations=args.max_iterations,
         score_threshold=args.threshold,

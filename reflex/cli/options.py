@@ -187,9 +187,30 @@ def _run() -> list[click.Parameter]:
             help="Processes that run LiteLLM's per-call CPU off the run's event loop; try the "
             "number of cores when many calls are in flight to a fast provider (0: in-process).",
         ),
-        o(["--max-calls"], type=int, help="Budget: metric calls (uncached model calls)."),
+        o(
+            ["--max-calls"],
+            type=int,
+            help="Budget: paid task-model calls (every call a pipeline makes; cache hits are "
+            "free); judge and reasoning calls are not counted here.",
+        ),
         o(["--max-reasoning-calls"], type=int, help="Budget: reasoning-model calls."),
-        o(["--max-cost"], type=FiniteFloat(), help="Budget: dollars."),
+        o(
+            ["--max-total-calls"],
+            type=int,
+            help="Budget: every paid call of every role (task, judge, reasoning).",
+        ),
+        o(
+            ["--max-cost"],
+            type=FiniteFloat(),
+            help="Budget: dollars (calls LiteLLM cannot price count only with --price).",
+        ),
+        o(
+            ["--price", "prices"],
+            multiple=True,
+            metavar="MODEL=IN:OUT",
+            help="Price of MODEL in USD per million input:output tokens, instead of LiteLLM's "
+            "(e.g. openai/my-vllm=0.2:0.6); repeat for several.",
+        ),
         o(["--max-seconds"], type=FiniteFloat(), help="Budget: wall-clock seconds."),
         o(
             ["--cache-namespace"],

@@ -35,6 +35,7 @@ class Budget:
     reserved_calls: int = 0
     reserved_cost: float = 0.0
     reserved_seconds: float = 0.0
+    reserved_total_calls: int = 0
     started: float = field(default_factory=time.monotonic)
     elapsed_before: float = 0.0
 
@@ -68,6 +69,7 @@ class Budget:
     def check_evaluation(self, uncached_calls: int, *, use_reserve: bool = False) -> None:
         """Raise BudgetExhausted if ``uncached_calls`` more metric calls would break a limit."""
         self._check_clock_and_cost(use_reserve)
+        self.check_total(uncached_calls, use_reserve=use_reserve)
         limit = self.limits.max_metric_calls
         if limit is None or uncached_calls == 0:
             return
@@ -82,7 +84,23 @@ class Budget:
                 f"{limit} (raise --max-calls to continue)"
             )
 
+    def check_total(self, needed: int, *, use_reserve: bool = False) -> None:
+        """``--max-total-calls``: every paid call of every role. ``needed`` is a lower bound of
+        what the next step pays (its task calls; judge calls are counted as they are made)."""
+        limit = self.limits.max_total_calls
+        if limit is None:
+            return
+        spent = self.ledger.total().calls
+        room = limit - spent - (0 if use_reserve else self.reserved_total_calls)
+        if room <= 0 or (needed > room and not use_reserve):
+            raise BudgetExhausted(
+                f"total-call budget: {spent} calls made of {limit} (task, judge and reasoning; "
+                f"{0 if use_reserve else self.reserved_total_calls} kept for the final; raise "
+                "--max-total-calls to continue)"
+            )
+
     def check_reasoning(self) -> None:
+        self.check_total(1)
         self._check_clock_and_cost(False)
         limit = self.limits.max_reasoning_calls
         if limit is not None and self.ledger.by_role["reasoning"].calls >= limit:
@@ -92,8 +110,10 @@ class Budget:
         left = self.seconds_left(use_reserve=use_reserve)
         if left is not None and left <= 0:
             raise self.time_exhausted(use_reserve=use_reserve)
-        if self.limits.max_cost is not None:
-            spent = self.ledger.total().cost + (0.0 if use_reserve else self.reserved_cost)
+        if self.limits.max_cost is not None and not use_reserve:
+            # The final's cost was reserved: a search step that overshot (a call's cost is known
+            # only once it is made) cannot take the final's measurement away.
+            spent = self.ledger.total().cost + self.reserved_cost
             if spent >= self.limits.max_cost:
                 raise BudgetExhausted(
                     f"cost budget: ${spent:.4f} spent or reserved of ${self.limits.max_cost:.4f}"

@@ -15,7 +15,7 @@ from typing import Any
 
 from reflex.callbacks import AnyCallback, CallbackDispatcher
 from reflex.checks.audit import annotate, seal_after_run
-from reflex.checks.outcome import end_state
+from reflex.checks.outcome import end_state, unpriced_warning
 from reflex.checks.stats import paired_test
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
@@ -115,7 +115,7 @@ class Engine:
         session.dispatcher.run_end(result)
         seal_after_run(session.store.path)  # last: after every event of the run is written
         for warning in result.warnings:  # the Python API says it too, not only the record
-            if warning["kind"] == "no_candidate":
+            if warning["kind"] in ("no_candidate", "unpriced_calls"):
                 logger.warning("%s", warning["message"])
         return result
 
@@ -149,15 +149,16 @@ class Engine:
     def _lifecycle(self, session: Session, prompt: str, result: OptimizationResult) -> None:
         session.dispatcher.run_start(session.config, prompt)
         self._preflight(session, prompt)
-        requests, cost = _requests_and_cost(session)
+        requests, cost, judged = _requests_and_cost(session)
         paid, clock = session.budget.metric_calls, session.budget.elapsed
         result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
         session.notify.baseline(result.baseline)
-        after_requests, after_cost = _requests_and_cost(session)
+        after_requests, after_cost, after_judged = _requests_and_cost(session)
         self._reserve_final(session, after_requests - requests, after_cost - cost)
-        self._reserve_time(
-            session, session.budget.elapsed - clock, session.budget.metric_calls - paid
-        )
+        # --max-total-calls: the final's task calls and the judge calls the baseline made.
+        budget = session.budget
+        budget.reserved_total_calls = budget.reserved_calls + after_judged - judged
+        self._reserve_time(session, budget.elapsed - clock, budget.metric_calls - paid)
         ctx = self._optimize(session, prompt, result)
         result.best_prompt, result.best_score = ctx.best_prompt, ctx.best_val
         result.best_components = ctx.best_components
@@ -284,6 +285,7 @@ class Engine:
             cache_namespace=config.cache_namespace,
             seed=config.seed,
             owner=store.run_id,
+            prices=config.prices,
             on_retry=lambda model, attempt, exc, delay: session.event(
                 "retry",
                 model=model,
@@ -386,17 +388,19 @@ class Engine:
             "metric_calls": session.budget.metric_calls,
         }
         annotate(result, self.dataset.source, self.config.overfit_gap)
+        result.warnings += unpriced_warning(result.usage, self.config.budget.max_cost)
         session.store.write_prompt("best", result.best_prompt)
         session.store.write_json("result.json", result.to_dict())
 
 
-def _requests_and_cost(session: Session) -> tuple[int, float]:
+def _requests_and_cost(session: Session) -> tuple[int, float, int]:
     """Task-model requests so far (paid, replays of this run's own included, and cache hits),
-    and the known cost of task and judge requests (paid, plus what cache hits had cost)."""
+    the known cost of task and judge requests (paid, plus what cache hits had cost), and the
+    judge requests (paid and cache hits)."""
     by_role = session.client.ledger.by_role
-    task = by_role["task"]
+    task, judge = by_role["task"], by_role["judge"]
     cost = sum(by_role[role].cost + by_role[role].cached_cost for role in ("task", "judge"))
-    return task.calls + task.cache_hits, cost
+    return task.calls + task.cache_hits, cost, judge.calls + judge.cache_hits
 
 
 def _end_state(exc: BaseException) -> RunEnd:
