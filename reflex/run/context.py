@@ -92,6 +92,7 @@ class RunContext:
             config.max_iterations, config.score_threshold, config.early_stopping_patience
         )
         self._started = time.monotonic()
+        self._test_ids = frozenset(e.id for e in (test or ()))
         self._replay = list(replay)
         if not self._replay:
             session.end_replay(0)
@@ -197,8 +198,15 @@ class RunContext:
     def evaluate(
         self, prompt: str, examples: Sequence[Example] | None = None, label: str = "train"
     ) -> EvalSnapshot:
-        """Score ``prompt`` on ``examples`` (default: the whole train split)."""
+        """Score ``prompt`` on ``examples`` (default: the whole train split); train and val rows
+        only: the test split is measured by the engine alone (baseline and final)."""
         rows = list(self.train) if examples is None else list(examples)
+        held = [e.id for e in rows if e.id in self._test_ids]
+        if held:
+            raise ConfigurationError(
+                f"ctx.evaluate: {len(held)} row(s) of the test split (e.g. {held[0]!r}); a "
+                "strategy may evaluate train and val rows only"
+            )
         return self._session.evaluate(prompt, rows, f"{label}:it{self.iteration + 1}")
 
     def reason(self, messages: Sequence[Mapping[str, str]] | str) -> str:
@@ -208,7 +216,10 @@ class RunContext:
         return self._session.reason(messages)
 
     def log(self, kind: str, **data: Any) -> None:
-        """Append a strategy event to the run's events.jsonl."""
+        """Append a strategy event to the run's events.jsonl (a ``reasoning_call`` event also
+        completes the reasoning call's row of reflections.jsonl with its purpose and outcome)."""
+        if kind == "reasoning_call":
+            self._session.reflection(iteration=self.iteration + 1, **data)
         self._session.event(kind, iteration=self.iteration, **data)
 
     def fail_proposal(self, purpose: str, error: str, **data: Any) -> None:

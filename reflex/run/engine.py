@@ -206,6 +206,8 @@ class Engine:
         except BudgetExhausted as exc:
             ctx.stop_with(StopReason.BUDGET, f"budget exhausted: {exc.reason}")
             session.event("budget_exhausted", reason=exc.reason)
+        finally:
+            session.reflection()  # a reasoning call whose outcome the strategy never told
         result.stop_reason, result.stop = ctx.stop_reason, ctx.stop
         result.phase_history = ctx.phase_history or [{"phase": ctx.phase, "start_iteration": 1}]
         return ctx
@@ -321,6 +323,7 @@ class Engine:
             dispatcher=dispatcher,
             reasoning=self._reasoning_spec(),
             replaying=bool(resume and resume.checkpoint),
+            split_of={i: name for name, ids in self.split.ids().items() for i in ids},
         )
         return session
 

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from reflex.callbacks import CallbackDispatcher
+from reflex.checks.isolation import EVALUATIONS_FILE, prompt_id_of
 from reflex.config import RunConfig
 from reflex.errors import ConfigurationError
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.runner import LoopRunner
+from reflex.redact import redact_data
 from reflex.result import EvalSnapshot
 from reflex.run.budget import Budget
 from reflex.run.evaluate import Evaluator, render_messages
@@ -26,6 +28,7 @@ from reflex.types import Example
 __all__ = ["Session"]
 
 T = TypeVar("T")
+
 _MUTED = CallbackDispatcher(())  # what a replaying session notifies: nobody
 
 
@@ -40,6 +43,10 @@ class Session:
     dispatcher: CallbackDispatcher
     reasoning: ModelSpec | None = None
     replaying: bool = False
+    # Example id -> the split it belongs to, so each evaluations.jsonl row names its true split.
+    split_of: Mapping[str, str] = field(default_factory=dict)
+    # The latest reasoning call, until its purpose and parse outcome are known (``reflection``).
+    _pending: dict[str, Any] | None = None
 
     def event(self, kind: str, **data: Any) -> None:
         """Append to events.jsonl, except while a resumed run replays what it already logged."""
@@ -92,6 +99,7 @@ class Session:
             )
         finally:  # calls paid before a deadline cancelled the rest still count
             self.budget.metric_calls += self.client.ledger.by_role["task"].calls - before
+        self._log_rows(prompt, label, snapshot)
         self.event(
             "evaluation",
             label=label,
@@ -102,6 +110,29 @@ class Session:
         )
         self.notify.evaluation_end(label, snapshot)
         return snapshot
+
+    def _log_rows(self, prompt: str, label: str, snapshot: EvalSnapshot) -> None:
+        """One evaluations.jsonl row per sample (secrets redacted), except while replaying."""
+        if self.replaying:
+            return
+        prompt_id = prompt_id_of(prompt)
+        urls = (self.config.api_base, self.config.reasoning_base_url)
+        rows = [
+            {
+                "split": self.split_of.get(s.example_id, "?"),
+                "label": label,
+                "prompt_id": prompt_id,
+                "example_id": s.example_id,
+                "model": s.model,
+                "output": s.output,
+                "score": s.score,
+                "error": s.error,
+                "cached": s.cached,
+            }
+            for s in snapshot.samples
+        ]
+        rows = redact_data({"rows": rows}, *urls)["rows"]  # the secrets are looked up once
+        self.store.append(EVALUATIONS_FILE, rows)
 
     def _advance(self, n: int) -> None:
         # Called on the loop thread; progress callbacks must be cheap and thread-safe.
@@ -123,7 +154,24 @@ class Session:
             cached=completion.cached,
             tokens=completion.prompt_tokens + completion.completion_tokens,
         )
+        self.reflection()  # the previous call's outcome was never told: write it as it is
+        self._pending = {
+            "request": [dict(m) for m in messages],
+            "answer": completion.text,
+            "cached": completion.cached,
+        }
         return completion.text
+
+    def reflection(self, **outcome: Any) -> None:
+        """Write the latest reasoning call to reflections.jsonl with ``outcome`` (``purpose``,
+        ``attempt``, ``outcome``: ok / unusable, ``error``); purpose and outcome are null when
+        the strategy did not say (it called the model without ``ask``)."""
+        row, self._pending = self._pending, None
+        if row is None or self.replaying:
+            return
+        row = {"purpose": None, "outcome": None, **outcome, **row}
+        urls = (self.config.api_base, self.config.reasoning_base_url)
+        self.store.append("reflections.jsonl", [redact_data(row, *urls)])
 
     def run_in_budget(self, coro: Coroutine[Any, None, T], *, use_reserve: bool = False) -> T:
         """Run ``coro`` on the run's loop, ended by the time budget: at its deadline (see
