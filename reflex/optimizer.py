@@ -146,12 +146,19 @@ class PromptOptimizer:
         return self
 
     def add_provider(
-        self, provider: str, model: str | None = None, *, api_base: str | None = None
+        self,
+        provider: str,
+        model: str | None = None,
+        *,
+        api_base: str | None = None,
+        base_url: str | None = None,
     ) -> PromptOptimizer:
         """Add a task model: ``add_provider("openai", "gpt-4o-mini")`` or ``("openai/gpt-4o")``.
 
-        ``api_base`` applies to every task model (one endpoint per run).
+        ``api_base`` applies to every task model (one endpoint per run); ``base_url`` is its
+        alias (the name ``set_reasoning_model`` takes too).
         """
+        api_base = _endpoint(api_base, base_url)
         full = parse_model(f"{provider}/{model}" if model else provider)
         if api_base is not None:
             self._set(api_base=api_base)
@@ -216,6 +223,10 @@ class PromptOptimizer:
         guards = {**self._settings.get("guards", {}), metric: tolerance}
         return self._set(guards=guards)
 
+    def set_allow_degenerate_seed(self, allow: bool = True) -> PromptOptimizer:
+        """Run even when the starting prompt errors on, or scores 0 on, every preflight row."""
+        return self._set(allow_degenerate_seed=allow)
+
     def set_strict_leakage(self, strict: bool = True) -> PromptOptimizer:
         """Reject candidates flagged for leakage instead of only recording the flags.
 
@@ -235,10 +246,17 @@ class PromptOptimizer:
         return self._set(strategy=name, strategy_options=options)
 
     def set_reasoning_model(
-        self, model: str, *, base_url: str | None = None, temperature: float | None = None
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        temperature: float | None = None,
+        base_url: str | None = None,
     ) -> PromptOptimizer:
+        """The reasoning model; ``api_base`` its endpoint (``base_url``: the older name)."""
+        endpoint = _endpoint(api_base, base_url)
         extra = {} if temperature is None else {"reasoning_temperature": temperature}
-        return self._set(reasoning_model=model, reasoning_base_url=base_url, **extra)
+        return self._set(reasoning_model=model, reasoning_base_url=endpoint, **extra)
 
     def set_source_model(self, model: str) -> PromptOptimizer:
         """The model the prompt was written for; reasoning prompts add migration guidance."""
@@ -429,3 +447,10 @@ class PromptOptimizer:
             pipeline=self._pipeline,
         )
         return engine.run(text)
+
+
+def _endpoint(api_base: str | None, base_url: str | None) -> str | None:
+    """``api_base``, or its alias ``base_url``; both given (and different) is an error."""
+    if api_base is not None and base_url is not None and api_base != base_url:
+        raise ConfigurationError("give the endpoint once: api_base=... (base_url is its alias)")
+    return api_base if api_base is not None else base_url

@@ -68,6 +68,7 @@ class OptimizeArgs:
     # Scoring.
     metrics: tuple[str, ...]
     judge: str | None
+    judge_api_base: str | None
     judge_criteria: Path | None
     guards: tuple[str, ...]
     strict_leakage: bool

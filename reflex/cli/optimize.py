@@ -33,7 +33,7 @@ def _run_optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
 
     console = Console(stderr=True)  # progress and log records share it: no log on a live bar
     log_to_console(console, verbose=args.verbose)
-    with hidden_credentials(args.api_base, args.reasoning_base_url):
+    with hidden_credentials(args.api_base, args.reasoning_base_url, args.judge_api_base):
         _optimize(args, plugin_callbacks, console)
 
 

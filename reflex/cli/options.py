@@ -85,10 +85,12 @@ def _scoring() -> list[click.Parameter]:
         o(
             ["--metric", "metrics"],
             multiple=True,
-            help="Metric name, optionally NAME:WEIGHT (0 = report only); repeat for several "
-            "(see `aevyra-reflex plugins`). Default: exact_match, or none when --judge is given.",
+            help="Metric name, optionally NAME:WEIGHT (0 = report only) and the metric's options "
+            "as ,KEY=VALUE (e.g. length:0,max_words=50); repeat for several (see "
+            "`aevyra-reflex plugins`). Default: exact_match, or none when --judge is given.",
         ),
         o(["--judge"], metavar="PROVIDER/MODEL", help="Also score with this LLM judge."),
+        o(["--judge-api-base"], help="API base URL for the judge model."),
         o(
             ["--judge-criteria"],
             type=click.Path(dir_okay=False, exists=True, path_type=Path),

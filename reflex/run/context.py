@@ -311,7 +311,7 @@ class RunContext:
             self.best_prompt, self.best_val = prompt, selection
             self.best_components = self._components_of(prompt, components)
             self._leakage.became_best(train.mean_score if train else None)
-        ok = is_best if accepted is None else accepted
+        ok = (is_best if accepted is None else accepted) and rejected is None  # never both
         record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
         record = replace(
             record,

@@ -238,11 +238,18 @@ class Engine:
             f"{s.example_id}: got {s.output[:40]!r}" + (f" ({s.error})" if s.error else "")
             for s in snap.samples[:3]
         )
+        more = len(snap.samples) - 3
+        shown += f"; and {more} more like them" if more > 0 else ""
         what = "errors on" if errored else "scores 0 on"
+        urls = (self.config.api_base, self.config.reasoning_base_url)
         raise DegenerateSeedError(
-            f"the starting prompt {what} all {len(snap.samples)} preflight train rows "
-            f"({shown}); there is no signal to optimize from: fix the prompt, the metric or "
-            "the model, or pass --allow-degenerate-seed"
+            scrub(
+                f"the starting prompt {what} all {len(snap.samples)} preflight train rows "
+                f"({shown}); there is no signal to optimize from: fix the prompt, the metric or "
+                "the model, or run anyway with --allow-degenerate-seed (Python: "
+                ".set_allow_degenerate_seed())",
+                *urls,
+            )
         )
 
     def _reserve_final(
