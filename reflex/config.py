@@ -158,8 +158,11 @@ class BaseRunConfig(BaseModel):
     def _prices(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
         for model, pair in value.items():
             parse_model(model)
-            if not all(0 <= p < float("inf") for p in pair):
-                raise ValueError(f"price of {model}: {pair} must be finite numbers >= 0")
+            if not all(0 <= p < float("inf") for p in pair):  # nan fails both comparisons
+                raise ValueError(
+                    f"price of {model}: {pair[0]}:{pair[1]} must be finite numbers >= 0 (USD per "
+                    "million input and output tokens)"
+                )
         return value
 
     @field_validator("reasoning_model")

@@ -310,14 +310,8 @@ class PromptOptimizer:
     ) -> PromptOptimizer:
         """The price of ``model`` in USD per million input and output tokens, used instead of
         LiteLLM's: a self-hosted or unpriced model then has a cost, and ``max_cost`` binds."""
-        pair = (float(input_per_million), float(output_per_million))
-        if not all(0 <= p < math.inf for p in pair):  # nan fails both comparisons
-            raise ConfigurationError(
-                f"price of {model}: {input_per_million}:{output_per_million} must be finite "
-                "numbers >= 0 (USD per million input and output tokens)"
-            )
-        prices = {**self._settings.get("prices", {}), parse_model(model): pair}
-        return self._set(prices=prices)
+        pair = (input_per_million, output_per_million)
+        return self._set(prices={**self._settings.get("prices", {}), model: pair})
 
     def configure(self, **settings: Any) -> PromptOptimizer:
         """Set any RunConfig field by name (seed, max_iterations, max_workers, run_dir, ...)."""

@@ -189,6 +189,26 @@ def _run() -> list[click.Parameter]:
             help="Processes that run LiteLLM's per-call CPU off the run's event loop; try the "
             "number of cores when many calls are in flight to a fast provider (0: in-process).",
         ),
+        *_budgets(),
+        o(
+            ["--cache-namespace"],
+            default="default",
+            show_default=True,
+            help="Change to ignore earlier cached responses.",
+        ),
+        o(["--run-dir"], default=".reflex", show_default=True, type=click.Path(file_okay=False)),
+        o(
+            ["--resume"],
+            is_flag=True,
+            help="Continue the latest unfinished run for this dataset and prompt.",
+        ),
+        o(["--resume-from"], metavar="RUN_ID", help="Continue this unfinished run."),
+    ]
+
+
+def _budgets() -> list[click.Parameter]:
+    """The budgets (each keeps room for the final test evaluation) and the price table."""
+    return [
         o(
             ["--max-calls"],
             type=int,
@@ -214,19 +234,6 @@ def _run() -> list[click.Parameter]:
             "(e.g. openai/my-vllm=0.2:0.6); repeat for several.",
         ),
         o(["--max-seconds"], type=FiniteFloat(), help="Budget: wall-clock seconds."),
-        o(
-            ["--cache-namespace"],
-            default="default",
-            show_default=True,
-            help="Change to ignore earlier cached responses.",
-        ),
-        o(["--run-dir"], default=".reflex", show_default=True, type=click.Path(file_okay=False)),
-        o(
-            ["--resume"],
-            is_flag=True,
-            help="Continue the latest unfinished run for this dataset and prompt.",
-        ),
-        o(["--resume-from"], metavar="RUN_ID", help="Continue this unfinished run."),
     ]
 
 

@@ -9,7 +9,9 @@ from reflex.config import BudgetConfig
 from reflex.errors import BudgetExhausted
 from reflex.models.usage import Ledger
 
-__all__ = ["Budget"]
+__all__ = ["Budget", "requests_and_cost"]
+
+RESERVE_FLOOR = 0.05  # the final's time reserve: at least this share of --max-seconds
 
 
 @dataclass
@@ -38,6 +40,30 @@ class Budget:
     reserved_total_calls: int = 0
     started: float = field(default_factory=time.monotonic)
     elapsed_before: float = 0.0
+
+    def reserve_final(
+        self, *, rows: int, requests: int, cost: float, judged: int, seconds: float, paid: int
+    ) -> float | None:
+        """Keep room for the final test evaluation, from the baseline's measurement of the same
+        ``rows`` (test rows x models); returns the seconds kept (None without a time limit).
+
+        Calls: the task ``requests`` the baseline made, paid or served from the cache (a new
+        prompt pays for each), at least one per row (a pipeline makes several). Cost: what those
+        and their judge calls cost, a cache hit at its original call's price, so a baseline
+        served from a cache shared with earlier runs still reserves the final's money (an
+        unpriced model reserves none). Total calls: those requests and the ``judged`` judge
+        requests. Time: twice what the baseline took, scaled up to every row when the cache
+        answered some of them (``paid`` < ``rows``), and at least 5% of ``max_seconds``.
+        """
+        self.reserved_calls = max(rows, requests)
+        self.reserved_cost = cost
+        self.reserved_total_calls = self.reserved_calls + judged
+        limit = self.limits.max_seconds
+        if limit is None:
+            return None
+        per_paid = seconds * rows / paid if 0 < paid < rows else seconds
+        self.reserved_seconds = min(max(2.0 * per_paid, RESERVE_FLOOR * limit), limit)
+        return self.reserved_seconds
 
     @property
     def elapsed(self) -> float:
@@ -119,3 +145,13 @@ class Budget:
                     f"cost budget: ${spent:.4f} spent or reserved of ${self.limits.max_cost:.4f}"
                     " (raise --max-cost to continue)"
                 )
+
+
+def requests_and_cost(ledger: Ledger) -> tuple[int, float, int]:
+    """Task-model requests so far (paid, replays of this run's own included, and cache hits),
+    the known cost of task and judge requests (paid, plus what cache hits had cost), and the
+    judge requests (paid and cache hits): what ``Budget.reserve_final`` is measured with."""
+    by_role = ledger.by_role
+    task, judge = by_role["task"], by_role["judge"]
+    cost = sum(by_role[role].cost + by_role[role].cached_cost for role in ("task", "judge"))
+    return task.calls + task.cache_hits, cost, judge.calls + judge.cache_hits

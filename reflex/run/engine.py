@@ -35,7 +35,7 @@ from reflex.models.runner import LoopRunner
 from reflex.plugins import build_options
 from reflex.redact import scrub
 from reflex.result import OptimizationResult, RunEnd, StopReason
-from reflex.run.budget import Budget
+from reflex.run.budget import Budget, requests_and_cost
 from reflex.run.context import RunContext
 from reflex.run.evaluate import Evaluator, slice_scores
 from reflex.run.pipeline_runner import PipelineRunner
@@ -48,7 +48,6 @@ __all__ = ["Engine"]
 
 logger = logging.getLogger(__name__)
 PREFLIGHT_ROWS = 10
-RESERVE_FLOOR = 0.05  # the final's time reserve: at least this share of --max-seconds
 
 
 class Engine:
@@ -149,16 +148,21 @@ class Engine:
     def _lifecycle(self, session: Session, prompt: str, result: OptimizationResult) -> None:
         session.dispatcher.run_start(session.config, prompt)
         self._preflight(session, prompt)
-        requests, cost, judged = _requests_and_cost(session)
+        requests, cost, judged = requests_and_cost(session.client.ledger)
         paid, clock = session.budget.metric_calls, session.budget.elapsed
         result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
         session.notify.baseline(result.baseline)
-        after_requests, after_cost, after_judged = _requests_and_cost(session)
-        self._reserve_final(session, after_requests - requests, after_cost - cost)
-        # --max-total-calls: the final's task calls and the judge calls the baseline made.
-        budget = session.budget
-        budget.reserved_total_calls = budget.reserved_calls + after_judged - judged
-        self._reserve_time(session, budget.elapsed - clock, budget.metric_calls - paid)
+        after_requests, after_cost, after_judged = requests_and_cost(session.client.ledger)
+        seconds = session.budget.reserve_final(
+            rows=len(self.split.test) * len(self.config.models),
+            requests=after_requests - requests,
+            cost=after_cost - cost,
+            judged=after_judged - judged,
+            seconds=session.budget.elapsed - clock,
+            paid=session.budget.metric_calls - paid,
+        )
+        if seconds is not None:
+            session.event("time_reserve", seconds=round(seconds, 3))
         ctx = self._optimize(session, prompt, result)
         result.best_prompt, result.best_score = ctx.best_prompt, ctx.best_val
         result.best_components = ctx.best_components
@@ -251,31 +255,6 @@ class Engine:
                 *urls,
             )
         )
-
-    def _reserve_final(
-        self, session: Session, baseline_requests: int, baseline_cost: float
-    ) -> None:
-        # Keep room for the final test evaluation: the same rows, so the task requests the
-        # baseline made, paid or served from the cache (a new prompt pays for each); at least
-        # one per row and model. A pipeline makes several per row (a plain run exactly one).
-        # Likewise their cost, judge calls included: a cache hit counts what its original call
-        # cost, so a baseline served from a cache shared with earlier runs still reserves the
-        # final's money. An unpriced model reserves no cost (unknown, as --max-cost sees it).
-        rows = len(self.split.test) * len(self.config.models)
-        session.budget.reserved_calls = max(rows, baseline_requests)
-        session.budget.reserved_cost = baseline_cost
-
-    def _reserve_time(self, session: Session, seconds: float, paid: int) -> None:
-        # Keep time for the final test evaluation, from the baseline's own measurement of the
-        # same rows: twice what it took, scaled up to every row when the cache answered some
-        # (a new prompt pays for each), and at least 5% of --max-seconds.
-        limit = session.budget.limits.max_seconds
-        if limit is None:
-            return
-        rows = len(self.split.test) * len(self.config.models)
-        per_paid = seconds * rows / paid if 0 < paid < rows else seconds
-        session.budget.reserved_seconds = min(max(2.0 * per_paid, RESERVE_FLOOR * limit), limit)
-        session.event("time_reserve", seconds=round(session.budget.reserved_seconds, 3))
 
     def _open_session(self, prompt: str) -> Session:
         resume = self.resume
@@ -401,16 +380,6 @@ class Engine:
         result.warnings += unpriced_warning(result.usage, self.config.budget.max_cost)
         session.store.write_prompt("best", result.best_prompt)
         session.store.write_json("result.json", result.to_dict())
-
-
-def _requests_and_cost(session: Session) -> tuple[int, float, int]:
-    """Task-model requests so far (paid, replays of this run's own included, and cache hits),
-    the known cost of task and judge requests (paid, plus what cache hits had cost), and the
-    judge requests (paid and cache hits)."""
-    by_role = session.client.ledger.by_role
-    task, judge = by_role["task"], by_role["judge"]
-    cost = sum(by_role[role].cost + by_role[role].cached_cost for role in ("task", "judge"))
-    return task.calls + task.cache_hits, cost, judge.calls + judge.cache_hits
 
 
 def _end_state(exc: BaseException) -> RunEnd:
