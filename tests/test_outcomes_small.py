@@ -103,8 +103,8 @@ def test_judge_endpoint_from_the_command_line(tmp_path: Path, dataset_file: Path
     prompt = tmp_path / "p.md"
     prompt.write_text(START + "\n", encoding="utf-8")
     url = "http://user:s3cret-pass@127.0.0.1:9/v1"
-    base = [str(dataset_file), str(prompt), "-m", "fake/task", "--judge", "fake/judge"]
-    assert parse(base).judge_api_base is None
+    base = (str(dataset_file), str(prompt), "-m", "fake/task", "--judge", "fake/judge")
+    assert parse(list(base)).judge_api_base is None  # click consumes the list it parses
     args = parse([*base, "--judge-api-base", url])
     opt = build_optimizer(args)
     [spec] = [s for s in opt._settings["metric_specs"] if s.name == "llm_judge"]
