@@ -201,15 +201,12 @@ def test_log_records_go_through_the_console_of_the_progress_bar() -> None:
     console = Console(file=out, force_terminal=True, width=100)
     reporter = ConsoleReporter(console)
     root = logging.getLogger()
-    saved = root.handlers[:], root.level
-    try:
-        log_to_console(console)
+    before = root.handlers[:]
+    with log_to_console(console):
         reporter.on_evaluation_start("test:baseline", 10)
         logging.getLogger("reflex.test").warning("a warning during the bar")
         reporter.close()
-    finally:
-        root.handlers[:], _ = saved
-        root.setLevel(saved[1])
+    assert root.handlers == before  # restored: nothing of this command outlives it
     # Rich printed it (above the live bar): it is in the console's stream, on its own line.
     lines = [line for line in out.getvalue().splitlines() if "a warning during the bar" in line]
     assert lines and all("test:baseline" not in line for line in lines)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -31,16 +33,24 @@ def _fmt(value: float | None) -> str:
     return "  n/a" if value is None else f"{value:.3f}"
 
 
-def log_to_console(console: Console, *, verbose: bool = False) -> None:
-    """Send every log record through ``console`` (rich), so a warning written while a progress
-    bar is live is printed above the bar instead of on top of it."""
+@contextlib.contextmanager
+def log_to_console(console: Console, *, verbose: bool = False) -> Iterator[None]:
+    """Inside the block, every log record goes through ``console`` (rich), so a warning written
+    while a progress bar is live is printed above the bar instead of on top of it; the root
+    logger's handlers and level are restored afterwards."""
     from rich.logging import RichHandler
 
     handler = RichHandler(console=console, show_time=False, show_path=False, markup=False)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler], force=True
-    )
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    try:
+        yield
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
 
 
 class ConsoleReporter(Callback):

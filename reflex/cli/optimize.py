@@ -32,8 +32,8 @@ def _run_optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
     from reflex.cli.console import log_to_console
 
     console = Console(stderr=True)  # progress and log records share it: no log on a live bar
-    log_to_console(console, verbose=args.verbose)
-    with hidden_credentials(args.api_base, args.reasoning_base_url, args.judge_api_base):
+    urls = (args.api_base, args.reasoning_base_url, args.judge_api_base)
+    with log_to_console(console, verbose=args.verbose), hidden_credentials(*urls):
         _optimize(args, plugin_callbacks, console)
 
 
