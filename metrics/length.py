@@ -19,7 +19,10 @@ class LengthLimit:
 
     def __init__(self, *, max_words: int | None = None, max_chars: int | None = None) -> None:
         if max_words is None and max_chars is None:
-            raise ConfigurationError("length metric needs max_words=N or max_chars=N")
+            raise ConfigurationError(
+                "length metric needs max_words=N or max_chars=N (CLI: --metric "
+                "length:WEIGHT,max_words=N; Python: add_metric('length', max_words=N))"
+            )
         for label, limit in (("max_words", max_words), ("max_chars", max_chars)):
             if limit is not None and limit <= 0:
                 raise ConfigurationError(f"length metric {label} must be > 0, got {limit}")

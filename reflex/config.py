@@ -37,6 +37,8 @@ class BudgetConfig(BaseModel):
 
     max_metric_calls: int | None = Field(default=None, gt=0)
     max_reasoning_calls: int | None = Field(default=None, gt=0)
+    # Every paid call of every role (task, judge, reasoning); max_metric_calls counts task calls.
+    max_total_calls: int | None = Field(default=None, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_seconds: float | None = Field(default=None, gt=0)
 
@@ -117,6 +119,9 @@ class BaseRunConfig(BaseModel):
     # Processes that run LiteLLM's per-call CPU off the event loop (reflex.models.offload); 0: none.
     client_processes: int = Field(default=0, ge=0, le=64)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    # USD per million (input, output) tokens by model, used instead of LiteLLM's price list
+    # (self-hosted and unpriced models then have a cost, and max_cost binds on them).
+    prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     run_dir: str = ".reflex"
     cache_namespace: str = "default"
     # Beyond one machine (docs/scaling.md): a LiteLLM Router config (the proxy's model_list YAML
@@ -137,6 +142,8 @@ class BaseRunConfig(BaseModel):
     leakage_min_words: int = Field(default=8, ge=2)
     leakage_gain_margin: float = Field(default=0.15, gt=0.0, le=1.0)
     leakage_gain_ratio: float = Field(default=3.0, ge=1.0)
+    # The ``overfit`` warning: best val score more than this above the final test score.
+    overfit_gap: float = Field(default=0.1, ge=0.0, le=1.0)
     dataset_name: str = ""
     dataset_size: int = 0
     run_id: str = ""
@@ -164,6 +171,18 @@ class BaseRunConfig(BaseModel):
     @classmethod
     def _models(cls, value: list[str]) -> list[str]:
         return [parse_model(m) for m in value]
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        for model, pair in value.items():
+            parse_model(model)
+            if not all(0 <= p < float("inf") for p in pair):  # nan fails both comparisons
+                raise ValueError(
+                    f"price of {model}: {pair[0]}:{pair[1]} must be finite numbers >= 0 (USD per "
+                    "million input and output tokens)"
+                )
+        return value
 
     @field_validator("reasoning_model")
     @classmethod

@@ -150,12 +150,19 @@ class PromptOptimizer:
         return self
 
     def add_provider(
-        self, provider: str, model: str | None = None, *, api_base: str | None = None
+        self,
+        provider: str,
+        model: str | None = None,
+        *,
+        api_base: str | None = None,
+        base_url: str | None = None,
     ) -> PromptOptimizer:
         """Add a task model: ``add_provider("openai", "gpt-4o-mini")`` or ``("openai/gpt-4o")``.
 
-        ``api_base`` applies to every task model (one endpoint per run).
+        ``api_base`` applies to every task model (one endpoint per run); ``base_url`` is its
+        alias (the name ``set_reasoning_model`` takes too).
         """
+        api_base = _endpoint(api_base, base_url)
         full = parse_model(f"{provider}/{model}" if model else provider)
         if api_base is not None:
             self._set(api_base=api_base)
@@ -220,6 +227,10 @@ class PromptOptimizer:
         guards = {**self._settings.get("guards", {}), metric: tolerance}
         return self._set(guards=guards)
 
+    def set_allow_degenerate_seed(self, allow: bool = True) -> PromptOptimizer:
+        """Run even when the starting prompt errors on, or scores 0 on, every preflight row."""
+        return self._set(allow_degenerate_seed=allow)
+
     def set_strict_leakage(self, strict: bool = True) -> PromptOptimizer:
         """Reject candidates flagged for leakage instead of only recording the flags.
 
@@ -239,10 +250,17 @@ class PromptOptimizer:
         return self._set(strategy=name, strategy_options=options)
 
     def set_reasoning_model(
-        self, model: str, *, base_url: str | None = None, temperature: float | None = None
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        temperature: float | None = None,
+        base_url: str | None = None,
     ) -> PromptOptimizer:
+        """The reasoning model; ``api_base`` its endpoint (``base_url``: the older name)."""
+        endpoint = _endpoint(api_base, base_url)
         extra = {} if temperature is None else {"reasoning_temperature": temperature}
-        return self._set(reasoning_model=model, reasoning_base_url=base_url, **extra)
+        return self._set(reasoning_model=model, reasoning_base_url=endpoint, **extra)
 
     def set_source_model(self, model: str) -> PromptOptimizer:
         """The model the prompt was written for; reasoning prompts add migration guidance."""
@@ -271,11 +289,18 @@ class PromptOptimizer:
         max_reasoning_calls: int | None = None,
         max_cost: float | None = None,
         max_seconds: float | None = None,
+        max_total_calls: int | None = None,
     ) -> PromptOptimizer:
+        """Limits, each None for none. ``max_calls``: paid task-model calls (every call a
+        pipeline makes); ``max_reasoning_calls``: reasoning-model calls; ``max_total_calls``:
+        every paid call of every role (task, judge, reasoning); ``max_cost``: dollars (see
+        ``set_price`` for models LiteLLM cannot price); ``max_seconds``: wall-clock. Each keeps
+        room for the final test evaluation, estimated from the baseline's measurement."""
         try:
             budget = BudgetConfig(
                 max_metric_calls=max_calls,
                 max_reasoning_calls=max_reasoning_calls,
+                max_total_calls=max_total_calls,
                 max_cost=max_cost,
                 max_seconds=max_seconds,
             )
@@ -283,6 +308,14 @@ class PromptOptimizer:
             names = {"max_metric_calls": "max_calls"}  # the name this method takes
             raise ConfigurationError(validation_message(exc, names)) from None
         return self._set(budget=budget.model_dump())
+
+    def set_price(
+        self, model: str, input_per_million: float, output_per_million: float
+    ) -> PromptOptimizer:
+        """The price of ``model`` in USD per million input and output tokens, used instead of
+        LiteLLM's: a self-hosted or unpriced model then has a cost, and ``max_cost`` binds."""
+        pair = (input_per_million, output_per_million)
+        return self._set(prices={**self._settings.get("prices", {}), model: pair})
 
     def configure(self, **settings: Any) -> PromptOptimizer:
         """Set any RunConfig field by name (seed, max_iterations, max_workers, run_dir, ...)."""
@@ -424,3 +457,10 @@ class PromptOptimizer:
             pipeline=self._pipeline,
         )
         return engine.run(text)
+
+
+def _endpoint(api_base: str | None, base_url: str | None) -> str | None:
+    """``api_base``, or its alias ``base_url``; both given (and different) is an error."""
+    if api_base is not None and base_url is not None and api_base != base_url:
+        raise ConfigurationError("give the endpoint once: api_base=... (base_url is its alias)")
+    return api_base if api_base is not None else base_url

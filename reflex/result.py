@@ -52,15 +52,28 @@ class StopReason(str, Enum):
 class RunEnd(str, Enum):
     """How a run ended (``OptimizationResult.end_state``); the result JSON's ``end_state``.
 
-    ``COMPLETED`` is ``completed=True``: the final test evaluation ran (a budget that stopped only
-    the strategy's loop still completes). The others have no final: ``BUDGET_STOPPED`` a budget
-    ran out outside the loop, ``INTERRUPTED`` Ctrl-C, ``FAILED`` any other exception.
+    Three end with an honest final test score (``measured``): ``SUCCEEDED`` (the strategy's loop
+    ended on its own and at least one candidate was evaluated; ``completed=True``),
+    ``PAUSED_BUDGET`` (a budget stopped the loop; the final was measured inside the reserve kept
+    for it) and ``NO_CANDIDATE`` (no candidate could be proposed or evaluated: every iteration
+    failed; the final is the initial prompt's). The others have no final: ``BUDGET_STOPPED`` a
+    budget ran out outside the loop (e.g. during the baseline), ``INTERRUPTED`` Ctrl-C,
+    ``FAILED`` any other exception. ``COMPLETED`` is the older name of ``SUCCEEDED`` (JSON value
+    ``"completed"``, kept so that readers of older records go on working).
     """
 
+    SUCCEEDED = "completed"  # the value records have always held for a finished run
+    PAUSED_BUDGET = "paused_budget"
+    NO_CANDIDATE = "no_candidate"
     BUDGET_STOPPED = "budget_stopped"
-    COMPLETED = "completed"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+    COMPLETED = "completed"  # the older name of SUCCEEDED (an alias: the same member)
+
+    @property
+    def measured(self) -> bool:
+        """True when the run ended with its final test score measured."""
+        return self in (RunEnd.SUCCEEDED, RunEnd.PAUSED_BUDGET, RunEnd.NO_CANDIDATE)
 
     @classmethod
     def of_record(cls, data: Mapping[str, object]) -> RunEnd:
@@ -68,7 +81,7 @@ class RunEnd(str, Enum):
         if data.get("end_state"):
             return cls(str(data["end_state"]))
         if data.get("completed"):
-            return cls.COMPLETED
+            return cls.SUCCEEDED
         # Older records carry the interruption only in their text; new code reads end_state.
         interrupted = "KeyboardInterrupt" in str(data.get("stop_reason"))
         return cls.INTERRUPTED if interrupted else cls.FAILED
@@ -229,6 +242,20 @@ class OptimizationResult:
     end_state: RunEnd | None = None
     best_score_val: float | None = None
 
+    def __repr__(self) -> str:
+        """The outcome at a glance: end state, test scores, stop reason and every warning
+        (the samples and iterations are in the fields; ``to_dict()`` has everything)."""
+        base = self.baseline.mean_score if self.baseline is not None else None
+        final = self.final.mean_score if self.final is not None else None
+        warnings = [f"{w.get('kind')}: {w.get('message')}" for w in self.warnings]
+        end = self.end_state.value if self.end_state is not None else None
+        return (
+            f"OptimizationResult(end_state={end!r}, baseline={_short(base)}, "
+            f"final={_short(final)}, best_score={_short(self.best_score)}, "
+            f"iterations={len(self.iterations)}, stop_reason={self.stop_reason!r}, "
+            f"warnings={warnings!r}, run_dir={self.run_dir!r})"
+        )
+
     @property
     def model_graded(self) -> bool:
         """True when a judge model scored the reported numbers (baseline or final)."""
@@ -306,6 +333,10 @@ def best_val_of(data: Mapping[str, Any]) -> float | None:
     existed held it in ``best_score`` (which now means the best train score seen)."""
     value = data["best_score_val"] if "best_score_val" in data else data.get("best_score")
     return float(value) if isinstance(value, int | float) else None
+
+
+def _short(value: float | None) -> str:
+    return "None" if value is None else f"{value:.3f}"
 
 
 def _names(cls: type) -> set[str]:

@@ -100,7 +100,7 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
                 }
             )
             gated = self.options.val_gate and not accepted
-            ctx.record_iteration(
+            record = ctx.record_iteration(
                 proposal.prompt,
                 after,
                 reasoning=reasoning,
@@ -108,7 +108,7 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
                 change=change,
                 rejected="no better than the current prompt on its minibatch" if gated else None,
             )
-            if accepted:
+            if accepted and record.rejected is None:  # never build on a rejected (leaking) text
                 current = proposal.prompt
             ctx.state.update(current=current, rewrite_log=log)
 

@@ -65,12 +65,14 @@ def test_score_threshold_is_also_in_the_checkpoint(tmp_path: Path) -> None:
     assert checkpoint["stop_reason"] == result.stop_reason
 
 
-def test_budget_that_stops_the_loop_still_completes(tmp_path: Path) -> None:
+def test_budget_that_stops_the_loop_keeps_its_final_but_is_paused(tmp_path: Path) -> None:
     FakeModel(responder).install()
     # preflight 10 + baseline 6 + val 6 + reserve 6 for the final; 30 leaves 2 for iterations.
     result = builder(tmp_path).set_budget(max_calls=30).run(START)
     assert result.stop is StopReason.BUDGET and result.stop_reason.startswith("budget exhausted")
-    assert result.end_state is RunEnd.COMPLETED and result.completed
+    # Issue 18 item 2: not ``completed`` (the budget stopped it), yet its final is measured.
+    assert result.end_state is RunEnd.PAUSED_BUDGET and not result.completed
+    assert result.final is not None
 
 
 def test_budget_that_stops_the_run_has_no_final(tmp_path: Path) -> None:
@@ -203,5 +205,13 @@ def test_enum_values_are_stable() -> None:
         "score_threshold",
         "strategy_finished",
     }
-    assert {m.value for m in RunEnd} == {"budget_stopped", "completed", "failed", "interrupted"}
+    # Extended (never renamed): "completed" is RunEnd.SUCCEEDED's value, as it always was.
+    assert {m.value for m in RunEnd} == {
+        "budget_stopped",
+        "completed",
+        "failed",
+        "interrupted",
+        "no_candidate",
+        "paused_budget",
+    }
     assert [m for m in StopReason if m.per_phase] == [StopReason.EARLY_STOPPING]

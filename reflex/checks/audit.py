@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from reflex.checks.leakage import leakage_warnings
+from reflex.checks.outcome import outcome_warnings
 from reflex.data.files import atomic_write_text
 from reflex.errors import ReflexError
 from reflex.result import OptimizationResult
@@ -268,8 +269,9 @@ def file_sha256(path: str | None) -> str | None:
 def run_warnings(
     result: OptimizationResult, overfit_gap: float = OVERFIT_GAP
 ) -> list[dict[str, str]]:
-    """What a reviewer should know before trusting the numbers, as ``{"kind", "message"}``."""
-    out: list[dict[str, str]] = []
+    """What a reviewer should know before trusting the numbers, as ``{"kind", "message"}``;
+    first how the run's candidates fared (:func:`reflex.checks.outcome.outcome_warnings`)."""
+    out: list[dict[str, str]] = outcome_warnings(result)
     if result.model_graded:
         out.append(
             _warning(
@@ -304,13 +306,15 @@ def _warning(kind: str, message: str) -> dict[str, str]:
     return {"kind": kind, "message": message}
 
 
-def annotate(result: OptimizationResult, dataset_source: str | None) -> None:
+def annotate(
+    result: OptimizationResult, dataset_source: str | None, overfit_gap: float = OVERFIT_GAP
+) -> None:
     """Fill ``result.warnings``, ``prompt_versions`` and ``environment`` (versions, file hash)."""
     from reflex import __version__
     from reflex.checks.versions import prompt_versions
     from reflex.plugins import get_registry
 
-    result.warnings = run_warnings(result)
+    result.warnings = run_warnings(result, overfit_gap)
     result.prompt_versions = prompt_versions(result)
     try:
         plugins = {i.name: i.version for i in get_registry().plugins()}

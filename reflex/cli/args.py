@@ -68,9 +68,11 @@ class OptimizeArgs:
     # Scoring.
     metrics: tuple[str, ...]
     judge: str | None
+    judge_api_base: str | None
     judge_criteria: Path | None
     guards: tuple[str, ...]
     strict_leakage: bool
+    overfit_gap: float
     slice_by: tuple[str, ...]
     # Strategy.
     strategy: str
@@ -93,7 +95,9 @@ class OptimizeArgs:
     client_processes: int
     max_calls: int | None
     max_reasoning_calls: int | None
+    max_total_calls: int | None
     max_cost: float | None
+    prices: tuple[str, ...]
     max_seconds: float | None
     cache_namespace: str
     cache_url: str | None

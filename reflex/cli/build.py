@@ -35,20 +35,29 @@ def _with_scoring(opt: PromptOptimizer, args: OptimizeArgs) -> None:
     """Metrics, guards, the judge and slices."""
     # Without --metric: exact_match, unless a judge scores the run (then the judge alone).
     for metric in args.metrics or (() if args.judge else ("exact_match",)):
-        name, _, weight = metric.partition(":")
+        head, *options = metric.split(",")  # NAME[:WEIGHT][,KEY=VALUE...]
+        name, _, weight = head.partition(":")
         if name == "llm_judge":  # its model comes from --judge, never from --metric
             raise ConfigurationError(
                 "--metric llm_judge needs a model: use --judge PROVIDER/MODEL "
                 "(without --metric llm_judge)"
             )
-        opt.add_metric(name, weight=number(weight, "--metric") if weight else 1.0)
+        opt.add_metric(
+            name,
+            weight=number(weight, "--metric") if weight else 1.0,
+            **pairs(tuple(options), "--metric"),
+        )
     for guard in args.guards:
         name, _, tolerance = guard.partition(":")
         opt.add_guard(name, number(tolerance, "--guard") if tolerance else 0.0)
     if args.judge:
-        opt.set_judge(args.judge, criteria=args.judge_criteria)
-    elif args.judge_criteria:
-        raise click.BadParameter("needs --judge PROVIDER/MODEL", param_hint="--judge-criteria")
+        if args.judge_api_base:
+            opt.set_judge(args.judge, criteria=args.judge_criteria, api_base=args.judge_api_base)
+        else:
+            opt.set_judge(args.judge, criteria=args.judge_criteria)
+    elif args.judge_criteria or args.judge_api_base:
+        flag = "--judge-criteria" if args.judge_criteria else "--judge-api-base"
+        raise click.BadParameter("needs --judge PROVIDER/MODEL", param_hint=flag)
     if args.slice_by:
         opt.set_slices(*args.slice_by)
 
@@ -80,7 +89,17 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         max_reasoning_calls=args.max_reasoning_calls,
         max_cost=args.max_cost,
         max_seconds=args.max_seconds,
+        max_total_calls=args.max_total_calls,
     )
+    for item in args.prices:
+        model, sep, pair = item.rpartition("=")
+        given, colon, taken = pair.partition(":")
+        if not sep or not model or not colon:
+            raise ConfigurationError(
+                f"--price {item!r}: write MODEL=IN:OUT, USD per million input and output "
+                "tokens (e.g. openai/my-vllm=0.2:0.6)"
+            )
+        opt.set_price(model, number(given, "--price"), number(taken, "--price"))
     return opt.configure(
         max_iterations=args.max_iterations,
         score_threshold=args.threshold,
@@ -94,6 +113,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         run_dir=args.run_dir,
         allow_degenerate_seed=args.allow_degenerate_seed,
         strict_leakage=args.strict_leakage,
+        overfit_gap=args.overfit_gap,
         cache_namespace=args.cache_namespace,
         cache_url=args.cache_url,
         router_config=str(args.router_config) if args.router_config else None,

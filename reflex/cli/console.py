@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -15,14 +18,15 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from reflex.callbacks import Callback
-from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
+from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, RunEnd
 
 if TYPE_CHECKING:
     from reflex.config import RunConfig
 
-__all__ = ["ConsoleReporter", "print_summary"]
+__all__ = ["ConsoleReporter", "end_line", "log_to_console", "print_summary"]
 
 
 #: Below this baseline a relative change is not printed: +0.31 over 0.01 is "+3100%".
@@ -42,6 +46,26 @@ def improvement_text(improvement: float, baseline: float | None, pct: float | No
     if abs(baseline) < PCT_MIN_BASELINE:
         return f"{improvement:+.3f} (no % shown over a baseline of {baseline:.3f})"
     return f"{improvement:+.3f} ({pct:+.1f}%)"
+
+
+@contextlib.contextmanager
+def log_to_console(console: Console, *, verbose: bool = False) -> Iterator[None]:
+    """Inside the block, every log record goes through ``console`` (rich), so a warning written
+    while a progress bar is live is printed above the bar instead of on top of it; the root
+    logger's handlers and level are restored afterwards."""
+    from rich.logging import RichHandler
+
+    handler = RichHandler(console=console, show_time=False, show_path=False, markup=False)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    try:
+        yield
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
 
 
 class ConsoleReporter(Callback):
@@ -143,12 +167,37 @@ class ConsoleReporter(Callback):
         self.close()
 
 
+#: How each end state is shown: its words and rich style (see reflex.checks.outcome).
+_END_STYLE = {
+    RunEnd.SUCCEEDED: ("succeeded", "bold green"),
+    RunEnd.PAUSED_BUDGET: ("paused on a budget (the final test score is honest)", "bold yellow"),
+    RunEnd.NO_CANDIDATE: ("FAILED: no usable candidate", "bold red"),
+    RunEnd.BUDGET_STOPPED: ("stopped by a budget before the final test evaluation", "bold red"),
+    RunEnd.FAILED: ("failed", "bold red"),
+    RunEnd.INTERRUPTED: ("interrupted", "bold red"),
+}
+
+
+def end_line(result: OptimizationResult) -> Text:
+    """The run's end state in words and colour; for no usable candidate, its failures by kind."""
+    end = result.end_state or RunEnd.FAILED
+    words, style = _END_STYLE[end]
+    line = Text(words, style=style)
+    first = next((w for w in result.warnings if w.get("kind") == "no_candidate"), None)
+    if first is not None:
+        line.append(f": {str(first['message']).removeprefix('no usable candidate: ')}", style)
+    return line
+
+
 def print_summary(result: OptimizationResult, console: Console | None = None) -> None:
-    """The end-of-run table: baseline vs final on test, the significance test, where things are."""
+    """The end-of-run table: the end state first, baseline vs final on test, the significance
+    test, the warnings to read before trusting the numbers, where things are."""
     console = console or Console()
+    console.print(end_line(result), soft_wrap=True)
     table = Table(title="aevyra-reflex result", show_header=False)
     table.add_column("field", no_wrap=True)
     table.add_column("value", overflow="fold")  # a long run directory wraps, never truncated
+    table.add_row("outcome", end_line(result))
     base = result.baseline.mean_score if result.baseline else None
     final = result.final.mean_score if result.final else None
     table.add_row("baseline (test)", _fmt(base))
@@ -168,5 +217,10 @@ def print_summary(result: OptimizationResult, console: Console | None = None) ->
         "calls / tokens / cost",
         f"{total.get('calls', 0)} / {total.get('tokens', 0):,} / ${total.get('cost', 0.0):.4f}",
     )
+    for warning in result.warnings:
+        table.add_row(
+            Text("warning", style="yellow"),
+            Text(f"{warning.get('kind')}: {warning.get('message')}", style="yellow"),
+        )
     table.add_row("run directory", str(result.run_dir))
     console.print(table)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import logging
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,8 @@ from reflex.cli.outputs import refuse_clobbering
 from reflex.data.files import atomic_write_text
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from reflex.callbacks import Callback
     from reflex.data.prompts import PromptSpec
     from reflex.plugins import Registry
@@ -27,22 +29,25 @@ __all__ = ["make_optimize", "print_trackers"]
 
 
 def _run_optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    with hidden_credentials(args.api_base, args.reasoning_base_url):
-        _optimize(args, plugin_callbacks)
+    from rich.console import Console
+
+    from reflex.cli.console import log_to_console
+
+    console = Console(stderr=True)  # progress and log records share it: no log on a live bar
+    urls = (args.api_base, args.reasoning_base_url, args.judge_api_base)
+    with log_to_console(console, verbose=args.verbose), hidden_credentials(*urls):
+        _optimize(args, plugin_callbacks, console)
 
 
-def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
+def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback], console: Console) -> None:
+    from reflex.checks.outcome import exit_code
     from reflex.cli.console import ConsoleReporter, print_summary
     from reflex.optimizer import prompt_spec
 
     refuse_clobbering({"-o": args.output, "--results-json": args.results_json}, _inputs(args))
     optimizer = build_optimizer(args)
     prompt = prompt_spec(args.prompt)
-    reporter = ConsoleReporter()
+    reporter = ConsoleReporter(console)
     callbacks = [reporter, *plugin_callbacks]
     try:
         result = optimizer.run(prompt, callbacks=callbacks, resume=args.resume_target)
@@ -56,6 +61,9 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
         atomic_write_text(args.results_json, json.dumps(result.to_dict(), indent=2) + "\n")
     print_summary(result)
     _print_slices(result.slices)
+    code = exit_code(result.end_state)
+    if code:  # 3: paused on a budget (honest final score); 4: no usable candidate
+        sys.exit(code)
 
 
 def _inputs(args: OptimizeArgs) -> dict[str, Path | str | None]:
@@ -126,6 +134,11 @@ def make_optimize(registry: Registry) -> click.Command:
 
         Pipeline mode: --pipeline-file FILE.py runs your run(prompt, input, call) on each row
         (of DATASET or of --inputs-file, which replaces DATASET) instead of one model call.
+
+        Exit codes: 0 succeeded; 3 paused on a budget (the final test score is measured, inside
+        the room reserved for it); 4 no usable candidate (every iteration failed; the final
+        score is the initial prompt's); 2 usage or configuration error, or a run that could not
+        finish (e.g. a budget too small for the baseline); 130 interrupted (Ctrl-C).
         """
         # click's params are untyped: each plugin takes its options, OptimizeArgs the rest.
         callbacks: list[Callback] = []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from reflex.cli.common import FiniteFloat, RunDir
+from reflex.cli.common import FiniteFloat, FiniteRange, RunDir
 
 __all__ = ["optimize_params"]
 
@@ -85,10 +85,12 @@ def _scoring() -> list[click.Parameter]:
         o(
             ["--metric", "metrics"],
             multiple=True,
-            help="Metric name, optionally NAME:WEIGHT (0 = report only); repeat for several "
-            "(see `aevyra-reflex plugins`). Default: exact_match, or none when --judge is given.",
+            help="Metric name, optionally NAME:WEIGHT (0 = report only) and the metric's options "
+            "as ,KEY=VALUE (e.g. length:0,max_words=50); repeat for several (see "
+            "`aevyra-reflex plugins`). Default: exact_match, or none when --judge is given.",
         ),
         o(["--judge"], metavar="PROVIDER/MODEL", help="Also score with this LLM judge."),
+        o(["--judge-api-base"], help="API base URL for the judge model."),
         o(
             ["--judge-criteria"],
             type=click.Path(dir_okay=False, exists=True, path_type=Path),
@@ -106,6 +108,14 @@ def _scoring() -> list[click.Parameter]:
             is_flag=True,
             help="Reject a candidate flagged for leakage (8+ words copied from a val/test "
             "example, or an implausible val gain) instead of only recording the flag.",
+        ),
+        o(
+            ["--overfit-gap"],
+            type=FiniteRange(0.0, 1.0),
+            default=0.1,
+            show_default=True,
+            help="Warn (overfit) when the best val score is more than this above the final "
+            "test score.",
         ),
         o(
             ["--slice-by", "slice_by"],
@@ -190,10 +200,7 @@ def _run() -> list[click.Parameter]:
             help="Processes that run LiteLLM's per-call CPU off the run's event loop; try the "
             "number of cores when many calls are in flight to a fast provider (0: in-process).",
         ),
-        o(["--max-calls"], type=int, help="Budget: metric calls (uncached model calls)."),
-        o(["--max-reasoning-calls"], type=int, help="Budget: reasoning-model calls."),
-        o(["--max-cost"], type=FiniteFloat(), help="Budget: dollars."),
-        o(["--max-seconds"], type=FiniteFloat(), help="Budget: wall-clock seconds."),
+        *_budgets(),
         o(
             ["--cache-namespace"],
             default="default",
@@ -220,6 +227,37 @@ def _run() -> list[click.Parameter]:
             help="Continue the latest unfinished run for this dataset and prompt.",
         ),
         o(["--resume-from"], metavar="RUN_ID", help="Continue this unfinished run."),
+    ]
+
+
+def _budgets() -> list[click.Parameter]:
+    """The budgets (each keeps room for the final test evaluation) and the price table."""
+    return [
+        o(
+            ["--max-calls"],
+            type=int,
+            help="Budget: paid task-model calls (every call a pipeline makes; cache hits are "
+            "free); judge and reasoning calls are not counted here.",
+        ),
+        o(["--max-reasoning-calls"], type=int, help="Budget: reasoning-model calls."),
+        o(
+            ["--max-total-calls"],
+            type=int,
+            help="Budget: every paid call of every role (task, judge, reasoning).",
+        ),
+        o(
+            ["--max-cost"],
+            type=FiniteFloat(),
+            help="Budget: dollars (calls LiteLLM cannot price count only with --price).",
+        ),
+        o(
+            ["--price", "prices"],
+            multiple=True,
+            metavar="MODEL=IN:OUT",
+            help="Price of MODEL in USD per million input:output tokens, instead of LiteLLM's "
+            "(e.g. openai/my-vllm=0.2:0.6); repeat for several.",
+        ),
+        o(["--max-seconds"], type=FiniteFloat(), help="Budget: wall-clock seconds."),
     ]
 
 

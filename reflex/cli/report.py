@@ -70,8 +70,11 @@ def add_record_commands(cli: click.Group) -> None:
 def verify_command(record: str, run_dir: str, as_json: bool) -> None:
     """Check that RECORD (a run id, run folder or result.json) is unchanged since its run ended.
 
-    Exit codes: 0 verified, 1 tampered (what changed is listed), 2 cannot verify (no seal, or
-    a signed record without REFLEX_SIGNING_KEY).
+    Also proves from evaluations.jsonl, in one line, that the test rows were evaluated exactly
+    twice (baseline and final prompts) and that selection used val rows only.
+
+    Exit codes: 0 verified, 1 tampered (what changed is listed) or the test split not proven
+    isolated, 2 cannot verify (no seal, or a signed record without REFLEX_SIGNING_KEY).
     """
     from reflex.cli.common import with_errors
 
@@ -83,6 +86,7 @@ def _verify(record: str, run_dir: str, as_json: bool) -> None:
     import sys
 
     from reflex.checks.audit import SEAL_FILE, verify_run
+    from reflex.checks.isolation import check_isolation
     from reflex.errors import ConfigurationError
     from reflex.run.records import resolve_run
 
@@ -93,12 +97,20 @@ def _verify(record: str, run_dir: str, as_json: bool) -> None:
             "nothing to verify against"
         )
     outcome = verify_run(path)
+    isolation = check_isolation(path)
     if as_json:
-        click.echo(json.dumps({"run": path.name, **outcome.__dict__}, indent=2))
+        click.echo(
+            json.dumps(
+                {"run": path.name, **outcome.__dict__, "isolation": isolation.__dict__}, indent=2
+            )
+        )
     elif outcome.status == "tampered":
         click.echo(f"TAMPERED: run {path.name} changed since it was sealed:")
         for change in outcome.changes:
             click.echo(f"  {change}")
     else:
         click.echo(f"{outcome.status}: run {path.name} ({outcome.note})")
-    sys.exit({"verified": 0, "tampered": 1}.get(outcome.status, 2))
+    if not as_json:
+        click.echo(isolation.line)
+    code = {"verified": 0, "tampered": 1}.get(outcome.status, 2)
+    sys.exit(1 if isolation.ok is False else code)

@@ -15,7 +15,7 @@ from typing import Any
 
 from reflex.checks.leakage import describe as describe_leak
 from reflex.checks.versions import record_versions
-from reflex.result import best_val_of
+from reflex.result import RunEnd, best_val_of
 
 __all__ = ["prompt_diff", "render_report", "trajectory_svg"]
 
@@ -31,6 +31,8 @@ th{background:#f4f4f4;text-align:left}td.n{text-align:right;font-variant-numeric
 .card.best{border-color:#1a7f37}.card.rejected,.card.failed{border-color:#cf222e}
 pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap}
 .add{color:#1a7f37}.del{color:#cf222e}.hunk{color:#8250df}.warn{color:#9a6700}
+.end{font-size:1.2em;font-weight:bold}.end.good{color:#1a7f37}.end.paused{color:#9a6700}
+.end.bad{color:#cf222e}
 svg text{font-size:11px;fill:#444}
 """
 COLORS = {"train": "#0969da", "val": "#bc4c00", "test": "#1a7f37"}
@@ -166,6 +168,25 @@ def _card_version(record: Record, versions: Mapping[object, Record], parent: str
     return f"<p>version {_vid(version.get('id'))} &middot; parent {_vid(version.get('parent'))}</p>"
 
 
+_END_WORDS = {
+    RunEnd.SUCCEEDED: ("succeeded", "good"),
+    RunEnd.PAUSED_BUDGET: ("paused on a budget: the final test score is honest", "paused"),
+    RunEnd.NO_CANDIDATE: ("FAILED: no usable candidate", "bad"),
+    RunEnd.BUDGET_STOPPED: ("stopped by a budget before the final test evaluation", "bad"),
+    RunEnd.FAILED: ("failed", "bad"),
+    RunEnd.INTERRUPTED: ("interrupted", "bad"),
+}
+
+
+def _end(result: Record) -> str:
+    """The end state first, in colour; for no usable candidate, its failures by kind."""
+    words, cls = _END_WORDS[RunEnd.of_record(result)]
+    for warning in result.get("warnings") or []:
+        if isinstance(warning, Mapping) and warning.get("kind") == "no_candidate":
+            words += ": " + str(warning.get("message")).removeprefix("no usable candidate: ")
+    return f'<p class="end {cls}">{escape(words)}</p>'
+
+
 def _headline(result: Record) -> str:
     base = (result.get("baseline") or {}).get("mean_score")
     final = (result.get("final") or {}).get("mean_score")
@@ -183,7 +204,7 @@ def _headline(result: Record) -> str:
             f'n={_num(sig.get("n"), "d")}): <span class="{cls}">{verdict}</span>'
         )
     line += _best_version(result)
-    return f'<p class="headline">{line}</p><p>{detail}</p>'
+    return f'{_end(result)}<p class="headline">{line}</p><p>{detail}</p>'
 
 
 def _overview(result: Record, meta: Record) -> str:
@@ -194,6 +215,7 @@ def _overview(result: Record, meta: Record) -> str:
         ("dataset fingerprint", meta.get("dataset_fingerprint")),
         ("started", meta.get("started")),
         ("stop reason", result.get("stop_reason")),
+        ("end state", RunEnd.of_record(result).value),
         ("completed", str(bool(result.get("completed")))),
         (
             "split sizes",

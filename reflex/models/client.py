@@ -29,7 +29,7 @@ from reflex.models.retry import (
     permanent_message,
 )
 from reflex.models.spec import ModelSpec, parse_model
-from reflex.models.usage import Ledger, Role
+from reflex.models.usage import Ledger, Role, priced
 from reflex.models.wire import lean_candidate
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ class ProviderClient:
         offload: OffloadPool | None = None,
         processes: int = 0,
         router: ModelRouter | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         if max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
@@ -95,6 +96,8 @@ class ProviderClient:
         self.cache = cache
         self.namespace = cache_namespace
         self.ledger = ledger or Ledger()
+        # USD per million (input, output) tokens by model: replaces LiteLLM's price (--price).
+        self.prices = dict(prices or {})
         self.retry = retry or RetryPolicy()
         self._rng = random.Random(seed)
         self._on_retry = on_retry
@@ -207,6 +210,7 @@ class ProviderClient:
         try:
             async with self._in_order(spec), self._slot(spec) as gate:
                 completion = await self._call_with_retries(spec, messages, role, gate)
+            completion = priced(completion, self.prices.get(spec.model))
             self.ledger.add_call(
                 role, completion.prompt_tokens, completion.completion_tokens, completion.cost
             )

@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
-__all__ = ["ROLES", "Ledger", "Role", "Usage"]
+if TYPE_CHECKING:
+    from reflex.models.litellm_call import Completion
+
+__all__ = ["ROLES", "Ledger", "Role", "Usage", "priced"]
 
 Role = Literal["task", "judge", "reasoning"]
 ROLES: tuple[Role, ...] = ("task", "judge", "reasoning")
+
+
+def priced(completion: Completion, price: tuple[float, float] | None) -> Completion:
+    """``completion`` with its cost from ``price`` (USD per million input and output tokens)
+    when one is given (``--price``), else as LiteLLM priced it (None when it could not)."""
+    if price is None:
+        return completion
+    cost = (completion.prompt_tokens * price[0] + completion.completion_tokens * price[1]) / 1e6
+    return replace(completion, cost=cost)
 
 
 @dataclass

@@ -92,6 +92,7 @@ class RunContext:
             self.settings.max_iterations, config.score_threshold, config.early_stopping_patience
         )
         self._started = time.monotonic()
+        self._test_ids = frozenset(e.id for e in (test or ()))
         self._replay = list(replay)
         self._train_batch: list[Example] | None = None  # see ``_train_score``
         if not self._replay:
@@ -201,8 +202,15 @@ class RunContext:
     def evaluate(
         self, prompt: str, examples: Sequence[Example] | None = None, label: str = "train"
     ) -> EvalSnapshot:
-        """Score ``prompt`` on ``examples`` (default: the whole train split)."""
+        """Score ``prompt`` on ``examples`` (default: the whole train split); train and val rows
+        only: the test split is measured by the engine alone (baseline and final)."""
         rows = list(self.train) if examples is None else list(examples)
+        held = [e.id for e in rows if e.id in self._test_ids]
+        if held:
+            raise ConfigurationError(
+                f"ctx.evaluate: {len(held)} row(s) of the test split (e.g. {held[0]!r}); a "
+                "strategy may evaluate train and val rows only"
+            )
         return self._session.evaluate(prompt, rows, f"{label}:it{self.iteration + 1}")
 
     def reason(self, messages: Sequence[Mapping[str, str]] | str) -> str:
@@ -212,7 +220,10 @@ class RunContext:
         return self._session.reason(messages)
 
     def log(self, kind: str, **data: Any) -> None:
-        """Append a strategy event to the run's events.jsonl."""
+        """Append a strategy event to the run's events.jsonl (a ``reasoning_call`` event also
+        completes the reasoning call's row of reflections.jsonl with its purpose and outcome)."""
+        if kind == "reasoning_call":
+            self._session.reflection(iteration=self.iteration + 1, **data)
         self._session.event(kind, iteration=self.iteration, **data)
 
     def fail_proposal(self, purpose: str, error: str, **data: Any) -> None:
@@ -249,7 +260,7 @@ class RunContext:
         self._session.budget.check_evaluation(0)  # the clock and cost limits still apply
         call = judge_channel(self._session.client, metric.judge)
         templates = self.config.reasoning_templates
-        return self._session.runner.run(compare_all(call, metric, rows, templates))
+        return self._session.run_in_budget(compare_all(call, metric, rows, templates))
 
     def leakage_screen(self, prompt: str) -> str | None:
         """Check a candidate for copied held-out text before a strategy scores it on val itself.
@@ -310,7 +321,7 @@ class RunContext:
             self.best_prompt, self.best_val = prompt, selection
             self.best_components = self._components_of(prompt, components)
             self._leakage.became_best(measured.mean_score if measured else None)
-        ok = is_best if accepted is None else accepted
+        ok = (is_best if accepted is None else accepted) and rejected is None  # never both
         record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
         record = replace(
             record,

@@ -15,6 +15,7 @@ from typing import Any
 
 from reflex.callbacks import AnyCallback, CallbackDispatcher
 from reflex.checks.audit import annotate, seal_after_run
+from reflex.checks.outcome import end_state, unpriced_warning
 from reflex.checks.stats import paired_test
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
@@ -36,7 +37,7 @@ from reflex.models.shared_cache import open_cache
 from reflex.plugins import build_options
 from reflex.redact import scrub
 from reflex.result import OptimizationResult, RunEnd, StopReason
-from reflex.run.budget import Budget
+from reflex.run.budget import Budget, requests_and_cost
 from reflex.run.context import RunContext
 from reflex.run.evaluate import Evaluator, slice_scores
 from reflex.run.pipeline_runner import PipelineRunner
@@ -118,6 +119,9 @@ class Engine:
             session.close()
         session.dispatcher.run_end(result)
         seal_after_run(session.store.path)  # last: after every event of the run is written
+        for warning in result.warnings:  # the Python API says it too, not only the record
+            if warning["kind"] in ("no_candidate", "unpriced_calls"):
+                logger.warning("%s", warning["message"])
         return result
 
     def _fail(
@@ -150,12 +154,22 @@ class Engine:
     def _lifecycle(self, session: Session, prompt: str, result: OptimizationResult) -> None:
         session.dispatcher.run_start(session.config, prompt)
         self._preflight(session, prompt)
-        requests, cost = _requests_and_cost(session)
+        requests, cost, judged = requests_and_cost(session.client.ledger)
+        paid, clock = session.budget.metric_calls, session.budget.elapsed
         result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
         # Also on resume: a tracker may have lost it with the killed process (they dedupe).
         session.dispatcher.baseline(result.baseline)
-        after_requests, after_cost = _requests_and_cost(session)
-        self._reserve_final(session, after_requests - requests, after_cost - cost)
+        after_requests, after_cost, after_judged = requests_and_cost(session.client.ledger)
+        seconds = session.budget.reserve_final(
+            rows=len(self.split.test) * len(self.config.models),
+            requests=after_requests - requests,
+            cost=after_cost - cost,
+            judged=after_judged - judged,
+            seconds=session.budget.elapsed - clock,
+            paid=session.budget.metric_calls - paid,
+        )
+        if seconds is not None:
+            session.event("time_reserve", seconds=round(seconds, 3))
         ctx = self._optimize(session, prompt, result)
         result.best_prompt, result.best_score_val = ctx.best_prompt, ctx.best_val
         result.best_score = max((s for s in result.score_trajectory if s is not None), default=None)
@@ -173,7 +187,8 @@ class Engine:
             result.slices = slice_scores(
                 self.dataset, result.baseline, result.final, self.config.slice_by
             )
-        result.completed, result.end_state = True, RunEnd.COMPLETED
+        result.end_state = end_state(result)  # succeeded, paused on a budget, or no candidate
+        result.completed = result.end_state is RunEnd.SUCCEEDED
 
     def _optimize(self, session: Session, prompt: str, result: OptimizationResult) -> RunContext:
         initial_val = None
@@ -203,6 +218,8 @@ class Engine:
         except BudgetExhausted as exc:
             ctx.stop_with(StopReason.BUDGET, f"budget exhausted: {exc.reason}")
             session.event("budget_exhausted", reason=exc.reason)
+        finally:
+            session.reflection()  # a reasoning call whose outcome the strategy never told
         result.stop_reason, result.stop = ctx.stop_reason, ctx.stop
         result.phase_history = ctx.phase_history or [{"phase": ctx.phase, "start_iteration": 1}]
         return ctx
@@ -233,25 +250,19 @@ class Engine:
             f"{s.example_id}: got {s.output[:40]!r}" + (f" ({s.error})" if s.error else "")
             for s in snap.samples[:3]
         )
+        more = len(snap.samples) - 3
+        shown += f"; and {more} more like them" if more > 0 else ""
         what = "errors on" if errored else "scores 0 on"
+        urls = (self.config.api_base, self.config.reasoning_base_url)
         raise DegenerateSeedError(
-            f"the starting prompt {what} all {len(snap.samples)} preflight train rows "
-            f"({shown}); there is no signal to optimize from: fix the prompt, the metric or "
-            "the model, or pass --allow-degenerate-seed"
+            scrub(
+                f"the starting prompt {what} all {len(snap.samples)} preflight train rows "
+                f"({shown}); there is no signal to optimize from: fix the prompt, the metric or "
+                "the model, or run anyway with --allow-degenerate-seed (Python: "
+                ".set_allow_degenerate_seed())",
+                *urls,
+            )
         )
-
-    def _reserve_final(
-        self, session: Session, baseline_requests: int, baseline_cost: float
-    ) -> None:
-        # Keep room for the final test evaluation: the same rows, so the task requests the
-        # baseline made, paid or served from the cache (a new prompt pays for each); at least
-        # one per row and model. A pipeline makes several per row (a plain run exactly one).
-        # Likewise their cost, judge calls included: a cache hit counts what its original call
-        # cost, so a baseline served from a cache shared with earlier runs still reserves the
-        # final's money. An unpriced model reserves no cost (unknown, as --max-cost sees it).
-        rows = len(self.split.test) * len(self.config.models)
-        session.budget.reserved_calls = max(rows, baseline_requests)
-        session.budget.reserved_cost = baseline_cost
 
     def _iteration_limit(self) -> int:
         """``max_iterations``, or (unset) what the ``--max-calls`` search budget pays for."""
@@ -285,6 +296,7 @@ class Engine:
             seed=config.seed,
             owner=store.run_id,
             router=ModelRouter(config.router_config) if config.router_config else None,
+            prices=config.prices,
             on_retry=lambda model, attempt, exc, delay, role: session.event(
                 "retry",
                 model=model,
@@ -324,6 +336,7 @@ class Engine:
             dispatcher=dispatcher,
             reasoning=self._reasoning_spec(),
             replaying=bool(resume and resume.checkpoint),
+            split_of={i: name for name, ids in self.split.ids().items() for i in ids},
         )
         return session
 
@@ -390,18 +403,10 @@ class Engine:
             **session.client.ledger.to_dict(),
             "metric_calls": session.budget.metric_calls,
         }
-        annotate(result, self.dataset.source)
+        annotate(result, self.dataset.source, self.config.overfit_gap)
+        result.warnings += unpriced_warning(result.usage, self.config.budget.max_cost)
         session.store.write_prompt("best", result.best_prompt)
         session.store.write_json("result.json", result.to_dict())
-
-
-def _requests_and_cost(session: Session) -> tuple[int, float]:
-    """Task-model requests so far (paid, replays of this run's own included, and cache hits),
-    and the known cost of task and judge requests (paid, plus what cache hits had cost)."""
-    by_role = session.client.ledger.by_role
-    task = by_role["task"]
-    cost = sum(by_role[role].cost + by_role[role].cached_cost for role in ("task", "judge"))
-    return task.calls + task.cache_hits, cost
 
 
 def _end_state(exc: BaseException) -> RunEnd:

@@ -17,7 +17,7 @@ from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.errors import ConfigurationError
 from reflex.redact import REDACTED
-from reflex.result import EvalSnapshot
+from reflex.result import EvalSnapshot, RunEnd
 from reflex.run.evaluate import Evaluator, render_messages
 from reflex.run.gate import build_evaluator, paid_calls, rebuild_metrics, run_evaluation
 from reflex.run.records import read_json
@@ -72,7 +72,7 @@ def plan_export(
     """
     meta = read_json(run / "run.json")
     result = read_json(run / "result.json")
-    if not result.get("completed"):
+    if not RunEnd.of_record(result).measured:  # a paused run's final is honest too
         raise ConfigurationError(f"run {run.name} did not complete; export from a finished run")
     if meta.get("dataset_fingerprint") not in (None, dataset.fingerprint()):
         raise ConfigurationError(

@@ -123,8 +123,12 @@ def _status(meta: Mapping[str, object], result: Mapping[str, object] | None) -> 
     if result is None:  # no result yet: still running, or killed before it could write one
         return "running" if _alive(meta.get("pid")) else "interrupted"
     end = RunEnd.of_record(result)
-    if end is RunEnd.COMPLETED:
+    if end is RunEnd.SUCCEEDED:
         return "completed"
+    if end is RunEnd.PAUSED_BUDGET:  # finished with its final; resumable with a larger budget
+        return "paused"
+    if end is RunEnd.NO_CANDIDATE:  # finished: resuming would fail the same way
+        return "no_candidate"
     # A budget that ran out outside the loop counts as failed: resumable, like an interruption.
     return "interrupted" if end is RunEnd.INTERRUPTED else "failed"
 
@@ -201,7 +205,7 @@ def find_resumable(
     current = config.model_dump(mode="json") if config is not None else None
     closest: tuple[int, RunInfo, list[str]] | None = None
     for run in reversed(list_runs(run_dir)):
-        if run.status not in ("interrupted", "failed", "running"):
+        if run.status not in ("interrupted", "failed", "paused", "running"):
             continue
         problems = _mismatches(run, fingerprint, wanted, current)
         if not problems and run.status == "running":
@@ -296,8 +300,9 @@ def load_resume(config: RunConfig, dataset: Dataset, prompt: str, run_id: str) -
         raise ConfigurationError(
             f"no run {run_id!r} in {config.run_dir} (see `aevyra-reflex runs`)"
         )
-    if run.status == "completed":
-        raise ConfigurationError(f"run {run_id} already completed; nothing to resume")
+    if run.status in ("completed", "no_candidate"):
+        what = "completed" if run.status == "completed" else "ended with no usable candidate"
+        raise ConfigurationError(f"run {run_id} already {what}; nothing to resume")
     if run.status == "running":
         raise ConfigurationError(f"run {run_id} is still running (pid {run.meta.get('pid')})")
     problems = _mismatches(

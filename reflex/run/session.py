@@ -7,15 +7,18 @@ reasoning call of a run goes through it, so each is counted once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+import asyncio
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from reflex.callbacks import CallbackDispatcher
+from reflex.checks.isolation import EVALUATIONS_FILE, prompt_id_of
 from reflex.config import RunConfig
 from reflex.errors import ConfigurationError
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.runner import LoopRunner
+from reflex.redact import redact_data
 from reflex.result import EvalSnapshot
 from reflex.run.budget import Budget
 from reflex.run.evaluate import Evaluator, render_messages
@@ -23,6 +26,8 @@ from reflex.run.store import RunStore
 from reflex.types import Example
 
 __all__ = ["Session"]
+
+T = TypeVar("T")
 
 _MUTED = CallbackDispatcher(())  # what a replaying session notifies: nobody
 
@@ -38,6 +43,10 @@ class Session:
     dispatcher: CallbackDispatcher
     reasoning: ModelSpec | None = None
     replaying: bool = False
+    # Example id -> the split it belongs to, so each evaluations.jsonl row names its true split.
+    split_of: Mapping[str, str] = field(default_factory=dict)
+    # The latest reasoning call, until its purpose and parse outcome are known (``reflection``).
+    _pending: dict[str, Any] | None = None
 
     def event(self, kind: str, **data: Any) -> None:
         """Append to events.jsonl, except while a resumed run replays what it already logged."""
@@ -81,10 +90,16 @@ class Session:
         total = len(examples) * len(self.evaluator.models)
         self.notify.evaluation_start(label, total)
         before = self.client.ledger.by_role["task"].calls
-        snapshot = self.runner.run(
-            self.evaluator.evaluate(prompt, examples, label.split(":")[0], progress=self._advance)
-        )
-        self.budget.metric_calls += self.client.ledger.by_role["task"].calls - before
+        try:
+            snapshot = self.run_in_budget(
+                self.evaluator.evaluate(
+                    prompt, examples, label.split(":")[0], progress=self._advance
+                ),
+                use_reserve=use_reserve,
+            )
+        finally:  # calls paid before a deadline cancelled the rest still count
+            self.budget.metric_calls += self.client.ledger.by_role["task"].calls - before
+        self._log_rows(prompt, label, snapshot)
         self.event(
             "evaluation",
             label=label,
@@ -95,6 +110,29 @@ class Session:
         )
         self.notify.evaluation_end(label, snapshot)
         return snapshot
+
+    def _log_rows(self, prompt: str, label: str, snapshot: EvalSnapshot) -> None:
+        """One evaluations.jsonl row per sample (secrets redacted), except while replaying."""
+        if self.replaying:
+            return
+        prompt_id = prompt_id_of(prompt)
+        urls = (self.config.api_base, self.config.reasoning_base_url)
+        rows = [
+            {
+                "split": self.split_of.get(s.example_id, "?"),
+                "label": label,
+                "prompt_id": prompt_id,
+                "example_id": s.example_id,
+                "model": s.model,
+                "output": s.output,
+                "score": s.score,
+                "error": s.error,
+                "cached": s.cached,
+            }
+            for s in snapshot.samples
+        ]
+        rows = redact_data({"rows": rows}, *urls)["rows"]  # the secrets are looked up once
+        self.store.append(EVALUATIONS_FILE, rows)
 
     def _advance(self, n: int) -> None:
         # Called on the loop thread; progress callbacks must be cheap and thread-safe.
@@ -108,7 +146,7 @@ class Session:
                 "--reasoning-model provider/model (or .set_reasoning_model(...))"
             )
         self.budget.check_reasoning()
-        completion = self.runner.run(
+        completion = self.run_in_budget(
             self.client.complete(self.reasoning, messages, role="reasoning")
         )
         self.event(
@@ -116,8 +154,52 @@ class Session:
             cached=completion.cached,
             tokens=completion.prompt_tokens + completion.completion_tokens,
         )
+        self.reflection()  # the previous call's outcome was never told: write it as it is
+        self._pending = {
+            "request": [dict(m) for m in messages],
+            "answer": completion.text,
+            "cached": completion.cached,
+        }
         return completion.text
+
+    def reflection(self, **outcome: Any) -> None:
+        """Write the latest reasoning call to reflections.jsonl with ``outcome`` (``purpose``,
+        ``attempt``, ``outcome``: ok / unusable, ``error``); purpose and outcome are null when
+        the strategy did not say (it called the model without ``ask``)."""
+        row, self._pending = self._pending, None
+        if row is None or self.replaying:
+            return
+        row = {"purpose": None, "outcome": None, **outcome, **row}
+        urls = (self.config.api_base, self.config.reasoning_base_url)
+        self.store.append("reflections.jsonl", [redact_data(row, *urls)])
+
+    def run_in_budget(self, coro: Coroutine[Any, None, T], *, use_reserve: bool = False) -> T:
+        """Run ``coro`` on the run's loop, ended by the time budget: at its deadline (see
+        ``Budget.seconds_left``) the calls still in flight are cancelled and BudgetExhausted is
+        raised, so a stuck call cannot keep the run from its final measurement."""
+        left = self.budget.seconds_left(use_reserve=use_reserve)
+        if left is None:
+            return self.runner.run(coro)
+        return self.runner.run(_within(coro, max(left, 0.0), self.budget, use_reserve))
 
     def close(self) -> None:
         if self.client.cache is not None:
             self.client.cache.close()
+
+
+async def _within(
+    coro: Coroutine[Any, None, T], seconds: float, budget: Budget, use_reserve: bool
+) -> T:
+    """``coro``, cancelled with its calls after ``seconds`` (then BudgetExhausted)."""
+    task = asyncio.ensure_future(coro)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    except asyncio.CancelledError:  # Ctrl-C: cancel the calls too, as the caller expects
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
+    if done:
+        return task.result()
+    task.cancel()  # the deadline: cancel the calls still in flight and wait until they are
+    await asyncio.gather(task, return_exceptions=True)
+    raise budget.time_exhausted(use_reserve=use_reserve)

@@ -6,6 +6,8 @@ Layout::
     <run_dir>/runs/<id>/config.json run configuration (no secrets)
                         splits.json the example ids of train / val / test
                         events.jsonl append-only log of evaluations, iterations, retries, failures
+                        evaluations.jsonl one row per evaluated (example, model): the per-row log
+                        reflections.jsonl one row per reasoning call: request, answer, outcome
                         checkpoint.json latest engine state, replaced atomically
                         prompts/     every prompt that was recorded, by iteration
                         result.json  the final OptimizationResult (schema_version'd)
@@ -17,6 +19,7 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reflex.data.files import atomic_write_text
@@ -72,13 +75,15 @@ class RunStore:
         atomic_write_text(self.path / "prompts" / f"{label}.txt", prompt)
 
     def event(self, kind: str, **data: object) -> None:
-        line = json.dumps(
-            {"ts": time.time(), "type": kind, **data}, ensure_ascii=False, default=str
-        )
-        target = self.path / "events.jsonl"
+        self.append("events.jsonl", [{"ts": time.time(), "type": kind, **data}])
+
+    def append(self, name: str, rows: Sequence[Mapping[str, object]]) -> None:
+        """Append ``rows`` to the JSON-lines file ``name`` (events, evaluations, reflections)."""
+        lines = "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows)
+        target = self.path / name
         try:
             with self._lock, open(target, "a", encoding="utf-8") as handle:
-                handle.write(line + "\n")
+                handle.write(lines)
         except OSError as exc:
             raise storage_error(target, exc) from exc
 
