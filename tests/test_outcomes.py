@@ -90,12 +90,13 @@ def test_cli_says_no_usable_candidate_first_in_red_and_exits_4(
     dataset_file: Path, prompt_file: Path, tmp_path: Path
 ) -> None:
     FakeModel(unusable).install()
-    out = invoke(cli_args(dataset_file, prompt_file, tmp_path / "r", "--results-json", "r.json"))
+    saved = tmp_path / "r.json"
+    out = invoke(cli_args(dataset_file, prompt_file, tmp_path / "r", "--results-json", str(saved)))
     assert out.exit_code == 4, out.output
     lines = [line for line in out.stdout.splitlines() if line.strip()]
     assert lines[0].startswith("FAILED: no usable candidate: all 3 iteration(s) failed")
     assert "no revised prompt found x3" in lines[0]
-    assert json.loads(Path("r.json").read_text())["end_state"] == "no_candidate"
+    assert json.loads(saved.read_text())["end_state"] == "no_candidate"
 
 
 def test_some_failed_iterations_are_a_warning(tmp_path: Path) -> None:
