@@ -238,9 +238,15 @@ def write_readme(text: str, note: str) -> None:
 
 
 def merge(paths: Sequence[str]) -> dict[tuple[str, str, int | None], Cell]:
-    """Cells from earlier ``--json`` files, one score per (cell, seed): the first file wins."""
+    """Cells from earlier ``--json`` files, one score per (cell, seed): the first file wins.
+
+    ``FILE:nocalls`` keeps that file's scores but not its call counts (a file written before
+    the table counted search calls only held every task call).
+    """
     cells: dict[tuple[str, str, int | None], Cell] = {}
-    for path in paths:
+    for spec in paths:
+        path, _, flag = spec.partition(":")
+        with_calls = flag != "nocalls"  # FILE:nocalls: its call counts mean something else
         for data in json.loads(Path(path).read_text(encoding="utf-8")):
             key = (data["task"], data["method"], data["budget"])
             cell = cells.setdefault(key, Cell(*key))
@@ -250,7 +256,7 @@ def merge(paths: Sequence[str]) -> dict[tuple[str, str, int | None], Cell]:
                     continue
                 cell.seeds.append(seed)
                 cell.scores.append(data["scores"][i])
-                if i < len(data["calls"]):
+                if with_calls and i < len(data["calls"]):
                     cell.calls.append(data["calls"][i])
                 prefix = f"{seed}:"
                 cell.per_row.update(
@@ -285,7 +291,11 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-references", action="store_true", help="skip the reference rows (merge them)"
     )
     parser.add_argument("--json", default=None, help="also write every cell here")
-    parser.add_argument("--merge", default=None, help="A.json,B.json: table of earlier runs")
+    parser.add_argument(
+        "--merge",
+        default=None,
+        help="A.json,B.json: table of earlier runs (B.json:nocalls leaves out its call counts)",
+    )
     return parser.parse_args(argv)
 
 
