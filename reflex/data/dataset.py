@@ -250,8 +250,24 @@ def _parse_plain(record: object, input_field: str | None) -> Example | None:
             ideal = value
             break
     metadata = {k: v for k, v in record.items() if k != "input" and k != used and k != "id"}
+    if not _storable(text, example_id, ideal, *metadata.values()):
+        return None  # a lone surrogate or a nested value: the general path reports or reads it
     messages = ({"role": "user", "content": text},)
     return Example(id=example_id, messages=messages, ideal=ideal, metadata=metadata, split=None)
+
+
+def _storable(*values: object) -> bool:
+    """True when every value is a scalar and every string encodes as UTF-8 (no lone surrogate)."""
+    for value in values:
+        if type(value) is str:
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return False
+        elif value is not None and type(value) not in (int, float, bool):
+            return False
+    return True
 
 
 def _parse_any(

@@ -73,7 +73,12 @@ def test_a_trickling_answer_hits_the_total_deadline_and_is_retried(runner: LoopR
     assert "5s" in str(error) and "whole body" in str(error)
 
 
-def test_the_deadline_holds_through_client_processes(api_key: str) -> None:
+def test_the_deadline_holds_through_client_processes(
+    api_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # LiteLLM's full path: the lean transport (reflex.models.wire) keeps openai/ calls in the
+    # run's process, and this test is about the calls a client process makes.
+    monkeypatch.setenv("REFLEX_LEAN_TRANSPORT", "0")
     pool = wait_ready(OffloadPool(1))
     try:
         with serve(faults=TRICKLE_ONCE) as url:
