@@ -220,7 +220,12 @@ def test_overfit_gap_is_configurable() -> None:
     def result() -> OptimizationResult:
         snap = EvalSnapshot(START, "test", 0.7, {})
         return OptimizationResult(
-            START, 0.9, snap, snap, split_sizes={"train": 6, "val": 2, "test": 2}
+            START,
+            0.9,
+            snap,
+            snap,
+            split_sizes={"train": 6, "val": 2, "test": 2},
+            best_score_val=0.9,  # the overfit gap is val vs test (best_score is train's best)
         )
 
     default, loose = result(), result()

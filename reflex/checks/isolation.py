@@ -53,8 +53,14 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _test_problems(
-    rows: Sequence[Mapping[str, Any]], test: set[str], prompts: Mapping[str, str | None]
+    rows: Sequence[Mapping[str, Any]],
+    test: set[str],
+    prompts: Mapping[str, str | None],
+    resumed: bool = False,
 ) -> list[str]:
+    """What the log shows against the test split's isolation. A resumed run may log a row of
+    an evaluation twice (the killed segment had logged part of it): the same label and prompt,
+    so still exactly the two prompts; outside a resume a repeat is a problem."""
     problems = []
     on_test = [r for r in rows if r.get("example_id") in test]
     other = sorted({str(r.get("label")) for r in on_test} - set(TEST_LABELS))
@@ -65,12 +71,21 @@ def _test_problems(
         if prompt is None and not got:
             continue  # the run ended before its final
         counts = Counter((r.get("example_id"), r.get("model")) for r in got)
-        if {str(k[0]) for k in counts} != test or any(n != 1 for n in counts.values()):
+        repeated = any(n != 1 for n in counts.values()) and not resumed
+        if {str(k[0]) for k in counts} != test or repeated:
             problems.append(f"{label} did not evaluate each test row exactly once")
         ids = {r.get("prompt_id") for r in got}
         if prompt is not None and ids != {prompt_id_of(prompt)}:
             problems.append(f"{label} evaluated prompt(s) {sorted(map(str, ids))}, not its own")
     return problems
+
+
+def _resumed(run: Path) -> bool:
+    """Whether the run was resumed (a ``resumed`` event in events.jsonl)."""
+    path = run / "events.jsonl"
+    if not path.is_file():
+        return False
+    return any('"type": "resumed"' in line for line in path.read_text("utf-8").splitlines())
 
 
 def check_isolation(run: Path) -> Isolation:
@@ -83,9 +98,8 @@ def check_isolation(run: Path) -> Isolation:
     test, val = set(splits.get("test") or []), set(splits.get("val") or [])
     rows = _rows(log)
     final = result.get("best_prompt") if result.get("final") else None
-    problems = _test_problems(
-        rows, test, {"test:baseline": result.get("initial_prompt"), "test:final": final}
-    )
+    prompts = {"test:baseline": result.get("initial_prompt"), "test:final": final}
+    problems = _test_problems(rows, test, prompts, _resumed(run))
     wrong = [
         r
         for r in rows
@@ -101,6 +115,8 @@ def check_isolation(run: Path) -> Isolation:
     vals = len({r.get("label") for r in rows if str(r.get("label", "")).startswith("val:")})
     ends = "baseline and final prompts" if final is not None else "baseline prompt (no final)"
     times = "exactly twice" if final is not None else "exactly once"
+    if _resumed(run):
+        times = f"with {'exactly two prompts' if final is not None else 'one prompt'} (resumed)"
     return Isolation(
         True,
         f"test split isolated: {len(test)} test rows evaluated {times} ({ends}); selection "

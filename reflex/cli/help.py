@@ -34,6 +34,8 @@ COMMANDS = {
     "report": "Write RUN's report as one HTML file (no scripts, no network).",
     "runs": "List the runs in the run directory (newest last).",
     "show": "Print one run's summary, iterations and the prompt diff (RUN_ID may be a prefix).",
+    "sync": "Replay the recorded run RUN (an id, a run folder or its result.json) into MLflow "
+    "and/or W&B.",
     "verify": "Check that RECORD (a run id, run folder or result.json) is unchanged since its "
     "run ended.",
 }

@@ -25,10 +25,11 @@ def make_sync(registry: Registry) -> click.Command:
     groups = list(registry.option_groups)
 
     def sync(run: str, run_dir: str, **params: Any) -> None:
-        """Replay the recorded run RUN (an id, a run folder or its result.json) into the
-        trackers named by the options, e.g. --mlflow-tracking-uri URI or --wandb-mode offline.
+        """Replay the recorded run RUN (an id, a run folder or its result.json) into MLflow
+        and/or W&B.
 
-        A tracker run the run already has (saved in its .trackers.json, same store) is
+        Name the trackers with their options, e.g. --mlflow-tracking-uri URI or --wandb-mode
+        offline. A tracker run the run already has (saved in its .trackers.json, same store) is
         continued with only what it lacks; otherwise a new tracker run gets the whole run.
         """
         from reflex.cli.optimize import print_trackers

@@ -12,8 +12,10 @@ from __future__ import annotations
 import difflib
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from reflex.errors import ConfigurationError
 from reflex.models import providers
@@ -42,12 +44,21 @@ def judge_specs(metrics: Iterable[object]) -> list[ModelSpec]:
     return [spec for spec in found if isinstance(spec, ModelSpec)]
 
 
-def check_models(specs: Iterable[ModelSpec]) -> None:
+def check_models(
+    specs: Iterable[ModelSpec], router_config: str | Path | Mapping[str, Any] | None = None
+) -> None:
     """ConfigurationError for the first model whose provider is unknown or has no key.
 
     In-process providers (``local``, ``fake``, registered ones) need neither; LiteLLM is only
-    imported when another provider is named.
+    imported when another provider is named. Models a LiteLLM Router config routes
+    (``router_config``: reflex.models.router) are the Router's to resolve, so they are skipped
+    (a ``router/NAME`` missing from the config is refused here).
     """
+    if router_config:
+        from reflex.models.router import ModelRouter
+
+        router = ModelRouter(router_config)
+        specs = [s for s in specs if router.group(s) is None]
     remote = [s for s in specs if not providers.is_custom(s.model.partition("/")[0])]
     for spec in remote:  # first the keys, which need no LiteLLM (its import takes seconds)
         _check_key(spec)

@@ -83,7 +83,8 @@ class Engine:
         self.callbacks = list(callbacks)
         reasoning = [spec] if (spec := self._reasoning_spec()) else []
         tasks = [self._task_spec(m) for m in config.models]
-        check_models([*tasks, *reasoning, *judge_specs(self.metrics)])  # before any call
+        specs = [*tasks, *reasoning, *judge_specs(self.metrics)]
+        check_models(specs, config.router_config)  # before any call
         if resume is not None:
             self.split: Split = Split.from_ids(dataset, resume.split_ids)
         else:

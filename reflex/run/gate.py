@@ -207,7 +207,7 @@ def build_evaluator(
         )
         for m in config.models
     ]
-    check_models([*specs, *judge_specs(metrics)])  # a missing key: before any call
+    check_models([*specs, *judge_specs(metrics)], config.router_config)  # before any call
     client = ProviderClient(
         max_workers=config.max_workers,
         processes=config.client_processes,
