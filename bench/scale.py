@@ -2,11 +2,12 @@
 minibatch iteration whose cost does not grow with the dataset (1k, 10k, 100k rows).
 
     python bench/scale.py [--sizes 1000 10000 100000] [--repeats 3] [--peer-python PY] [--rows FILE]
-    python bench/scale.py --router [--ray] [--rate R --calls N]   # beyond one machine
+    python bench/scale.py [--router] [--ray] [--rate R --calls N]   # beyond one machine
 
-``--router``/``--ray``: the figures of docs/scaling.md instead (bench/scale_out.py: a LiteLLM
-Router over three rate-limited deployments, two processes sharing limits through Redis, and
-with ``--ray`` a 12-cell compare grid on a local Ray cluster vs in one process).
+``--router``/``--ray``: the figures of docs/scaling.md instead (bench/scale_out.py): ``--router``
+a LiteLLM Router over three rate-limited deployments and two processes sharing limits through
+Redis; ``--ray`` a 12-cell compare grid (2 strategies x 2 seeds x 3 datasets) on a local Ray
+cluster vs in one process (``--cpus N --grid-latency S``).
 
 Load + split runs in a fresh child process, so its peak RSS is the whole cost of a 100k dataset.
 An iteration = draw a seeded train minibatch (batch_size 8) + evaluate a new prompt on it through
@@ -142,8 +143,7 @@ def main() -> None:
     if {"--router", "--ray"} & set(sys.argv[1:]):
         from scale_out import main as scale_out
 
-        rest = [a for a in sys.argv[1:] if a != "--router"]
-        scale_out(rest)
+        scale_out(sys.argv[1:])
         return
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])

@@ -8,8 +8,9 @@
    the fakes.
 2. Two processes through the same Router config at once, with and without
    ``router_settings.redis_url`` (a redis-server started here): 429s counted at the fakes.
-3. ``--ray``: a 12-cell compare grid (3 strategies x 4 seeds) in one process and on a local
-   ``ray start --head``: the same results, and the wall-time ratio.
+3. ``--ray``: a 12-cell compare grid (2 strategies x 2 seeds x 3 datasets) in one process and
+   on a local ``ray start --head``: the same results, and the wall-time ratio (bench/scale_ray.py).
+   ``--ray`` alone runs only the grid; ``--router --ray`` both.
 """
 
 from __future__ import annotations
@@ -196,15 +197,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--workers", type=int, default=32, help="--max-workers")
-    parser.add_argument("--ray", action="store_true", help="also the 12-cell grid on Ray")
+    parser.add_argument("--router", action="store_true", help="the Router figures (default)")
+    parser.add_argument("--ray", action="store_true", help="the 12-cell grid on Ray")
+    parser.add_argument("--cpus", type=int, default=2, help="--ray: the Ray cluster's CPUs")
+    parser.add_argument("--grid-latency", type=float, default=0.05, help="--ray: endpoint s")
     opts = parser.parse_args(args)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    one_run(opts.rate, opts.calls, opts.latency, opts.workers)
-    two_processes(opts.rate, opts.calls // 2, opts.latency)
+    if opts.router or not opts.ray:
+        one_run(opts.rate, opts.calls, opts.latency, opts.workers)
+        two_processes(opts.rate, opts.calls // 2, opts.latency)
     if opts.ray:
         from scale_ray import grid_on_ray
 
-        grid_on_ray()
+        grid_on_ray(opts.cpus, opts.grid_latency)
 
 
 if __name__ == "__main__":

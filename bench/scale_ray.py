@@ -1,4 +1,4 @@
-"""A 12-cell compare grid (3 strategies x 4 seeds) in one process and on a local Ray cluster.
+"""A 12-cell compare grid (2 strategies x 2 seeds x 3 datasets) in one process and on Ray.
 
     python bench/scale.py --ray   # or: python bench/scale_ray.py [--cpus 2] [--latency 0.05]
 
@@ -24,7 +24,9 @@ from typing import Any
 
 from scale_out import ROOT
 
-STRATEGIES = ["iterative", "random", "instructions"]
+STRATEGIES = ["iterative", "random"]
+SEEDS = 2
+DATASETS = 3  # 2 x 2 x 3 = 12 cells
 
 
 @contextlib.contextmanager
@@ -61,16 +63,25 @@ def _answer(request: Any) -> str:
     return request.user.split()[-1]
 
 
+def _datasets() -> list[Any]:
+    from reflex import load_dataset
+
+    datasets = []
+    for k in range(DATASETS):
+        rows = [
+            {"id": f"r{i}", "input": f"item {i} word{(i + k) % 3}", "ideal": f"word{(i + k) % 3}"}
+            for i in range(20)
+        ]
+        datasets.append(load_dataset(rows, name=f"d{k}"))
+    return datasets
+
+
 def _grid(url: str, run_dir: Path, **executor: Any) -> tuple[float, list[tuple[Any, ...]]]:
     from reflex import PromptOptimizer
 
-    rows = [
-        {"id": f"r{i}", "input": f"item {i} word{i % 3}", "ideal": f"word{i % 3}"}
-        for i in range(20)
-    ]
     opt = (
         PromptOptimizer()
-        .set_dataset(rows)
+        .set_dataset(_datasets()[0])
         .add_provider("openai/task", api_base=url)
         .add_metric("exact_match")
         .set_reasoning_model("openai/reasoner", base_url=url)
@@ -78,9 +89,15 @@ def _grid(url: str, run_dir: Path, **executor: Any) -> tuple[float, list[tuple[A
         .configure(max_iterations=2, max_workers=4)
     )
     started = time.perf_counter()
-    comparison = opt.compare("Say the word.", STRATEGIES, seeds=4, max_calls=60, **executor)
+    comparison = opt.compare(
+        "Say the word.", STRATEGIES, seeds=SEEDS, max_calls=60, datasets=_datasets(), **executor
+    )
     wall = time.perf_counter() - started
-    cells = [(r.strategy, r.seed, r.final, r.metric_calls, r.per_example) for r in comparison.runs]
+    cells = [
+        (r.dataset, r.strategy, r.seed, r.final, r.metric_calls, r.per_example)
+        for r in comparison.runs
+    ]
+    assert len(cells) == len(STRATEGIES) * SEEDS * DATASETS
     return wall, cells
 
 
@@ -97,7 +114,9 @@ def grid_on_ray(cpus: int = 2, latency: float = 0.05) -> None:
                 str(url), Path(tmp) / "ray", executor="ray", ray_address=address
             )
     print(
-        f"compare grid, 12 cells (3 strategies x 4 seeds, endpoint latency {latency:g}s): "
+        f"compare grid, {len(local)} cells ({len(STRATEGIES)} strategies x {SEEDS} seeds x "
+        f"{DATASETS} datasets, endpoint latency {latency:g}s, load average "
+        f"{os.getloadavg()[0]:.1f}): "
         f"in-process {local_wall:.1f}s, Ray ({cpus} CPUs) {ray_wall:.1f}s, ratio "
         f"{local_wall / ray_wall:.2f}x; same results: {local == remote}",
         flush=True,

@@ -325,7 +325,7 @@ class PromptOptimizer:
         max_calls: int | None = None,
         **kwargs: Any,
     ) -> Comparison:
-        """Run each strategy for each seed at ``max_calls`` metric calls; see reflex.run.compare."""
+        """Each strategy x seed (x ``datasets=[...]``) at ``max_calls``; see reflex.run.compare."""
         from reflex.run.compare import compare
 
         return compare(self, prompt, strategies, seeds=seeds, max_calls=max_calls, **kwargs)

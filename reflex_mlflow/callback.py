@@ -41,6 +41,7 @@ from reflex.api import (
     tracker_state,
 )
 from reflex_mlflow.connection import bounded_requests, check_reachable, shown
+from reflex_mlflow.registry import experiment_id, link_prompt
 from reflex_mlflow.tracing import LlmTracing
 from reflex_mlflow.views import ChildRuns, description, log_dataset_inputs, write_table
 
@@ -224,10 +225,7 @@ class MLflowCallback(GuardedCallback):
             self._log_dataset_inputs(str(self._run_dir))
 
     def _experiment(self, client: MlflowClient) -> str:
-        experiment = client.get_experiment_by_name(self.experiment_name)
-        if experiment is not None:
-            return str(experiment.experiment_id)
-        return client.create_experiment(self.experiment_name)
+        return experiment_id(client, self.experiment_name)  # safe when runs start together
 
     def _find_run(self, client: MlflowClient, reflex_run_id: str) -> str | None:
         experiment = client.get_experiment_by_name(self.experiment_name)
@@ -387,7 +385,7 @@ class MLflowCallback(GuardedCallback):
             commit_message=f"aevyra-reflex run {result.run_id}: test score {final}",
             tags={"reflex.run_id": result.run_id or "", "mlflow.run_id": run_id},
         )
-        client.link_prompt_version_to_run(run_id, version)
+        link_prompt(client, run_id, version)  # in this client's store, not the global one
 
 
 def _default_name(config: RunConfig) -> str:

@@ -42,6 +42,7 @@ def test_every_command_option_is_a_field_and_back() -> None:
         "out_dir",
         "executor",
         "ray_address",
+        "datasets",
     }
 
 
@@ -196,3 +197,24 @@ def test_compare_executor_options(tmp_path: Path, files: dict[str, Path]) -> Non
     alone = compare_command.make_context("compare", [*argv, "--ray-address", "h:1"]).params
     with pytest.raises(click.BadParameter, match="--executor ray"):
         CompareArgs.from_params(alone)
+
+
+def test_compare_dataset_options(tmp_path: Path, files: dict[str, Path]) -> None:
+    paths = [tmp_path / f"{name}.jsonl" for name in ("a", "b", "c")]
+    prompt, tail = str(files["prompt"]), ["-m", "fake/task", "--strategies", "random"]
+
+    def parse(*argv: str) -> CompareArgs:
+        return CompareArgs.from_params(compare_command.make_context("compare", [*argv]).params)
+
+    plain = parse(str(paths[0]), prompt, *tail)  # existing usage: one DATASET, no grid axis
+    assert plain.datasets == () and plain.run.dataset == paths[0]
+    grid = parse(
+        str(paths[0]), prompt, "--dataset", str(paths[1]), "--dataset", str(paths[2]), *tail
+    )
+    assert grid.datasets == tuple(paths) and grid.run.prompt == files["prompt"]
+    only = parse("--dataset", str(paths[1]), "--dataset", str(paths[2]), prompt, *tail)
+    assert only.datasets == (paths[1], paths[2]) and only.run.prompt == files["prompt"]
+    twice = parse(str(paths[0]), prompt, "--dataset", str(paths[0]), *tail)
+    assert twice.datasets == (paths[0],)
+    with pytest.raises(click.BadParameter, match="--inputs-file"):
+        parse("--inputs-file", str(files["inputs"]), prompt, "--dataset", str(paths[1]), *tail)

@@ -1,4 +1,5 @@
-"""compare --executor ray: a 12-cell grid on a local Ray cluster gives the in-process results.
+"""compare --executor ray: a 12-cell grid (strategies x seeds x datasets) on a local Ray cluster
+gives the in-process results.
 
 ``services``: tests/services.py starts ``ray start --head`` on 127.0.0.1. The models are a local
 endpoint with a deterministic responder, so both executors must agree cell for cell. The wall
@@ -14,13 +15,15 @@ from pathlib import Path
 import pytest
 from conftest import make_rows, reasoner_answer, task_answer
 
-from reflex import PromptOptimizer
+from reflex import PromptOptimizer, load_dataset
+from reflex.data.dataset import Dataset
 from reflex.run.compare import RunSummary
 from reflex.testing.endpoint import ChatRequest, serve
 
 pytestmark = pytest.mark.services
-STRATEGIES = ["iterative", "random", "instructions"]
-SEEDS = 4  # 3 x 4 = 12 cells
+STRATEGIES = ["iterative", "random"]
+SEEDS = 2
+DATASETS = 3  # 2 x 2 x 3 = 12 cells
 
 
 def answer(request: ChatRequest) -> str:
@@ -41,8 +44,14 @@ def builder(url: str, run_dir: Path) -> PromptOptimizer:
     )
 
 
+def datasets() -> list[Dataset]:
+    rows = make_rows(60)
+    return [load_dataset(rows[k * 20 : (k + 1) * 20], name=f"d{k}") for k in range(DATASETS)]
+
+
 def _same(summary: RunSummary) -> tuple[object, ...]:
     return (
+        summary.dataset,
         summary.strategy,
         summary.seed,
         summary.baseline,
@@ -60,7 +69,7 @@ def test_a_grid_on_ray_gives_the_in_process_results(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-none")
     with serve(responder=answer) as url:
         local = builder(str(url), tmp_path / "local").compare(
-            "Classify the sentiment.", STRATEGIES, seeds=SEEDS, max_calls=40
+            "Classify the sentiment.", STRATEGIES, seeds=SEEDS, max_calls=40, datasets=datasets()
         )
         remote = builder(str(url), tmp_path / "ray").compare(
             "Classify the sentiment.",
@@ -69,13 +78,23 @@ def test_a_grid_on_ray_gives_the_in_process_results(
             max_calls=40,
             executor="ray",
             ray_address=ray_address,
+            datasets=datasets(),
         )
-    assert len(remote.runs) == 12
+    assert len(remote.runs) == 12 and remote.datasets == ["d0", "d1", "d2"]
+    cells = {(r.dataset, r.strategy, r.seed) for r in remote.runs}
+    assert len(cells) == 12
     assert [_same(r) for r in remote.runs] == [_same(r) for r in local.runs]
-    assert [s.strategy for s in remote.strategies] == [s.strategy for s in local.strategies]
+    summary = [
+        (s.dataset, s.strategy, s.mean, s.sd, s.p_vs_best, s.is_best) for s in local.strategies
+    ]
+    assert [  # per dataset: its best, the means and the p-values within it
+        (s.dataset, s.strategy, s.mean, s.sd, s.p_vs_best, s.is_best) for s in remote.strategies
+    ] == summary
     pids = set()
     for run in remote.runs:  # each cell is a normal run with its own record, in a Ray worker
         assert run.run_dir is not None and str(tmp_path / "ray") in run.run_dir
+        config = json.loads(next(Path(run.run_dir).rglob("config.json")).read_text("utf-8"))
+        assert config["dataset_name"] == run.dataset
         meta = next(Path(run.run_dir).rglob("run.json"))
         pids.add(json.loads(meta.read_text(encoding="utf-8"))["pid"])
     assert os.getpid() not in pids

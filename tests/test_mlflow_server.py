@@ -2,8 +2,9 @@
 
 ``services``: tests/services.py starts PostgreSQL in a temporary directory and ``mlflow server
 --backend-store-uri postgresql://...``; four ``aevyra-reflex optimize --mlflow-tracking-uri``
-processes (models on a local endpoint) run concurrently, then every param, metric history,
-artifact and prompt-registry link of each is read back with MlflowClient.
+processes (models on a local endpoint) run concurrently into an experiment none of them finds
+(they create it together), with no MLFLOW_TRACKING_URI in their environment; then every param,
+metric history, artifact and prompt-registry link of each is read back with MlflowClient.
 """
 
 from __future__ import annotations
@@ -43,10 +44,8 @@ def _optimize(k: int, url: str, tracking: str, tmp: Path, data: Path) -> subproc
     args += ["--mlflow-tracking-uri", tracking, "--mlflow-run-name", f"team-run-{k}"]
     args += ["--mlflow-experiment", "team", "--mlflow-register-prompt", f"sentiment-{k}"]
     env = {**os.environ, "OPENAI_API_KEY": "sk-none", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    # As a team sets it up (docs/scaling.md). Without it, linking the registered prompt to the
-    # run fails ("Run ... not found"): MLflow 3.17's client looks the run up in the process's
-    # default tracking store, not the --mlflow-tracking-uri one (reported, reflex_mlflow).
-    env["MLFLOW_TRACKING_URI"] = tracking
+    # --mlflow-tracking-uri alone: the prompt-registry link must not need MLFLOW_TRACKING_URI.
+    env.pop("MLFLOW_TRACKING_URI", None)
     return subprocess.Popen(
         args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -65,9 +64,8 @@ def test_four_concurrent_runs_on_a_postgres_tracking_server(
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=mlflow_server)
-    # Created first: MLflowCallback gets-or-creates its experiment, and four processes doing
-    # that at once race (one create_experiment fails, and that run is not logged at all).
-    client.create_experiment("team")
+    # The experiment "team" does not exist yet: the four runs create it concurrently.
+    assert client.get_experiment_by_name("team") is None
     with serve(responder=answer) as url:
         procs = [_optimize(k, str(url), mlflow_server, tmp_path, dataset_file) for k in range(RUNS)]
         outputs = [p.communicate(timeout=900)[0] for p in procs]

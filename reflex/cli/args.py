@@ -138,7 +138,11 @@ COMPARE_FIXED: dict[str, object] = {
 
 @dataclass(frozen=True)
 class CompareArgs:
-    """``compare``: the shared ``optimize`` settings plus the strategies and seeds to compare."""
+    """``compare``: the shared ``optimize`` settings plus the strategies, seeds and datasets.
+
+    ``datasets`` is empty for the one DATASET of ``run``; with ``--dataset FILE`` it is every
+    dataset of the grid, DATASET (when given) first.
+    """
 
     run: OptimizeArgs
     strategies: tuple[str, ...]
@@ -146,6 +150,7 @@ class CompareArgs:
     out_dir: Path | None
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
+    datasets: tuple[Path, ...] = ()
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> CompareArgs:
@@ -155,8 +160,28 @@ class CompareArgs:
             raise click.BadParameter("give at least one strategy", param_hint="--strategies")
         seeds, out_dir = shared.pop("seeds"), shared.pop("out_dir")
         executor, ray_address = shared.pop("executor"), shared.pop("ray_address")
+        extra = _extra_datasets(shared, tuple(shared.pop("datasets")))
         # The builder needs a strategy; compare() then runs each of ``names`` in turn.
         run = OptimizeArgs.from_params({**shared, **COMPARE_FIXED, "strategy": names[0]})
         if ray_address and executor != "ray":
             raise click.BadParameter("give --executor ray with it", param_hint="--ray-address")
-        return cls(run, names, seeds, out_dir, executor, ray_address)
+        grid = (run.dataset, *extra) if extra else ()  # DATASET is set when extra is
+        datasets = tuple(dict.fromkeys(path for path in grid if path is not None))
+        return cls(run, names, seeds, out_dir, executor, ray_address, datasets)
+
+
+def _extra_datasets(shared: dict[str, Any], extra: tuple[Path, ...]) -> tuple[Path, ...]:
+    """``--dataset FILE``s besides DATASET; without DATASET (``compare --dataset A --dataset B
+    PROMPT``) the first becomes ``shared``'s DATASET and the positional is the PROMPT."""
+    if not extra:
+        return ()
+    if shared["inputs_file"] is not None:
+        raise click.BadParameter(
+            "--dataset adds DATASET files to the grid; it does not combine with --inputs-file",
+            param_hint="--dataset",
+        )
+    if shared["prompt"] is None and shared["dataset"] is not None:
+        shared["dataset"], shared["prompt"] = None, shared["dataset"]
+    if shared["dataset"] is None:
+        shared["dataset"], extra = extra[0], extra[1:]
+    return extra

@@ -1,7 +1,7 @@
-"""``aevyra-reflex compare``: each strategy x seed at the same metric-call budget, as a table.
+"""``aevyra-reflex compare``: each strategy x seed x dataset at one metric-call budget, as a table.
 
 It takes ``optimize``'s dataset, model, metric, split and budget options (not the per-run
-ones: strategy, output files, resume) plus ``--strategies`` and ``--seeds``.
+ones: strategy, output files, resume) plus ``--strategies``, ``--seeds`` and ``--dataset``.
 """
 
 from __future__ import annotations
@@ -40,8 +40,11 @@ def _run(**params: Any) -> None:
 
 def _compare(args: CompareArgs) -> None:
     from reflex.cli.build import build_optimizer
+    from reflex.data.dataset import load_dataset
     from reflex.optimizer import prompt_spec
 
+    fields = {"input_field": args.run.input_field, "output_field": args.run.output_field}
+    datasets = [load_dataset(path, **fields) for path in args.datasets] or None
     comparison = build_optimizer(args.run).compare(
         prompt_spec(args.run.prompt),
         args.strategies,
@@ -50,6 +53,7 @@ def _compare(args: CompareArgs) -> None:
         directory=args.out_dir,
         executor=args.executor,
         ray_address=args.ray_address,
+        datasets=datasets,
     )
     click.echo(comparison.table())
     click.echo(f"saved {Path(comparison.directory) / 'compare.json'} and compare.md", err=True)
@@ -71,6 +75,15 @@ def _make() -> click.Command:
             default=3,
             show_default=True,
             help="Seeds per strategy (0..N-1); each seed also draws its own split.",
+        ),
+        click.Option(
+            ["--dataset", "datasets"],
+            multiple=True,
+            type=click.Path(dir_okay=False, path_type=Path),
+            metavar="FILE",
+            help="Another dataset for the grid (repeat for several), run with the same PROMPT; "
+            "DATASET may then be left out. Each dataset gets its own rows in the table: its "
+            "best strategy and p-values within it.",
         ),
         click.Option(
             ["--out-dir"],
@@ -95,9 +108,9 @@ def _make() -> click.Command:
         "compare",
         callback=with_errors(_run),
         params=[*_shared_params(), *extra],
-        help="Compare strategies on DATASET and PROMPT at the same metric-call budget "
-        "(--max-calls): mean and sd of the final test score over seeds, mean calls, tokens, "
-        "cost, and a paired sign-flip p-value against the best.",
+        help="Compare strategies on DATASET (and each --dataset) with PROMPT at the same "
+        "metric-call budget (--max-calls): per dataset, mean and sd of the final test score "
+        "over seeds, mean calls, tokens, cost, and a paired sign-flip p-value against the best.",
     )
 
 

@@ -23,9 +23,9 @@ HELP_ONLY = ((), ("--help",), ("-h",), ("--version",))
 COMMANDS = {
     "check": "Score --prompt and fail (exit 1) if it regresses below --baseline beyond "
     "--tolerance.",
-    "compare": "Compare strategies on DATASET and PROMPT at the same metric-call budget "
-    "(--max-calls): mean and sd of the final test score over seeds, mean calls, tokens, cost, "
-    "and a paired sign-flip p-value against the best.",
+    "compare": "Compare strategies on DATASET (and each --dataset) with PROMPT at the same "
+    "metric-call budget (--max-calls): per dataset, mean and sd of the final test score over "
+    "seeds, mean calls, tokens, cost, and a paired sign-flip p-value against the best.",
     "export": "Write the best prompt's rewarded rollouts of RUN as chat-format training examples.",
     "judge-check": "Measure the judge's agreement with human pass/fail labels (TPR, TNR) on "
     "DATASET.",

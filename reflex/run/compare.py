@@ -1,22 +1,24 @@
-"""Compare strategies head to head: each strategy x seed at the same metric-call budget.
+"""Compare strategies head to head: each strategy x seed x dataset at one metric-call budget.
 
 Every run gets its own run directory (so its own response cache): a strategy never rides on
 calls another one paid for, and each is charged the same way. The seed also sets the split, so
-for one seed every strategy is measured on the same test rows; the per-strategy p-value is the
-paired sign-flip test of its final per-example test scores against the best strategy's, paired
-by (seed, example, model).
+for one seed and dataset every strategy is measured on the same test rows. Each dataset is
+summarized on its own: its best strategy, and per strategy the paired sign-flip test of its
+final per-example test scores against that best, paired by (seed, example, model) within the
+dataset, never across datasets.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import fmean, stdev
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from reflex.checks.stats import sign_flip_p
 from reflex.errors import ConfigurationError
@@ -24,9 +26,13 @@ from reflex.run.executors import Cell, Executor, run_cells
 
 if TYPE_CHECKING:
     from reflex.callbacks import AnyCallback
+    from reflex.data.dataset import Dataset
     from reflex.data.prompts import PromptSpec
     from reflex.optimizer import PromptOptimizer
     from reflex.result import OptimizationResult
+
+# One dataset of a grid: what PromptOptimizer.set_dataset takes.
+DatasetLike: TypeAlias = "Dataset | str | Path | Sequence[Mapping[str, Any]] | Any"
 
 __all__ = ["Comparison", "RunSummary", "StrategySummary", "compare"]
 
@@ -45,11 +51,13 @@ class RunSummary:
     stop_reason: str
     run_dir: str | None
     per_example: dict[str, float] = field(default_factory=dict, repr=False)
+    dataset: str = "dataset"
 
 
 @dataclass(frozen=True)
 class StrategySummary:
-    """Per strategy: mean and sd of the final test score over seeds, mean spend, p vs best."""
+    """Per strategy and dataset: mean and sd of the final test score over seeds, mean spend,
+    and p vs that dataset's best strategy."""
 
     strategy: str
     n: int
@@ -60,34 +68,53 @@ class StrategySummary:
     mean_cost: float
     p_vs_best: float | None
     is_best: bool
+    dataset: str = "dataset"
 
 
 @dataclass
 class Comparison:
-    """The outcome of :func:`compare`; ``save`` writes ``compare.json`` and ``compare.md``."""
+    """The outcome of :func:`compare`; ``save`` writes ``compare.json`` and ``compare.md``.
+
+    ``strategies`` are grouped by dataset (in ``datasets`` order), best first within each.
+    """
 
     strategies: list[StrategySummary]
     runs: list[RunSummary]
     seeds: list[int]
     max_calls: int | None
     directory: str = ""
+    datasets: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "seeds": self.seeds,
             "max_calls": self.max_calls,
+            "datasets": self.datasets,
             "strategies": [asdict(s) for s in self.strategies],
             "runs": [asdict(r) for r in self.runs],
         }
 
+    def best(self, dataset: str | None = None) -> StrategySummary:
+        """The best strategy on ``dataset`` (default: the only or first dataset)."""
+        first = self.strategies[0].dataset if self.strategies else ""
+        name = first if dataset is None else dataset
+        for summary in self.strategies:
+            if summary.dataset == name and summary.is_best:
+                return summary
+        raise KeyError(f"no dataset {name!r} in this comparison ({', '.join(self.datasets)})")
+
     def table(self) -> str:
-        """A markdown table, best strategy first."""
+        """A markdown table, best strategy first; with several datasets, one block of rows per
+        dataset (a ``dataset`` column; best and p within each dataset)."""
+        several = len(self.datasets) > 1
         head = "| strategy | test mean | sd | calls | tokens | cost | p vs best |"
-        lines = [head, "|---|---|---|---|---|---|---|"]
+        lines = [("| dataset " if several else "") + head]
+        lines.append("|---" * (8 if several else 7) + "|")
         for s in self.strategies:
             p = "best" if s.is_best else _fmt(s.p_vs_best)
             lines.append(
-                f"| {s.strategy} | {_fmt(s.mean)} | {_fmt(s.sd)} | {s.mean_calls:.0f} | "
+                (f"| {s.dataset} " if several else "")
+                + f"| {s.strategy} | {_fmt(s.mean)} | {_fmt(s.sd)} | {s.mean_calls:.0f} | "
                 f"{s.mean_tokens:.0f} | ${s.mean_cost:.4f} | {p} |"
             )
         return "\n".join(lines)
@@ -100,7 +127,8 @@ class Comparison:
             json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8"
         )
         budget = f"{self.max_calls} metric calls" if self.max_calls else "no call limit"
-        title = f"# compare: seeds {self.seeds}, {budget}\n\n"
+        on = f", datasets {', '.join(self.datasets)}" if len(self.datasets) > 1 else ""
+        title = f"# compare: seeds {self.seeds}, {budget}{on}\n\n"
         (out / "compare.md").write_text(title + self.table() + "\n", encoding="utf-8")
         return out / "compare.json"
 
@@ -109,11 +137,12 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def _summarize_run(strategy: str, seed: int, result: OptimizationResult) -> RunSummary:
+def _summarize_run(cell: Cell, result: OptimizationResult) -> RunSummary:
     total = result.usage.get("total", {})
     final = result.final
+    seed = cell.seed
     return RunSummary(
-        strategy=strategy,
+        strategy=cell.strategy,
         seed=seed,
         baseline=result.baseline.mean_score if result.baseline else None,
         final=final.mean_score if final else None,
@@ -123,6 +152,7 @@ def _summarize_run(strategy: str, seed: int, result: OptimizationResult) -> RunS
         stop_reason=result.stop_reason,
         run_dir=result.run_dir,
         per_example={f"{seed}:{k}": v for k, v in (final.per_example() if final else {}).items()},
+        dataset=cell.dataset,
     )
 
 
@@ -134,7 +164,18 @@ def _paired_p(a: Mapping[str, float], b: Mapping[str, float], seed: int) -> floa
 
 
 def summarize(runs: Sequence[RunSummary], strategies: Sequence[str]) -> list[StrategySummary]:
-    """Per-strategy statistics, best mean test score first (ties: the order given)."""
+    """Per-dataset, per-strategy statistics: datasets in the order their runs come, and within
+    each the best mean test score first (ties: the order given). Runs of different datasets are
+    never pooled or paired."""
+    out: list[StrategySummary] = []
+    for dataset in dict.fromkeys(r.dataset for r in runs):
+        out += _summarize_dataset([r for r in runs if r.dataset == dataset], strategies, dataset)
+    return out
+
+
+def _summarize_dataset(
+    runs: Sequence[RunSummary], strategies: Sequence[str], dataset: str
+) -> list[StrategySummary]:
     groups = {name: [r for r in runs if r.strategy == name] for name in strategies}
     means = {
         name: fmean(finals) if (finals := [r.final for r in rs if r.final is not None]) else None
@@ -163,8 +204,33 @@ def summarize(runs: Sequence[RunSummary], strategies: Sequence[str]) -> list[Str
                 mean_cost=fmean([r.cost for r in rs]) if rs else 0.0,
                 p_vs_best=None if name == best else _paired_p(pooled[name], pooled[best], 0),
                 is_best=name == best,
+                dataset=dataset,
             )
         )
+    return out
+
+
+def _grid_datasets(
+    optimizer: PromptOptimizer, datasets: Sequence[DatasetLike] | None
+) -> list[tuple[str, PromptOptimizer]]:
+    """(label, builder with that dataset) per dataset of the grid, each validated up front (a
+    bad dataset fails before any cell runs). Labels are the datasets' names, made unique."""
+    if isinstance(datasets, (str, Path)):
+        datasets = [datasets]  # one file, not a sequence of characters
+    builders = [optimizer] if datasets is None else []
+    for data in datasets or ():
+        builders.append(optimizer.clone().set_dataset(data))
+    if not builders:
+        raise ConfigurationError("compare needs at least one dataset, got datasets=[]")
+    out: list[tuple[str, PromptOptimizer]] = []
+    for builder in builders:
+        name = label = builder.build_config().dataset_name or "dataset"
+        taken = {t for t, _ in out}
+        k = 1
+        while label in taken:  # two files with one stem: data, data-2, ...
+            k += 1
+            label = f"{name}-{k}"
+        out.append((label, builder))
     return out
 
 
@@ -180,13 +246,17 @@ def compare(
     directory: str | Path | None = None,
     executor: Executor = "local",
     ray_address: str | None = None,
+    datasets: Sequence[DatasetLike] | None = None,
 ) -> Comparison:
-    """Run each strategy for each seed at ``max_calls`` metric calls and summarize.
+    """Run each strategy for each seed (and dataset) at ``max_calls`` metric calls; summarize.
 
     ``optimizer`` is a configured builder (dataset, models, metrics, reasoning model); its
-    strategy, seed and call budget are overridden per run. Results are saved under
-    ``directory`` (default: ``<run dir>/compare/<timestamp>``). ``executor="ray"`` runs the
-    cells as tasks on the Ray cluster at ``ray_address`` (see :mod:`reflex.run.executors`).
+    strategy, seed and call budget are overridden per run. ``datasets``: the grid's datasets
+    (anything ``set_dataset`` takes; pass :class:`~reflex.data.dataset.Dataset` objects to
+    choose fields or names), each run with the same ``prompt``; default: the builder's own.
+    Results are saved under ``directory`` (default: ``<run dir>/compare/<timestamp>``), with
+    several datasets one sub-directory per dataset. ``executor="ray"`` runs the cells as tasks
+    on the Ray cluster at ``ray_address`` (see :mod:`reflex.run.executors`).
     """
     names = list(dict.fromkeys(strategies))
     if not names:
@@ -194,21 +264,25 @@ def compare(
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seed_list:
         raise ConfigurationError(f"compare needs at least one seed, got {seeds!r}")
-    base_dir = Path(optimizer.build_config().run_dir)
+    grid = _grid_datasets(optimizer, datasets)
+    base_dir = Path(grid[0][1].build_config().run_dir)
     out = Path(directory) if directory else base_dir / "compare" / time.strftime("%Y%m%d-%H%M%S")
     options = strategy_options or {}
     cells = []
-    for name in names:
-        for seed in seed_list:
-            run = optimizer.clone().set_strategy(name, **dict(options.get(name, {})))
-            run.set_seed(seed).set_run_dir((out / f"{name}-seed{seed}").resolve())
-            if max_calls is not None:  # other limits (cost, time) stay as the user set them
-                limits = run.build_config().budget.model_dump()
-                run.configure(budget={**limits, "max_metric_calls": max_calls})
-            cells.append(Cell(name, seed, run))
+    for label, data_builder in grid:
+        where = out / re.sub(r"[^\w.-]+", "_", label) if len(grid) > 1 else out
+        for name in names:
+            for seed in seed_list:
+                run = data_builder.clone().set_strategy(name, **dict(options.get(name, {})))
+                run.set_seed(seed).set_run_dir((where / f"{name}-seed{seed}").resolve())
+                if max_calls is not None:  # other limits (cost, time) stay as the user set them
+                    limits = run.build_config().budget.model_dump()
+                    run.configure(budget={**limits, "max_metric_calls": max_calls})
+                cells.append(Cell(name, seed, run, label))
     runs: list[RunSummary] = run_cells(
         cells, prompt, callbacks, _summarize_run, executor=executor, address=ray_address
     )
-    comparison = Comparison(summarize(runs, names), runs, seed_list, max_calls, str(out))
+    labels = [label for label, _ in grid]
+    comparison = Comparison(summarize(runs, names), runs, seed_list, max_calls, str(out), labels)
     comparison.save(out)
     return comparison

@@ -33,21 +33,22 @@ _WORKER_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_OFFLINE_MODE")
 
 @dataclass(frozen=True)
 class Cell:
-    """One run of the grid: a strategy at a seed, its builder configured for it."""
+    """One run of the grid: a strategy at a seed on a dataset, its builder configured for it."""
 
     strategy: str
     seed: int
     builder: PromptOptimizer
+    dataset: str = "dataset"  # the dataset's label in the grid
 
 
 Prompt: TypeAlias = "str | Path | PromptSpec | Mapping[str, str]"
-Summarize = Callable[[str, int, "OptimizationResult"], Any]
+Summarize = Callable[[Cell, "OptimizationResult"], Any]
 
 
 def _run_cell(
     cell: Cell, prompt: Prompt, callbacks: Sequence[AnyCallback], summarize: Summarize
 ) -> Any:
-    return summarize(cell.strategy, cell.seed, cell.builder.run(prompt, callbacks))
+    return summarize(cell, cell.builder.run(prompt, callbacks))
 
 
 def run_cells(
