@@ -84,8 +84,10 @@ from reflex.types import (
 # isort: split
 # Tracking helpers, for tracker adapters.
 from reflex.callbacks.tracking import (
+    RUN_END_SERIES,
     GuardedCallback,
     ParamValue,
+    RunningTotals,
     baseline_metrics,
     best_train_score,
     iteration_metrics,
@@ -96,6 +98,7 @@ from reflex.callbacks.tracking import (
     run_params,
     run_tags,
     split_params,
+    split_summary,
     summary_metrics,
     wanted,
 )
@@ -109,6 +112,7 @@ from reflex.run.trackers import (
 )
 
 __all__ = [
+    "RUN_END_SERIES",
     "BaseStrategy",
     "BudgetExhausted",
     "BudgetView",
@@ -139,6 +143,7 @@ __all__ = [
     "RunConfig",
     "RunEnd",
     "RunSettings",
+    "RunningTotals",
     "Sample",
     "Score",
     "StopReason",
@@ -167,6 +172,7 @@ __all__ = [
     "save_tracker_state",
     "scrub",
     "split_params",
+    "split_summary",
     "summary_metrics",
     "system_prompt",
     "tagged",
