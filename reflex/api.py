@@ -112,7 +112,6 @@ from reflex.run.trackers import (
 )
 
 __all__ = [
-    "RUN_END_SERIES",
     "BaseStrategy",
     "BudgetExhausted",
     "BudgetView",
@@ -139,6 +138,7 @@ __all__ = [
     "PromptSpec",
     "Proposal",
     "ProposalError",
+    "RUN_END_SERIES",
     "ReflexError",
     "RunConfig",
     "RunEnd",

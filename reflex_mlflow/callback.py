@@ -41,8 +41,8 @@ from reflex.api import (
     summary_metrics,
     tracker_state,
 )
-from reflex_mlflow.history import read_table, taken_steps, unlogged
 from reflex_mlflow.connection import bounded_requests, check_reachable, shown
+from reflex_mlflow.history import read_table, taken_steps, unlogged
 from reflex_mlflow.tracing import LlmTracing
 from reflex_mlflow.views import ChildRuns, description, log_dataset_inputs, write_table
 
@@ -215,7 +215,7 @@ class MLflowCallback(GuardedCallback):
                 (m.step for m in client.get_metric_history(self.run_id, "tokens")), default=0
             )
             self._last_step = self._offset
-            self._taken = taken_steps(client, self.run_id, RUN_END_SERIES, self._offset)
+            self._taken = taken_steps(client, str(self.run_id), RUN_END_SERIES, self._offset)
             self._load_previous_table(client, self.run_id)
         elif self._resume:
             self._catch_up(client, self.run_id)

@@ -144,7 +144,13 @@ class Stores:
         return [row["iteration"] for row in self.history if name in row or f"{name}._type" in row]
 
 
-SERIES = ("best_score_train", "best_score_val", "total_iterations", "total_tokens", "total_cost_usd")
+SERIES = (
+    "best_score_train",
+    "best_score_val",
+    "total_iterations",
+    "total_tokens",
+    "total_cost_usd",
+)
 
 
 def running_values(name: str, result: OptimizationResult) -> dict[int, float]:
@@ -420,3 +426,47 @@ def test_improvement_pct_when_the_baseline_is_0(
     assert "baseline test score is 0" in stores.run.data.tags["reflex.improvement_pct_note"]
     assert stores.summary["improvement_pct"] is None
     assert stores.summary["improvement_pct_note"] == result.improvement_pct_note
+
+
+def test_ctrl_c_then_resume_logs_each_step_once(
+    tmp_path: Path, template_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C after iteration 2: the interrupted run logs its run-end numbers (the series' at
+    step 3, one past its last iteration). The resumed run continues the same tracker runs and
+    adds no second point at step 3; every series ends on the resumed run's run-end number."""
+    monkeypatch.chdir(tmp_path)
+    uri = fresh_uri(template_db, tmp_path)
+    run_dir, wandb_dir = tmp_path / "runs", tmp_path / "w"
+
+    class CtrlC:
+        def on_iteration(self, record: Any) -> None:
+            if record.iteration == 2:
+                raise KeyboardInterrupt  # after both trackers logged iteration 2
+
+    FakeModel(reasoner_variants).install()
+    first = MLflowCallback(tracking_uri=uri)
+    trackers = [first, WandbCallback(mode="offline", dir=str(wandb_dir))]
+    with pytest.raises(KeyboardInterrupt):
+        builder(run_dir, "iterative").run(START, callbacks=[*trackers, CtrlC()])
+    client = MlflowClient(tracking_uri=uri)
+    interrupted = client.get_metric_history(str(first.run_id), "total_iterations")
+    assert [(m.step, m.value) for m in interrupted] == [(1, 1.0), (2, 2.0), (3, 2.0)]
+
+    FakeModel(reasoner_variants).install()
+    mlflow_cb = MLflowCallback(tracking_uri=uri)
+    wandb_cb = WandbCallback(mode="offline", dir=str(wandb_dir))
+    result = builder(run_dir, "iterative").run(START, callbacks=[mlflow_cb, wandb_cb], resume=True)
+    assert result.completed and len(result.iterations) > 3 and mlflow_cb.run_id == first.run_id
+    stores = Stores(uri, str(mlflow_cb.run_id), sorted((wandb_dir / "wandb").glob("offline-run-*")))
+    assert stores.wandb_ids == {wandb_cb.run_id}
+    for key in stores.run.data.metrics:
+        steps = stores.steps(key)
+        assert len(steps) == len(set(steps)), (key, steps)  # no step twice
+    last = len(result.iterations)
+    for name in SERIES:
+        assert stores.steps(name) == [*expected_steps(name, result), last + 1], name
+        assert stores.wandb_steps(name) == expected_steps(name, result), name
+    for name, value in run_end_values(result).items():
+        if value is not None:
+            assert stores.run.data.metrics[name] == pytest.approx(value), name
+            assert stores.summary[name] == pytest.approx(value), name

@@ -216,7 +216,8 @@ class RunningTotals:
     def add(self, record: IterationRecord) -> dict[str, float]:
         if record.iteration in self._seen:
             return self._seen[record.iteration]
-        if record.score is not None and (self._best_train is None or record.score > self._best_train):
+        best = self._best_train
+        if record.score is not None and (best is None or record.score > best):
             self._best_train = record.score
         selection = record.val_score if record.val_score is not None else record.score
         if record.is_best and selection is not None:

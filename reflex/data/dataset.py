@@ -7,13 +7,12 @@ Files are read with the standard library only (no pandas): values stay exactly a
 CSV ``007`` stays ``"007"`` and ``NA`` stays ``"NA"``. Every error is a :class:`DatasetError`
 naming the file and 1-based line. A dataset is loaded completely or not at all.
 """
+
 from __future__ import annotations
 
 import contextlib
 import gc
 import hashlib
-import json
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
@@ -192,4 +191,3 @@ def _parse_rows(
             f"output field {output_field!r} is in no record; check --output-field", path=label
         )
     return examples, index
-

@@ -38,7 +38,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from reflex.data.json_types import JSONDict
 from reflex.testing.chat import ChatRequest, Responder, completion, echo
 from reflex.testing.faults import EXTRA_KINDS, FAULT_KINDS, PERMANENT_KINDS, FaultPlan
 from reflex.testing.http import Request, error_body, read_request, send, send_raw, send_slowly
@@ -57,6 +56,7 @@ __all__ = [
     "main",
     "serve",
 ]
+
 
 @dataclass
 class Stats:
@@ -241,6 +241,7 @@ class EndpointServer:
         if kind == "empty":
             return await send(writer, 200, completion(request, "", self.usage))
         return await send(writer, int(kind), error_body(f"injected {kind}", "server_error"))
+
 
 class Endpoint(str):
     """The base URL (``http://127.0.0.1:<port>/v1``), with the server's counters attached."""
