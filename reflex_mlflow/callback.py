@@ -283,10 +283,9 @@ class MLflowCallback(GuardedCallback):
 
     def _log_iteration(self, record: IterationRecord) -> None:
         self._last_step = max(self._last_step, record.iteration)
-        running = self._running.add(record)
-        taken = self._taken.get(record.iteration, set())
-        metrics = {**iteration_metrics(record), **{k: running[k] for k in running.keys() - taken}}
-        self._log_metrics(metrics, record.iteration)
+        taken = self._taken.get(record.iteration, set())  # a continued run's earlier end points
+        running = {k: v for k, v in self._running.add(record).items() if k not in taken}
+        self._log_metrics({**iteration_metrics(record), **running}, record.iteration)
         self._logged_steps.add(record.iteration)
         if self._children is not None:
             self._children.candidate(record)
