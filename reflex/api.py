@@ -84,8 +84,10 @@ from reflex.types import (
 # isort: split
 # Tracking helpers, for tracker adapters.
 from reflex.callbacks.tracking import (
+    RUN_END_SERIES,
     GuardedCallback,
     ParamValue,
+    RunningTotals,
     baseline_metrics,
     best_train_score,
     iteration_metrics,
@@ -96,6 +98,7 @@ from reflex.callbacks.tracking import (
     run_params,
     run_tags,
     split_params,
+    split_summary,
     summary_metrics,
     wanted,
 )
@@ -135,10 +138,12 @@ __all__ = [
     "PromptSpec",
     "Proposal",
     "ProposalError",
+    "RUN_END_SERIES",
     "ReflexError",
     "RunConfig",
     "RunEnd",
     "RunSettings",
+    "RunningTotals",
     "Sample",
     "Score",
     "StopReason",
@@ -167,6 +172,7 @@ __all__ = [
     "save_tracker_state",
     "scrub",
     "split_params",
+    "split_summary",
     "summary_metrics",
     "system_prompt",
     "tagged",

@@ -8,9 +8,7 @@ callback switches itself off for the rest of the run. See docs/trackers.md for w
 
 from __future__ import annotations
 
-import json
 import logging
-import tempfile
 import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
@@ -24,8 +22,10 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
 
 from reflex.api import (
+    RUN_END_SERIES,
     GuardedCallback,
     ParamValue,
+    RunningTotals,
     baseline_metrics,
     evaluation_rows,
     iteration_metrics,
@@ -37,10 +37,12 @@ from reflex.api import (
     run_tags,
     save_tracker_state,
     split_params,
+    split_summary,
     summary_metrics,
     tracker_state,
 )
 from reflex_mlflow.connection import bounded_requests, check_reachable, shown
+from reflex_mlflow.history import read_table, taken_steps, unlogged
 from reflex_mlflow.registry import experiment_id, link_prompt
 from reflex_mlflow.tracing import LlmTracing
 from reflex_mlflow.views import ChildRuns, description, log_dataset_inputs, write_table
@@ -113,6 +115,8 @@ class MLflowCallback(GuardedCallback):
         self._logged_steps: set[int] = set()
         self._baseline_logged = False
         self._offset = 0  # steps of an earlier reflex run this MLflow run continues (run_id=)
+        self._running = RunningTotals()  # best_score_*, total_* after each iteration
+        self._taken: dict[int, set[str]] = {}  # a continued run's earlier run-end points
 
     # --- lifecycle hooks (each one guarded) ------------------------------------------------
 
@@ -212,6 +216,7 @@ class MLflowCallback(GuardedCallback):
                 (m.step for m in client.get_metric_history(self.run_id, "tokens")), default=0
             )
             self._last_step = self._offset
+            self._taken = taken_steps(client, str(self.run_id), RUN_END_SERIES, self._offset)
             self._load_previous_table(client, self.run_id)
         elif self._resume:
             self._catch_up(client, self.run_id)
@@ -245,10 +250,12 @@ class MLflowCallback(GuardedCallback):
         baseline = client.get_metric_history(run_id, "score_test")
         self._baseline_logged = any(m.step == 0 for m in baseline)
         self._last_step = max(self._logged_steps, default=0)
+        self._taken = taken_steps(client, run_id, RUN_END_SERIES, self._last_step)
         recorded = recorded_iterations(self._run_dir)
         if recorded:
             for record in recorded:
                 self._rows.append(iteration_row(record))
+                self._running.add(record)  # the running series go on from the whole record
                 if record.iteration not in self._logged_steps:
                     self._log_iteration(record)
             self._write_table()
@@ -256,12 +263,7 @@ class MLflowCallback(GuardedCallback):
             self._load_previous_table(client, run_id)
 
     def _load_previous_table(self, client: MlflowClient, run_id: str) -> None:
-        if any(f.path == TABLE for f in client.list_artifacts(run_id)):
-            with tempfile.TemporaryDirectory() as tmp:
-                local = client.download_artifacts(run_id, TABLE, tmp)
-                table = json.loads(Path(local).read_text(encoding="utf-8"))
-            columns = table["columns"]
-            self._rows = [dict(zip(columns, row, strict=True)) for row in table["data"]]
+        self._rows = read_table(client, run_id, TABLE)
 
     def _baseline(self, snapshot: EvalSnapshot) -> None:
         if not self._baseline_logged:  # a resumed run's baseline may be on record already
@@ -279,7 +281,9 @@ class MLflowCallback(GuardedCallback):
 
     def _log_iteration(self, record: IterationRecord) -> None:
         self._last_step = max(self._last_step, record.iteration)
-        self._log_metrics(iteration_metrics(record), record.iteration)
+        taken = self._taken.get(record.iteration, set())  # a continued run's earlier end points
+        running = {k: v for k, v in self._running.add(record).items() if k not in taken}
+        self._log_metrics({**iteration_metrics(record), **running}, record.iteration)
         self._logged_steps.add(record.iteration)
         if self._children is not None:
             self._children.candidate(record)
@@ -292,7 +296,10 @@ class MLflowCallback(GuardedCallback):
     def _log_end(self, result: OptimizationResult) -> None:
         client, run_id = self._run()
         self._log_params(split_params(result))
-        self._log_new_metrics(summary_metrics(result), self._last_step + 1)
+        # series end past the last iteration; step 0 is drawn as a bar (one point: a dot)
+        series, once = split_summary(summary_metrics(result))
+        self._log_new_metrics(series, self._last_step + 1)
+        self._log_new_metrics(once, 0)
         note = result.improvement_pct_note
         self._set_tags(
             {
@@ -329,15 +336,11 @@ class MLflowCallback(GuardedCallback):
         return self.client, self.run_id
 
     def _log_new_metrics(self, metrics: Mapping[str, float], step: int) -> None:
-        """``_log_metrics``, but a continued run skips the points it already has at ``step``
-        (a replay or a resume of a run whose final and summary were logged)."""
+        """``_log_metrics``, but a continued run skips a value it already has at ``step`` (a
+        replay or a resume of a run whose final and summary were logged); a new value is logged
+        (e.g. after a failed run's partial numbers) and becomes the latest."""
         if self._resume:
-            client, run_id = self._run()
-            metrics = {
-                key: value
-                for key, value in metrics.items()
-                if all(m.step != step for m in client.get_metric_history(run_id, key))
-            }
+            metrics = unlogged(*self._run(), metrics, step)
         if metrics:
             self._log_metrics(metrics, step)
 

@@ -18,6 +18,7 @@ import wandb
 
 from reflex.api import (
     GuardedCallback,
+    RunningTotals,
     baseline_metrics,
     iteration_metrics,
     iteration_row,
@@ -76,6 +77,7 @@ class WandbCallback(GuardedCallback):
         self._rows: list[dict[str, Any]] = []
         self._run_dir: Path | None = None
         self._done: set[int] = set()  # steps the W&B run holds (baseline 0, iterations)
+        self._running = RunningTotals()  # best_score_*, total_* after each iteration
 
     def _has_run(self) -> bool:
         return self.run is not None
@@ -164,6 +166,7 @@ class WandbCallback(GuardedCallback):
             self._last_step = max(record.iteration for record in recorded)
         for record in recorded:
             self._rows.append(iteration_row(record))
+            self._running.add(record)  # the running series go on from the whole record
             if record.iteration not in self._done:
                 self._log_iteration(record)
 
@@ -180,7 +183,8 @@ class WandbCallback(GuardedCallback):
 
     def _log_iteration(self, record: IterationRecord) -> None:
         self._last_step = max(self._last_step, record.iteration)
-        values: dict[str, Any] = dict(iteration_metrics(record))
+        # history: the running best/totals too; the summary gets the run-end numbers at the end
+        values: dict[str, Any] = {**iteration_metrics(record), **self._running.add(record)}
         if self.log_prompt_each_iter:
             rows = [[row[column] for column in _TABLE_COLUMNS] for row in self._rows]
             columns: list[str | int] = list(_TABLE_COLUMNS)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reflex.data import dataset as ds
-from reflex.data import readers
+from reflex.data import readers, records
 from reflex.data.readers import Where
 from reflex.errors import DatasetError
 
@@ -36,9 +36,9 @@ def test_the_plain_fast_path_builds_what_the_general_path_builds(
     record: dict[str, object], input_field: str | None
 ) -> None:
     where = Where("f.jsonl", 1)
-    general = ds._parse_any(dict(record), where, input_field, None)
-    assert ds._parse_record(dict(record), where, input_field, None) == general
-    fast = ds._parse_plain(dict(record), input_field)
+    general = records.parse_any(dict(record), where, input_field, None)
+    assert records.parse_record(dict(record), where, input_field, None) == general
+    fast = records.parse_plain(dict(record), input_field)
     assert fast is None or fast == general
 
 

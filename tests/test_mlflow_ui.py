@@ -9,6 +9,7 @@ stopped whole at the end.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -95,15 +96,18 @@ def _tail(tmp_path: Path) -> str:
     return (tmp_path / "server.log").read_text(errors="replace")[-2000:]
 
 
-def rendered(url: str, tmp_path: Path, name: str) -> str:
-    """The page's DOM after its scripts ran (and a screenshot beside it, for a human)."""
+def rendered(url: str, tmp_path: Path, name: str, height: int = 1400) -> str:
+    """The page's DOM after its scripts ran (and a screenshot beside it, for a human).
+
+    The run page draws a chart only once it is scrolled into view: ``height`` makes the window
+    tall enough to hold them all."""
     assert CHROMIUM is not None
     flags = [
         "--headless",
         "--no-sandbox",
         "--disable-gpu",
         "--disable-dev-shm-usage",
-        "--window-size=1600,1400",
+        f"--window-size=1600,{height}",
         "--virtual-time-budget=30000",
         "--run-all-compositor-stages-before-draw",  # lazily drawn charts are drawn
         f"--user-data-dir={tmp_path / 'chromium'}",
@@ -121,15 +125,56 @@ def rendered(url: str, tmp_path: Path, name: str) -> str:
     return done.stdout
 
 
+RUN_END = {
+    "best_score_train",
+    "best_score_val",
+    "total_iterations",
+    "total_tokens",
+    "total_cost_usd",
+    "baseline_score",
+    "final_score_test",
+    "improvement",
+    "improvement_pct",
+    "p_value",
+    "converged",
+}
+
+
+def drawn_charts(page: str) -> dict[str, tuple[str, int]]:
+    """Metric key -> (``"bar"`` or ``"line"``, points drawn) for each chart the page drew: a card
+    is titled by its ``<h4 title=KEY>``; plotly draws each bar and each line marker as a
+    ``class="point"`` path (a line chart draws its markers twice, once faded: distinct
+    positions are counted)."""
+    parts = re.split(r'<h4 [^>]*title="([^"]+)"', page)
+    charts = {}
+    for key, body in zip(parts[1::2], parts[2::2], strict=True):
+        if "js-plotly-plot" not in body:
+            continue
+        if "trace bars" in body:
+            charts[key] = ("bar", body.count('class="point"'))
+        else:
+            spots = set(re.findall(r'<path class="point" transform="([^"]+)"', body))
+            charts[key] = ("line", len(spots))
+    return charts
+
+
 def test_the_run_page_shows_the_chart_and_the_per_example_table(
     server: str, logged_run: tuple[str, str, str], tmp_path: Path
 ) -> None:
-    _, experiment, run = logged_run
+    uri, experiment, run = logged_run
     page = f"{server}/#/experiments/{experiment}/runs/{run}"
-    metrics = rendered(f"{page}/model-metrics", tmp_path, "model-metrics")
-    # the charts (alphabetical; those below the fold render when scrolled to)
-    assert "best_score_train" in metrics
-    assert "js-plotly-plot" in metrics  # a chart was drawn
+    metrics = rendered(f"{page}/model-metrics", tmp_path, "model-metrics", height=5000)
+    charts = drawn_charts(metrics)
+    logged = MlflowClient(tracking_uri=uri).get_run(run).data.metrics
+    dots = sorted(key for key, (kind, points) in charts.items() if kind == "line" and points == 1)
+    bars = sorted(key for key, (kind, _) in charts.items() if kind == "bar")
+    print(f"{len(charts)} charts; bars {bars}; single-dot lines {dots}")  # -s shows it
+    assert set(charts) == set(logged)  # one chart per metric, every one drawn
+    # the run-end numbers: the running best and totals are curves, the one-off numbers bars
+    assert [key for key in dots if key in RUN_END] == []
+    assert charts["best_score_train"][0] == charts["total_tokens"][0] == "line"
+    assert charts["total_tokens"][1] > 1
+    assert charts["final_score_test"] == charts["baseline_score"] == ("bar", 1)
     table = rendered(f"{page}/artifacts/evaluation.json", tmp_path, "evaluation")
     for column in ("input", "expected", "baseline_output", "final_output", "final_score"):
         assert column in table, column

@@ -144,8 +144,54 @@ class Stores:
         return [row["iteration"] for row in self.history if name in row or f"{name}._type" in row]
 
 
+SERIES = (
+    "best_score_train",
+    "best_score_val",
+    "total_iterations",
+    "total_tokens",
+    "total_cost_usd",
+)
+
+
+def running_values(name: str, result: OptimizationResult) -> dict[int, float]:
+    """Iteration -> the value a run-end series has after it (the running best or total)."""
+    values: dict[int, float] = {}
+    best: float | None = None
+    for count, record in enumerate(result.iterations, start=1):
+        if name == "best_score_train" and record.score is not None:
+            best = record.score if best is None else max(best, record.score)
+        if name == "best_score_val" and record.is_best:
+            best = record.val_score if record.val_score is not None else record.score
+        value = {
+            "total_iterations": float(count),
+            "total_tokens": float(record.tokens),
+            "total_cost_usd": record.cost,
+        }.get(name, best)
+        if value is not None:
+            values[record.iteration] = value
+    return values
+
+
+def run_end_values(result: OptimizationResult) -> dict[str, float | None]:
+    """The documented run-end numbers, from the result (not from the code that logs them)."""
+    total = result.usage["total"]
+    return {
+        "best_score_train": result.best_score,
+        "best_score_val": result.best_score_val,
+        "total_iterations": float(len(result.iterations)),
+        "total_tokens": float(total["tokens"]),
+        "total_cost_usd": float(total["cost"]),
+        "baseline_score": result.baseline.mean_score if result.baseline else None,
+        "final_score_test": result.final.mean_score if result.final else None,
+        "improvement": result.improvement,
+        "p_value": result.p_value,
+    }
+
+
 def expected_steps(name: str, result: OptimizationResult) -> list[int]:
     """The iterations at which a per-iteration series has a point."""
+    if name in SERIES:
+        return list(running_values(name, result))
     if name == "score_val":
         return [r.iteration for r in result.iterations if r.val_score is not None]
     if name in ("tokens", "cost_usd", "prompts"):
@@ -167,6 +213,8 @@ def check_mlflow(row: Row, name: str, stores: Stores, result: OptimizationResult
         assert last + 1 in stores.steps(name), (name, stores.steps(name))
     elif where == "metric at each iteration":
         assert stores.steps(name) == expected_steps(name, result)
+    elif where == "metric at each iteration, and at step N+1":
+        assert stores.steps(name) == [*expected_steps(name, result), last + 1]
     elif where in ("artifact", "table artifact"):
         assert name in stores.files
         if where == "table artifact":
@@ -190,13 +238,60 @@ def check_wandb(row: Row, name: str, stores: Stores, result: OptimizationResult)
     elif where in ("history at each iteration", "table at each iteration"):
         steps = [s for s in stores.wandb_steps(name) if 0 < s <= last]
         assert steps == expected_steps(name, result), (name, steps)
+    elif where == "history at each iteration, and summary":
+        assert [s for s in stores.wandb_steps(name) if 0 < s <= last] == expected_steps(
+            name, result
+        )
+        assert name in stores.summary
     elif where == "artifact":
         assert name in stores.artifacts
     else:
         assert where == "-", f"unknown W&B place {where!r}"
 
 
+def check_run_end_numbers(stores: Stores, result: OptimizationResult) -> None:
+    """Each run-end number is the latest MLflow value and the W&B summary; each series holds
+    the running value at every iteration, then the run-end number; the one-off numbers are at
+    step 0 only (a bar in the UI); no run-end number is a single-dot line chart."""
+    client, run_id = stores.client, stores.run.info.run_id
+    for name, value in run_end_values(result).items():
+        if value is None:
+            continue
+        assert stores.run.data.metrics[name] == pytest.approx(value), name
+        assert stores.summary[name] == pytest.approx(value), name
+        history = client.get_metric_history(run_id, name)
+        if name not in SERIES:
+            assert [m.step for m in history] == [0], name
+            continue
+        points = {m.step: m.value for m in history}
+        assert len(points) == len(history), (name, history)  # no step twice
+        # a series, except best_score_val when no candidate beat the initial prompt: then the
+        # best prompt is the initial one, whose val score no iteration reported
+        alone = name == "best_score_val" and not any(r.is_best for r in result.iterations)
+        assert len(history) == 1 if alone else len(history) > 1, (name, history)
+        assert points.pop(len(result.iterations) + 1) == pytest.approx(value), name
+        assert points == pytest.approx(running_values(name, result)), name
+        rows = [row for row in stores.history if name in row]
+        assert {row["iteration"]: row[name] for row in rows} == pytest.approx(points), name
+    run_end = {*run_end_values(result), "improvement_pct", "converged"}
+    alone = [] if any(r.is_best for r in result.iterations) else ["best_score_val"]
+    assert [key for key in single_dot_charts(stores) if key in run_end] == alone
+
+
+def single_dot_charts(stores: Stores) -> list[str]:
+    """The run page draws a metric whose latest step is >= 1 as a line, at step 0 as a bar
+    (MLflow 3's RunsChartsCardConfig.getBaseChartAndSectionConfigs): a line of one point is a
+    dot."""
+    client, run_id = stores.client, stores.run.info.run_id
+    return sorted(
+        key
+        for key in stores.run.data.metrics
+        if len(history := client.get_metric_history(run_id, key)) == 1 and history[0].step >= 1
+    )
+
+
 def check_all_rows(stores: Stores, result: OptimizationResult) -> None:
+    check_run_end_numbers(stores, result)
     failures = []
     for row in ROWS:
         for raw in row.names:
@@ -337,3 +432,51 @@ def test_improvement_pct_when_the_baseline_is_0(
     assert "baseline test score is 0" in stores.run.data.tags["reflex.improvement_pct_note"]
     assert stores.summary["improvement_pct"] is None
     assert stores.summary["improvement_pct_note"] == result.improvement_pct_note
+
+
+def test_ctrl_c_then_resume_logs_each_step_once(
+    tmp_path: Path, template_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C after iteration 2: the interrupted run logs its run-end numbers (the series' at
+    step 3, one past its last iteration). The resumed run continues the same tracker runs and
+    adds no second point at step 3; every series ends on the resumed run's run-end number."""
+    monkeypatch.chdir(tmp_path)
+    uri = fresh_uri(template_db, tmp_path)
+    run_dir, wandb_dir = tmp_path / "runs", tmp_path / "w"
+
+    class CtrlC:
+        def on_iteration(self, record: Any) -> None:
+            if record.iteration == 2:
+                raise KeyboardInterrupt  # after both trackers logged iteration 2
+
+    FakeModel(reasoner_variants).install()
+    first = MLflowCallback(tracking_uri=uri)
+    trackers = [first, WandbCallback(mode="offline", dir=str(wandb_dir))]
+    with pytest.raises(KeyboardInterrupt):
+        builder(run_dir, "iterative").run(START, callbacks=[*trackers, CtrlC()])
+    client = MlflowClient(tracking_uri=uri)
+    interrupted = client.get_metric_history(str(first.run_id), "total_iterations")
+    assert [(m.step, m.value) for m in interrupted] == [(1, 1.0), (2, 2.0), (3, 2.0)]
+
+    FakeModel(reasoner_variants).install()
+    mlflow_cb = MLflowCallback(tracking_uri=uri)
+    wandb_cb = WandbCallback(mode="offline", dir=str(wandb_dir))
+    result = builder(run_dir, "iterative").run(START, callbacks=[mlflow_cb, wandb_cb], resume=True)
+    assert result.completed and len(result.iterations) > 3 and mlflow_cb.run_id == first.run_id
+    stores = Stores(uri, str(mlflow_cb.run_id), sorted((wandb_dir / "wandb").glob("offline-run-*")))
+    assert stores.wandb_ids == {wandb_cb.run_id}
+    once = set(run_end_values(result)) - set(SERIES) | {"improvement_pct", "converged"}
+    for key in stores.run.data.metrics:
+        steps = stores.steps(key)
+        if key in once:  # the interrupted run's value (e.g. NaN: no final yet), then the new one
+            assert set(steps) == {0}, (key, steps)
+        else:
+            assert len(steps) == len(set(steps)), (key, steps)  # no step twice
+    last = len(result.iterations)
+    for name in SERIES:
+        assert stores.steps(name) == [*expected_steps(name, result), last + 1], name
+        assert stores.wandb_steps(name) == expected_steps(name, result), name
+    for name, value in run_end_values(result).items():
+        if value is not None:
+            assert stores.run.data.metrics[name] == pytest.approx(value), name
+            assert stores.summary[name] == pytest.approx(value), name

@@ -25,8 +25,10 @@ if TYPE_CHECKING:
     from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
 
 __all__ = [
+    "RUN_END_SERIES",
     "GuardedCallback",
     "ParamValue",
+    "RunningTotals",
     "baseline_metrics",
     "best_train_score",
     "converged",
@@ -38,6 +40,7 @@ __all__ = [
     "run_params",
     "run_tags",
     "split_params",
+    "split_summary",
     "summary_metrics",
     "wanted",
 ]
@@ -181,6 +184,59 @@ def summary_metrics(result: OptimizationResult) -> dict[str, float]:
         "total_cost_usd": _number(total.get("cost")),
     }
     return {key: value for key, value in values.items() if value is not None}
+
+
+RUN_END_SERIES = (
+    "best_score_train",
+    "best_score_val",
+    "total_iterations",
+    "total_tokens",
+    "total_cost_usd",
+)
+"""The run-end numbers that have a true value after every iteration (a running best or total):
+trackers log them as a series, one point per iteration, whose last point is the run-end number."""
+
+
+class RunningTotals:
+    """The running values of :data:`RUN_END_SERIES` after each iteration, fed in order.
+
+    ``best_score_train``: the best train score seen so far; ``best_score_val``: the val score of
+    the best prompt so far (its train score when the run has no val split), from the first
+    iteration that beat the initial prompt on; ``total_iterations``: iterations so far;
+    ``total_tokens``/``total_cost_usd``: the run's totals so far (the record's own). A name
+    with no value yet (no score measured so far) is left out. Feeding an iteration again (a
+    resumed run's catch-up, then its live hook) returns the values it had the first time.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[int, dict[str, float]] = {}
+        self._best_train: float | None = None
+        self._best_val: float | None = None
+
+    def add(self, record: IterationRecord) -> dict[str, float]:
+        if record.iteration in self._seen:
+            return self._seen[record.iteration]
+        best = self._best_train
+        if record.score is not None and (best is None or record.score > best):
+            self._best_train = record.score
+        selection = record.val_score if record.val_score is not None else record.score
+        if record.is_best and selection is not None:
+            self._best_val = selection
+        values: dict[str, float | None] = {
+            "best_score_train": self._best_train,
+            "best_score_val": self._best_val,
+            "total_iterations": float(len(self._seen) + 1),
+            "total_tokens": float(record.tokens),
+            "total_cost_usd": float(record.cost),
+        }
+        self._seen[record.iteration] = {k: v for k, v in values.items() if v is not None}
+        return self._seen[record.iteration]
+
+
+def split_summary(numbers: Mapping[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """``summary_metrics`` split into (the ends of the running series, the one-off numbers)."""
+    series = {k: v for k, v in numbers.items() if k in RUN_END_SERIES}
+    return series, {k: v for k, v in numbers.items() if k not in RUN_END_SERIES}
 
 
 def parse_tag_pairs(pairs: Iterable[str]) -> dict[str, str]:

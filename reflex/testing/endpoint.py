@@ -15,15 +15,9 @@ As a process (benchmarks, so the server does not share the client's GIL)::
 
     python -m reflex.testing.endpoint --port 8000 --latency 0.1 --fault-rate 0.3
 
-Fault choice is a hash of (seed, request body, how often that body was seen), so it does not
-depend on arrival order: the same requests meet the same faults in every run, and a retried
-request gets a fresh draw. Faults: ``429`` (no advice), ``429-retry-after`` (Retry-After header),
-``500``, ``503``, ``timeout`` (holds the connection ``hang`` seconds, then closes it),
-``malformed`` (200 with broken JSON), ``empty`` (200 with empty content), ``drop`` (closes the
-connection without an answer). Rate limits and drops answer at once; the rest after ``latency``.
-Only when named (not in the default mix): ``trickle`` (the headers, then the answer one byte
-every ``drip`` seconds: no read waits long, the whole answer takes minutes), ``no-choices`` and
-``null-message`` (200 with ``choices: []`` or a null message).
+The request and answer format is in :mod:`reflex.testing.chat`; which requests fail, and how
+(``429``, ``500``, ``timeout``, ``malformed``, ``drop``, ...), in :mod:`reflex.testing.faults`
+(both re-exported here). Rate limits and drops answer at once; the rest after ``latency``.
 ``serve(gate=event)`` holds those answers until the ``threading.Event`` is set, so a test can
 keep calls in flight for as long as it needs instead of guessing a latency. ``limit=RateLimit(R)``
 (``--rate-limit R``) admits R requests/s, answering 429 + Retry-After above (fault ``rate_limit``).
@@ -40,17 +34,19 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from reflex.data.json_types import JSONDict
+from reflex.testing.chat import ChatRequest, Responder, completion, echo
+from reflex.testing.faults import EXTRA_KINDS, FAULT_KINDS, PERMANENT_KINDS, FaultPlan
 from reflex.testing.http import Request, error_body, read_request, send, send_raw, send_slowly
 from reflex.testing.ratelimit import RateLimit
 
 __all__ = [
-    "FAULT_KINDS",
     "EXTRA_KINDS",
+    "FAULT_KINDS",
+    "PERMANENT_KINDS",
     "ChatRequest",
     "Endpoint",
     "EndpointServer",
@@ -60,80 +56,6 @@ __all__ = [
     "main",
     "serve",
 ]
-
-FAULT_KINDS = ("429", "429-retry-after", "500", "503", "timeout", "malformed", "empty", "drop")
-EXTRA_KINDS = ("trickle", "no-choices", "null-message")  # served only when named
-# Permanent failures a test can script or choose explicitly (never drawn by default).
-PERMANENT_KINDS = ("400", "401", "404")
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    """What the endpoint was asked: model, messages and the other body fields."""
-
-    model: str
-    messages: tuple[JSONDict, ...]
-    params: JSONDict = field(default_factory=dict)
-
-    @property
-    def system(self) -> str:
-        return next((str(m.get("content", "")) for m in self.messages if _is(m, "system")), "")
-
-    @property
-    def user(self) -> str:
-        return next(
-            (str(m.get("content", "")) for m in reversed(self.messages) if _is(m, "user")), ""
-        )
-
-
-def _is(message: JSONDict, role: str) -> bool:
-    return message.get("role") == role
-
-
-Responder = Callable[[ChatRequest], str]
-
-
-def echo(request: ChatRequest) -> str:
-    """The default answer: the last user message, verbatim."""
-    return request.user
-
-
-@dataclass(frozen=True)
-class FaultPlan:
-    """Which requests fail, and how. ``rate`` is the chance that one attempt meets a fault.
-
-    ``max_per_request`` caps the faults one request body meets (then it is answered), so a
-    client with enough retries always gets through; ``script`` fixes the fault (or None) of the
-    first requests in arrival order, for sequential tests.
-    """
-
-    rate: float = 0.0
-    kinds: Sequence[str] = FAULT_KINDS
-    seed: int = 0
-    retry_after: float = 0.05
-    hang: float = 30.0
-    drip: float = 0.05
-    max_per_request: int | None = None
-    script: Sequence[str | None] = ()
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.rate <= 1.0:
-            raise ValueError(f"fault rate must be in [0, 1], got {self.rate}")
-        known = (*FAULT_KINDS, *EXTRA_KINDS, *PERMANENT_KINDS)
-        unknown = [k for k in [*self.kinds, *self.script] if k is not None and k not in known]
-        if unknown or (self.rate > 0 and not self.kinds):
-            raise ValueError(f"unknown fault kinds {unknown or self.kinds}; use {known}")
-
-    def choose(self, digest: str, attempt: int, arrival: int) -> str | None:
-        """The fault for the ``attempt``-th sight (0-based) of a body, or None to answer it."""
-        if arrival < len(self.script):
-            return self.script[arrival]
-        if self.rate <= 0 or (self.max_per_request is not None and attempt >= self.max_per_request):
-            return None
-        draw = hashlib.sha256(f"{self.seed}:{digest}:{attempt}".encode()).digest()
-        if int.from_bytes(draw[:8], "big") / 2**64 >= self.rate:
-            return None
-        return self.kinds[int.from_bytes(draw[8:12], "big") % len(self.kinds)]
 
 
 @dataclass
@@ -277,7 +199,7 @@ class EndpointServer:
             text = self.responder(request)
             with self._lock:
                 self._stats.completions += 1
-            return await send(writer, 200, self._completion(request, text))
+            return await send(writer, 200, completion(request, text, self.usage))
         finally:
             with self._lock:
                 self._stats.in_flight -= 1
@@ -308,42 +230,17 @@ class EndpointServer:
             return False
         await self._wait()
         if kind == "trickle":
-            body = json.dumps(self._completion(request, self.responder(request))).encode()
+            body = json.dumps(completion(request, self.responder(request), self.usage)).encode()
             return await send_slowly(writer, 200, body, self.faults.drip)
         if kind in ("no-choices", "null-message"):
-            broken = self._completion(request, "")
+            broken = completion(request, "", self.usage)
             broken["choices"] = [] if kind == "no-choices" else [{"index": 0, "message": None}]
             return await send(writer, 200, broken)
         if kind == "malformed":
             return await send_raw(writer, 200, b'{"id": "chatcmpl-broken", "choices": [{"inde')
         if kind == "empty":
-            return await send(writer, 200, self._completion(request, ""))
+            return await send(writer, 200, completion(request, "", self.usage))
         return await send(writer, int(kind), error_body(f"injected {kind}", "server_error"))
-
-    def _completion(self, request: ChatRequest, text: str) -> JSONDict:
-        if self.usage is not None:
-            prompt_tokens, completion_tokens = self.usage
-        else:
-            prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in request.messages)
-            completion_tokens = len(text.split())
-        return {
-            "id": "chatcmpl-local",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": request.model,
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": text},
-                }
-            ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        }
 
 
 class Endpoint(str):

@@ -1,0 +1,75 @@
+"""The OpenAI chat-completions wire format the local test endpoint speaks.
+
+``ChatRequest`` is what a client asked (model, messages, the other body fields); a
+``Responder`` turns it into the answer text (``echo`` by default); ``completion`` builds the
+response body with its usage numbers. :mod:`reflex.testing.endpoint` serves them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from reflex.data.json_types import JSONDict
+
+__all__ = ["ChatRequest", "Responder", "completion", "echo"]
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """What the endpoint was asked: model, messages and the other body fields."""
+
+    model: str
+    messages: tuple[JSONDict, ...]
+    params: JSONDict = field(default_factory=dict)
+
+    @property
+    def system(self) -> str:
+        return next((str(m.get("content", "")) for m in self.messages if _is(m, "system")), "")
+
+    @property
+    def user(self) -> str:
+        return next(
+            (str(m.get("content", "")) for m in reversed(self.messages) if _is(m, "user")), ""
+        )
+
+
+def _is(message: JSONDict, role: str) -> bool:
+    return message.get("role") == role
+
+
+Responder = Callable[[ChatRequest], str]
+
+
+def echo(request: ChatRequest) -> str:
+    """The default answer: the last user message, verbatim."""
+    return request.user
+
+
+def completion(request: ChatRequest, text: str, usage: tuple[int, int] | None = None) -> JSONDict:
+    """The chat-completion body answering ``request`` with ``text``; ``usage`` is (prompt,
+    completion) tokens, else words counted."""
+    if usage is not None:
+        prompt_tokens, completion_tokens = usage
+    else:
+        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in request.messages)
+        completion_tokens = len(text.split())
+    return {
+        "id": "chatcmpl-local",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": text},
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
