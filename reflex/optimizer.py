@@ -43,10 +43,10 @@ def validation_message(exc: ValidationError, names: Mapping[str, str] | None = N
     return f"{field}={first.get('input')!r}: {first['msg']}"
 
 
-def read_prompt(prompt: str | Path) -> str:
+def read_prompt(prompt: str | Path, what: str = "prompt file") -> str:
     """A prompt given as text, or as a Path to a UTF-8 text file; empty prompts are refused."""
     if isinstance(prompt, Path):
-        problem = file_problem(prompt, "prompt file")  # a FIFO would block the read forever
+        problem = file_problem(prompt, what)  # a FIFO would block the read forever
         if problem is not None:
             raise ConfigurationError(f"{prompt}: {problem}")
         try:
@@ -273,7 +273,7 @@ class PromptOptimizer:
         from reflex.judging.reasoning import template
 
         template(name)  # unknown names raise, listing the known ones
-        body = read_prompt(text)
+        body = read_prompt(text, "reasoning template file")
         merged = {**self._settings.get("reasoning_templates", {}), name: body}
         return self._set(reasoning_templates=merged)
 
@@ -309,6 +309,12 @@ class PromptOptimizer:
             raise ConfigurationError(validation_message(exc, names)) from None
         return self._set(budget=budget.model_dump())
 
+    def set_retry_window(self, seconds: float) -> PromptOptimizer:
+        """How long the provider may answer nothing before a call that keeps failing stops
+        retrying (default 120 s; finite, > 0). Under ``max_seconds`` no retry waits past the
+        deadline whatever the window (the step ends, and the final keeps its reserve)."""
+        return self._set(retry_window=seconds)
+
     def set_price(
         self, model: str, input_per_million: float, output_per_million: float
     ) -> PromptOptimizer:
@@ -343,6 +349,10 @@ class PromptOptimizer:
         """Route models through a LiteLLM Router: its YAML file or the mapping (docs/scaling.md)."""
         from reflex.models.router import load_router_config
 
+        if isinstance(config, str | Path):
+            problem = file_problem(Path(config), "router config")  # a FIFO would block forever
+            if problem is not None:
+                raise ConfigurationError(f"{config}: {problem}")
         load_router_config(config)  # a bad config fails here, with the entry it is about
         value = dict(config) if isinstance(config, Mapping) else str(config)
         return self._set(router_config=value)
