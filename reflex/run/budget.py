@@ -116,8 +116,7 @@ class Budget:
         if self.baseline_seconds is None and not self.reserved_seconds:
             return BudgetExhausted(f"{used}, before the baseline was measured; {self._needs()}")
         return BudgetExhausted(
-            f"{used}, {figure(self.reserved_seconds)} s of it kept for the final; "
-            f"{self._needs()}"
+            f"{used}, {figure(self.reserved_seconds)} s of it kept for the final; {self._needs()}"
         )
 
     def _needs(self) -> str:
