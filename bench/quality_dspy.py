@@ -105,8 +105,9 @@ def main() -> None:
                 "per_row": scores,
             }
         )
-    with open(args.out, "w", encoding="utf-8") as handle:
-        json.dump(out, handle)
+        # After each optimizer: a long search cut short still leaves the earlier results.
+        with open(args.out, "w", encoding="utf-8") as handle:
+            json.dump(out, handle)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -75,7 +76,9 @@ def run_dspy(
     for row in rows:
         splits[row["split"]].append(row)
     with tempfile.TemporaryDirectory() as tmp, model_endpoint(model) as url:
-        split_file, out = Path(tmp) / "splits.json", Path(tmp) / "out.json"
+        split_file = Path(tmp) / "splits.json"
+        # QUALITY_DSPY_OUT keeps DSPy's results (written after each optimizer) past a cut-off run.
+        out = Path(os.environ.get("QUALITY_DSPY_OUT") or Path(tmp) / "out.json")
         split_file.write_text(json.dumps(splits), encoding="utf-8")
         command = [
             python,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -10,6 +10,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     field_serializer,
     field_validator,
     model_validator,
@@ -27,6 +28,7 @@ __all__ = [
     "BaseRunConfig",
     "metric_specs",
     "redact_url",
+    "validation_message",
 ]
 
 
@@ -210,3 +212,16 @@ class RunConfig(BaseRunConfig):
     """Everything the engine needs besides the dataset, the metric objects and the prompt."""
 
     models: list[str] = Field(min_length=1)
+
+
+def validation_message(exc: ValidationError, names: Mapping[str, str] | None = None) -> str:
+    """One line from a pydantic error: the field, the bad value and what is expected.
+
+    ``names`` renames fields to what the caller passed (``max_metric_calls`` is ``max_calls``).
+    """
+    first = exc.errors()[0]
+    loc = [str(p) for p in first["loc"]]
+    if loc and names:
+        loc[0] = names.get(loc[0], loc[0])
+    field = ".".join(loc) or "value"
+    return f"{field}={first.get('input')!r}: {first['msg']}"

@@ -13,11 +13,17 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from reflex.callbacks import AnyCallback
-from reflex.config import BaseRunConfig, BudgetConfig, RunConfig, metric_specs
+from reflex.config import (
+    BaseRunConfig,
+    BudgetConfig,
+    RunConfig,
+    metric_specs,
+    validation_message,
+)
 from reflex.data.dataset import Dataset, load_dataset
 from reflex.data.files import file_problem
 from reflex.data.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
-from reflex.data.prompts import PromptSpec, is_components_path, load_prompt_file, spec_from_mapping
+from reflex.data.prompts import PromptSpec, prompt_spec, read_prompt
 from reflex.errors import ConfigurationError
 from reflex.models.client import parse_model
 from reflex.plugins import get_registry
@@ -28,54 +34,6 @@ if TYPE_CHECKING:
     from reflex.run.compare import Comparison
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
-
-
-def validation_message(exc: ValidationError, names: Mapping[str, str] | None = None) -> str:
-    """One line from a pydantic error: the field, the bad value and what is expected.
-
-    ``names`` renames fields to what the caller passed (``max_metric_calls`` is ``max_calls``).
-    """
-    first = exc.errors()[0]
-    loc = [str(p) for p in first["loc"]]
-    if loc and names:
-        loc[0] = names.get(loc[0], loc[0])
-    field = ".".join(loc) or "value"
-    return f"{field}={first.get('input')!r}: {first['msg']}"
-
-
-def read_prompt(prompt: str | Path, what: str = "prompt file") -> str:
-    """A prompt given as text, or as a Path to a UTF-8 text file; empty prompts are refused."""
-    if isinstance(prompt, Path):
-        problem = file_problem(prompt, what)  # a FIFO would block the read forever
-        if problem is not None:
-            raise ConfigurationError(f"{prompt}: {problem}")
-        try:
-            text = prompt.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            raise ConfigurationError(f"{prompt}: prompt file not found") from None
-        except UnicodeDecodeError:
-            raise ConfigurationError(
-                f"{prompt}: prompt file is not UTF-8 text; re-save it as UTF-8"
-            ) from None
-        if "\x00" in text:
-            raise ConfigurationError(f"{prompt}: prompt file looks binary (NUL bytes)")
-    else:
-        text = prompt
-    if not text.strip():
-        where = f"{prompt}: " if isinstance(prompt, Path) else ""
-        raise ConfigurationError(f"{where}the prompt is empty; write the starting instructions")
-    return text.strip("\n")
-
-
-def prompt_spec(prompt: str | Path | PromptSpec | Mapping[str, str]) -> PromptSpec:
-    """Any accepted prompt as a PromptSpec: text, a prompt file or directory, or components."""
-    if isinstance(prompt, PromptSpec):
-        return prompt
-    if isinstance(prompt, Mapping):
-        return spec_from_mapping(prompt)
-    if isinstance(prompt, Path) and is_components_path(prompt):
-        return load_prompt_file(prompt)
-    return PromptSpec.single(read_prompt(prompt))
 
 
 class PromptOptimizer:

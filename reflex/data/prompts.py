@@ -29,6 +29,8 @@ __all__ = [
     "PromptSpec",
     "is_components_path",
     "load_prompt_file",
+    "prompt_spec",
+    "read_prompt",
     "spec_from_mapping",
     "write_prompt_file",
 ]
@@ -221,3 +223,39 @@ def write_prompt_file(path: Path, spec: PromptSpec) -> None:
 def _toml_string(text: str) -> str:
     # A basic string with JSON escapes is valid TOML for any text (no stdlib TOML writer).
     return json.dumps(text, ensure_ascii=False)
+
+
+def read_prompt(prompt: str | Path, what: str = "prompt file") -> str:
+    """A prompt given as text, or as a Path to a UTF-8 text file; empty prompts are refused.
+    ``what`` names the file in errors (e.g. "reasoning template file")."""
+    if isinstance(prompt, Path):
+        problem = file_problem(prompt, what)  # a FIFO would block the read forever
+        if problem is not None:
+            raise ConfigurationError(f"{prompt}: {problem}")
+        try:
+            text = prompt.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            raise ConfigurationError(f"{prompt}: prompt file not found") from None
+        except UnicodeDecodeError:
+            raise ConfigurationError(
+                f"{prompt}: prompt file is not UTF-8 text; re-save it as UTF-8"
+            ) from None
+        if "\x00" in text:
+            raise ConfigurationError(f"{prompt}: prompt file looks binary (NUL bytes)")
+    else:
+        text = prompt
+    if not text.strip():
+        where = f"{prompt}: " if isinstance(prompt, Path) else ""
+        raise ConfigurationError(f"{where}the prompt is empty; write the starting instructions")
+    return text.strip("\n")
+
+
+def prompt_spec(prompt: str | Path | PromptSpec | Mapping[str, str]) -> PromptSpec:
+    """Any accepted prompt as a PromptSpec: text, a prompt file or directory, or components."""
+    if isinstance(prompt, PromptSpec):
+        return prompt
+    if isinstance(prompt, Mapping):
+        return spec_from_mapping(prompt)
+    if isinstance(prompt, Path) and is_components_path(prompt):
+        return load_prompt_file(prompt)
+    return PromptSpec.single(read_prompt(prompt))
