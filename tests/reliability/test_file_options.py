@@ -28,6 +28,9 @@ from reflex.errors import ConfigurationError, StorageError
 
 FIFO_LINE = "is a named pipe (FIFO), not a regular file"
 DEVICE_LINE = "is a character device (like /dev/null), not a regular file"
+# No reasoning model: a command that got past its file options would stop at once with "needs a
+# reasoning model", before any call and any write. Keep it so: on code without these checks, a
+# complete run would end by replacing the output path, and as root that could be /dev/null.
 MODEL = ("-m", "fake/task")
 # Runs the CLI with the fake provider installed, and reports how many model calls were made.
 SCRIPT = (
