@@ -118,6 +118,9 @@ class BaseRunConfig(BaseModel):
     batch_size: int = Field(default=8, gt=0)
     early_stopping_patience: int | None = Field(default=3, gt=0)
     max_workers: int = Field(default=8, gt=0)
+    # Seconds without any answer from the provider after which a call that keeps failing stops
+    # retrying (reflex.models.retry.RetryPolicy.progress_window); a time budget ends it sooner.
+    retry_window: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     # Processes that run LiteLLM's per-call CPU off the event loop (reflex.models.offload); 0: none.
     client_processes: int = Field(default=0, ge=0, le=64)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)

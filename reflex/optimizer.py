@@ -21,6 +21,7 @@ from reflex.config import (
     validation_message,
 )
 from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.files import file_problem
 from reflex.data.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
 from reflex.data.prompts import PromptSpec, prompt_spec, read_prompt
 from reflex.errors import ConfigurationError
@@ -230,7 +231,7 @@ class PromptOptimizer:
         from reflex.judging.reasoning import template
 
         template(name)  # unknown names raise, listing the known ones
-        body = read_prompt(text)
+        body = read_prompt(text, "reasoning template file")
         merged = {**self._settings.get("reasoning_templates", {}), name: body}
         return self._set(reasoning_templates=merged)
 
@@ -266,6 +267,12 @@ class PromptOptimizer:
             raise ConfigurationError(validation_message(exc, names)) from None
         return self._set(budget=budget.model_dump())
 
+    def set_retry_window(self, seconds: float) -> PromptOptimizer:
+        """How long the provider may answer nothing before a call that keeps failing stops
+        retrying (default 120 s; finite, > 0). Under ``max_seconds`` no retry waits past the
+        deadline whatever the window (the step ends, and the final keeps its reserve)."""
+        return self._set(retry_window=seconds)
+
     def set_price(
         self, model: str, input_per_million: float, output_per_million: float
     ) -> PromptOptimizer:
@@ -300,6 +307,10 @@ class PromptOptimizer:
         """Route models through a LiteLLM Router: its YAML file or the mapping (docs/scaling.md)."""
         from reflex.models.router import load_router_config
 
+        if isinstance(config, str | Path):
+            problem = file_problem(Path(config), "router config")  # a FIFO would block forever
+            if problem is not None:
+                raise ConfigurationError(f"{config}: {problem}")
         load_router_config(config)  # a bad config fails here, with the entry it is about
         value = dict(config) if isinstance(config, Mapping) else str(config)
         return self._set(router_config=value)

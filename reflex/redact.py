@@ -23,7 +23,8 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
 
@@ -178,11 +179,13 @@ class ScrubFilter(logging.Filter):
 
 @contextlib.contextmanager
 def scrubbed_logs(*urls: str | None) -> Iterator[None]:
-    """Inside the block, every log record of every logger is scrubbed when it is created.
+    """Inside the block, every log record of every logger is scrubbed when it is created, and
+    every warning when it is shown (``warnings.showwarning``).
 
     A filter on the root handlers is not enough: LiteLLM and MLflow log through handlers of
     their own (LiteLLM's DEBUG lines echo the request URL) and W&B writes its debug log files
-    itself, so the records are cleaned at their source instead.
+    itself, so the records are cleaned at their source instead. Warnings may quote a model's
+    answer (LiteLLM's pydantic serializer warnings print the response message).
     """
     previous = logging.getLogRecordFactory()
     scrubber = ScrubFilter(*urls)
@@ -193,7 +196,23 @@ def scrubbed_logs(*urls: str | None) -> Iterator[None]:
         return record
 
     logging.setLogRecordFactory(factory)
+    shown = warnings.showwarning
+    warnings.showwarning = _scrubbing_warnings(shown, urls)
     try:
         yield
     finally:
         logging.setLogRecordFactory(previous)
+        warnings.showwarning = shown
+
+
+def _scrubbing_warnings(show: Callable[..., None], urls: tuple[str | None, ...]) -> Any:
+    """``warnings.showwarning`` that passes the warning on with its text scrubbed."""
+
+    def scrubbed(
+        message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any
+    ) -> None:
+        text = str(message)
+        clean = _replace(text, _secrets(urls))
+        show(message if clean == text else clean, category, *args, **kwargs)
+
+    return scrubbed

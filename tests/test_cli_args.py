@@ -90,7 +90,7 @@ def every_option(f: dict[str, Path], tmp_path: Path) -> list[str]:
         *["--train-split", "0.5", "--val-split", "0.25", "--group-key", "topic", "--seed", "3"],
         *["--max-workers", "3", "--client-processes", "2", "--max-calls", "500"],
         *["--max-reasoning-calls", "20", "--max-cost", "1.5", "--max-seconds", "60"],
-        *["--max-total-calls", "900", "--price", "fake/task=0.2:0.6"],
+        *["--max-total-calls", "900", "--price", "fake/task=0.2:0.6", "--retry-window", "30"],
         *["--cache-namespace", "other", "--run-dir", str(tmp_path / "runs"), "--resume"],
         *["--resume-from", "abc", "-o", str(tmp_path / "best.md")],
         *["--results-json", str(tmp_path / "r.json"), "-v"],
@@ -149,6 +149,7 @@ def test_every_setting_reaches_the_builder(files: dict[str, Path], tmp_path: Pat
         "seed": 3,
         "max_workers": 3,
         "client_processes": 2,
+        "retry_window": 30.0,
         "cache_namespace": "other",
         "run_dir": str(tmp_path / "runs"),
     }

@@ -99,6 +99,7 @@ class OptimizeArgs:
     max_cost: float | None
     prices: tuple[str, ...]
     max_seconds: float | None
+    retry_window: float
     cache_namespace: str
     cache_url: str | None
     router_config: Path | None

@@ -107,6 +107,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         batch_size=args.batch_size,
         early_stopping_patience=args.early_stopping_patience,
         max_workers=args.max_workers,
+        retry_window=args.retry_window,
         client_processes=args.client_processes,
         temperature=args.temperature,
         max_tokens=args.max_tokens,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from reflex.cli.args import checked_params
-from reflex.cli.common import FiniteRange
+from reflex.cli.common import FiniteRange, InputFile
 from reflex.cli.runs import RUN_DIR
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def judge_options(command: F) -> F:
     """``--judge`` / ``--judge-criteria``: the judge of a record that does not store its own."""
     command = click.option(
         "--judge-criteria",
-        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        type=InputFile("judge criteria file"),
         help="Rubric of --judge: a JSON criteria file or a plain-text rubric.",
     )(command)
     return click.option(
@@ -70,14 +70,14 @@ def judge_options(command: F) -> F:
     "--prompt",
     "prompt_path",
     required=True,
-    type=click.Path(exists=True, path_type=Path),
+    type=InputFile("prompt file", dir_okay=True),
     help="The prompt to check (text file, components file or folder).",
 )
 @click.option(
     "--dataset",
     "dataset_path",
     required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=InputFile("dataset file"),
     help="JSONL or CSV rows (for a record baseline: the run's dataset).",
 )
 @click.option(
@@ -113,7 +113,7 @@ def judge_options(command: F) -> F:
 @click.option("--api-base", default=None, help="Base URL of the task model's endpoint.")
 @click.option(
     "--cache",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=InputFile("response cache", exists=False),
     default=None,
     help="A response cache file to use (e.g. .reflex/cache.sqlite).",
 )

@@ -15,11 +15,13 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, TYPE_CHECKING, Any, ParamSpec, SupportsFloat, SupportsIndex
 
 import click
 
+from reflex.data.files import file_problem, output_problem
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.redact import scrub, scrubbed_logs
 
@@ -31,6 +33,8 @@ __all__ = [
     "EXIT_USAGE",
     "FiniteFloat",
     "FiniteRange",
+    "InputFile",
+    "OutputFile",
     "RESUME_HINT",
     "Group",
     "RunDir",
@@ -119,12 +123,14 @@ def with_errors(func: Callable[P, None], *, on_interrupt: str = "interrupted") -
         ctx = click.get_current_context(silent=True)
         verbose = ctx is not None and bool(ctx.params.get("verbose"))
         try:
-            with handle_interrupts():
+            # Log records and warnings may quote a model's answer (and a secret in it).
+            with handle_interrupts(), scrubbed_logs():
                 func(*args, **kwargs)
         except ReflexError as exc:
             if verbose:
                 raise
-            click.echo(f"error: {exc}", err=True)
+            # The message may quote a model's answer (a parse failure, a provider's body).
+            click.echo(f"error: {scrub(str(exc))}", err=True)
             sys.exit(EXIT_USAGE)
         except OSError as exc:  # e.g. -o / --results-json on a full or read-only disk
             if verbose:
@@ -211,6 +217,45 @@ class FiniteRange(click.FloatRange):
         self, value: float, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
         return _finite(super().convert(value, param, ctx), self, value, param, ctx)
+
+
+class InputFile(click.Path):
+    """A file an option reads, checked when the command line is parsed with the readers' own
+    line (:func:`reflex.data.files.file_problem`): a FIFO would block the read forever, and a
+    device, a socket, a symlink loop or a missing file is refused before anything runs.
+
+    ``exists=False``: a missing path is fine (a cache file made on first use), but an existing
+    one must still be a regular file. ``dir_okay``: a folder is accepted too (prompt folders).
+    """
+
+    def __init__(self, what: str, *, exists: bool = True, dir_okay: bool = False) -> None:
+        super().__init__(dir_okay=dir_okay, path_type=Path)
+        self.what, self.must_exist = what, exists
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = Path(os.fsdecode(value)) if isinstance(value, str | bytes) else value
+        checked = self.must_exist or os.path.lexists(path)
+        if isinstance(path, Path) and checked and not (self.dir_okay and path.is_dir()):
+            problem = file_problem(path, self.what)
+            if problem is not None:
+                self.fail(f"{path}: {problem}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class OutputFile(click.Path):
+    """A file an option writes: an existing FIFO, device or socket there is refused when the
+    command line is parsed (:func:`reflex.data.files.output_problem`), before any paid call."""
+
+    def __init__(self, what: str = "output file") -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+        self.what = what
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = Path(os.fsdecode(value)) if isinstance(value, str | bytes) else value
+        problem = output_problem(path, self.what) if isinstance(path, Path) else None
+        if problem is not None:
+            self.fail(f"{path}: {problem}", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class RunDir(click.Path):

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reflex.callbacks import Callback
+from reflex.redact import scrub
 from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, RunEnd
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ class ConsoleReporter(Callback):
     def on_iteration(self, record: IterationRecord) -> None:
         if record.failed or record.rejected:
             what = f"failed: {record.failed}" if record.failed else f"rejected: {record.rejected}"
-            self.console.print(f"iter {record.iteration:>3}  {what}", soft_wrap=True)
+            self.console.print(f"iter {record.iteration:>3}  {scrub(what)}", soft_wrap=True)
             return
         change = "" if record.change is None else f"({record.change:+.3f})"
         mark = " *best" if record.is_best else ""
@@ -185,7 +186,8 @@ def end_line(result: OptimizationResult) -> Text:
     line = Text(words, style=style)
     first = next((w for w in result.warnings if w.get("kind") == "no_candidate"), None)
     if first is not None:
-        line.append(f": {str(first['message']).removeprefix('no usable candidate: ')}", style)
+        message = scrub(str(first["message"])).removeprefix("no usable candidate: ")
+        line.append(f": {message}", style)
     return line
 
 
@@ -211,7 +213,7 @@ def print_summary(result: OptimizationResult, console: Console | None = None) ->
         table.add_row("significance", PairedTest(**result.significance).summary())
     table.add_row("best val score", _fmt(result.best_score_val))
     table.add_row("iterations", str(len(result.iterations)))
-    table.add_row("stopped", result.stop_reason)
+    table.add_row("stopped", scrub(result.stop_reason))
     total = result.usage.get("total", {})
     table.add_row(
         "calls / tokens / cost",
@@ -220,7 +222,7 @@ def print_summary(result: OptimizationResult, console: Console | None = None) ->
     for warning in result.warnings:
         table.add_row(
             Text("warning", style="yellow"),
-            Text(f"{warning.get('kind')}: {warning.get('message')}", style="yellow"),
+            Text(scrub(f"{warning.get('kind')}: {warning.get('message')}"), style="yellow"),
         )
     table.add_row("run directory", str(result.run_dir))
     console.print(table)

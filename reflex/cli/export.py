@@ -12,7 +12,7 @@ import click
 
 from reflex.cli.args import checked_params
 from reflex.cli.check import judge_options
-from reflex.cli.common import FiniteRange
+from reflex.cli.common import FiniteRange, InputFile, OutputFile
 from reflex.cli.runs import RUN_DIR
 
 __all__ = ["ExportArgs", "export_command"]
@@ -48,7 +48,7 @@ class ExportArgs:
     "--training-jsonl",
     "output",
     required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OutputFile(),
     help="Where to write the chat-format examples (one JSON object a line).",
 )
 @click.option(
@@ -76,7 +76,7 @@ class ExportArgs:
 @click.option(
     "--dataset",
     "dataset_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=InputFile("dataset file"),
     default=None,
     help="The run's dataset file [default: the file recorded in run.json].",
 )
@@ -130,6 +130,8 @@ def _export(args: ExportArgs) -> None:
         )
     if warning:
         click.echo(warning, err=True)
+    if plan.uncached:
+        plan.keep_paid_answers()  # the only write into the run directory: what was paid for
     snapshot = plan.rollouts()
     rows = training_examples(plan, snapshot, args.min_score)
     output = args.output

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import click
 
-from reflex.cli.common import FiniteRange, RunDir
+from reflex.cli.common import FiniteRange, InputFile, RunDir
 from reflex.errors import ReflexError
 from reflex.judging.agreement import JudgeAgreement, measure_agreement
+from reflex.redact import redact_data, scrub, scrubbed_logs
 
 __all__ = ["judge_check"]
 
 
 def _show(agreement: JudgeAgreement, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps(agreement.to_dict(), indent=2))
+    if as_json:  # the judge's feedback is its own text: no secret may ride along with it
+        click.echo(json.dumps(redact_data(agreement.to_dict()), indent=2))
         return
 
     def pct(value: float | None) -> str:
@@ -40,16 +40,16 @@ def _show(agreement: JudgeAgreement, as_json: bool) -> None:
     for row in agreement.disagreements[:10]:
         click.echo(
             f"  disagree {row['id']}: human {row['label']}, judge {row['score']:.2f} "
-            f"{row['feedback'][:80]}"
+            f"{scrub(str(row['feedback']))[:80]}"
         )
 
 
 @click.command("judge-check")
-@click.argument("dataset", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("dataset", type=InputFile("dataset file"))
 @click.option("--judge", required=True, metavar="PROVIDER/MODEL", help="The judge model.")
 @click.option(
     "--judge-criteria",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    type=InputFile("judge criteria file"),
     help="Judge rubric: a JSON criteria file or a plain-text rubric.",
 )
 @click.option(
@@ -82,7 +82,8 @@ def judge_check(**params: Any) -> None:
     """Measure the judge's agreement with human pass/fail labels (TPR, TNR) on DATASET."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        agreement = measure_agreement(params)
+        with scrubbed_logs():  # warnings and log records may quote the judge's answers
+            agreement = measure_agreement(params)
     except ReflexError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(scrub(str(exc))) from None
     _show(agreement, params["as_json"])

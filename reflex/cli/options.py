@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from reflex.cli.common import FiniteFloat, FiniteRange, RunDir
+from reflex.cli.common import FiniteFloat, FiniteRange, InputFile, OutputFile, RunDir
 
 __all__ = ["optimize_params"]
 
@@ -58,7 +58,7 @@ def _pipeline() -> list[click.Parameter]:
         ),
         o(
             ["--inputs-file"],
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=InputFile("inputs file"),
             help="Rows to run, instead of DATASET: a JSON array or JSONL of input strings or "
             "{input, ideal (optional)} objects.",
         ),
@@ -93,7 +93,7 @@ def _scoring() -> list[click.Parameter]:
         o(["--judge-api-base"], help="API base URL for the judge model."),
         o(
             ["--judge-criteria"],
-            type=click.Path(dir_okay=False, exists=True, path_type=Path),
+            type=InputFile("judge criteria file"),
             help="Judge rubric: a JSON criteria file or a plain-text rubric.",
         ),
         o(
@@ -215,7 +215,7 @@ def _run() -> list[click.Parameter]:
         ),
         o(
             ["--router-config"],
-            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            type=InputFile("router config"),
             metavar="LITELLM.YAML",
             help="Spread calls over deployments with a LiteLLM Router (the proxy's model_list "
             "YAML); a model named like a model_name there (or router/NAME) goes through it.",
@@ -258,6 +258,15 @@ def _budgets() -> list[click.Parameter]:
             "(e.g. openai/my-vllm=0.2:0.6); repeat for several.",
         ),
         o(["--max-seconds"], type=FiniteFloat(), help="Budget: wall-clock seconds."),
+        o(
+            ["--retry-window"],
+            type=FiniteRange(0.0, min_open=True),
+            default=120.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="A call that keeps failing stops retrying once the provider has answered "
+            "nothing for this long; under --max-seconds no retry waits past the deadline.",
+        ),
     ]
 
 
@@ -266,12 +275,12 @@ def _output() -> list[click.Parameter]:
     return [
         o(
             ["-o", "--output"],
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=OutputFile(),
             help="Write the best prompt (the one whose test score is reported) here.",
         ),
         o(
             ["--results-json"],
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=OutputFile(),
             help="Write the full result as JSON here.",
         ),
         o(["-v", "--verbose"], is_flag=True, help="Debug logging and full tracebacks."),

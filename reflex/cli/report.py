@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from reflex.cli.common import OutputFile
 from reflex.cli.runs import RUN_DIR
 
 __all__ = ["add_record_commands", "report_command", "verify_command"]
@@ -17,7 +18,7 @@ __all__ = ["add_record_commands", "report_command", "verify_command"]
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OutputFile(),
     default=Path("report.html"),
     show_default=True,
     help="Where to write the HTML file.",

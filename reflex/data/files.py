@@ -7,11 +7,12 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
-from reflex.errors import storage_error
+from reflex.errors import StorageError, storage_error
 
-__all__ = ["atomic_write_text", "file_problem"]
+__all__ = ["atomic_write_text", "file_problem", "output_problem"]
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -20,6 +21,9 @@ def atomic_write_text(path: Path, text: str) -> None:
     An OSError (disk full, read-only directory) becomes a one-line :class:`StorageError`; the
     old file stays as it was, so a failed checkpoint write never corrupts the last checkpoint.
     """
+    problem = output_problem(path)
+    if problem is not None:  # os.replace would swap a FIFO or a device (/dev/null) for a file
+        raise StorageError(f"{path}: {problem}", path=str(path))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -34,9 +38,10 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise storage_error(path, exc) from exc
 
 
-_KINDS = (
+_LOOP = "is a symbolic link loop; point it at the real file"
+_KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
     (stat.S_ISDIR, "is a directory"),
-    (stat.S_ISFIFO, "is a named pipe (FIFO), not a regular file: reading it would wait forever"),
+    (stat.S_ISFIFO, "is a named pipe (FIFO), not a regular file: opening it would wait forever"),
     (stat.S_ISCHR, "is a character device (like /dev/null), not a regular file"),
     (stat.S_ISBLK, "is a block device, not a regular file"),
     (stat.S_ISSOCK, "is a socket, not a regular file"),
@@ -57,13 +62,38 @@ def file_problem(path: Path, what: str = "file") -> str | None:
         return f"{what} not found; check the path and the working directory"
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return f"{what} is a symbolic link loop; point it at the real file"
+            return f"{what} {_LOOP}"
         return f"{what} cannot be read: {exc.strerror or exc}"
     except ValueError as exc:  # e.g. a NUL byte in the name
         return f"{what} is not a valid path: {exc}"
-    for test, problem in _KINDS:
-        if test(mode):
-            return f"{what} {problem}"
+    kind = _kind_problem(mode, what)
+    if kind is not None:
+        return kind
     if not os.access(path, os.R_OK):
         return f"{what} cannot be read: permission denied"
     return None
+
+
+def _kind_problem(mode: int, what: str, *, dir_ok: bool = False) -> str | None:
+    """The line for a path of ``mode`` that is not a regular file (None: it is one)."""
+    for test, problem in _KINDS[1:] if dir_ok else _KINDS:
+        if test(mode):
+            return f"{what} {problem}"
+    return None
+
+
+def output_problem(path: Path, what: str = "output file") -> str | None:
+    """Why ``path`` cannot be written as an output ``what`` (None: a new file, or a regular file
+    to replace). An existing FIFO, device or socket gets :func:`file_problem`'s own line: an
+    atomic write would replace it with a regular file (as root, even ``/dev/null``)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{what} {_LOOP}"
+        return None  # the write itself says what is wrong (a missing folder is created)
+    except ValueError as exc:
+        return f"{what} is not a valid path: {exc}"
+    return _kind_problem(mode, what, dir_ok=True)  # a directory: each caller says it its way

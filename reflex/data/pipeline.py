@@ -46,6 +46,7 @@ import hashlib
 import importlib.util
 import inspect
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -151,10 +152,13 @@ def load_pipeline(target: str | Path) -> Pipeline:
     text = str(target)
     path, wanted = Path(text), ""
     head, _, tail = text.rpartition(":")
-    if not path.is_file() and head and tail.isidentifier():
+    if not os.path.lexists(path) and head and tail.isidentifier():
         path, wanted = Path(head), tail
-    if not path.is_file():
-        raise ConfigurationError(f"{path}: pipeline file not found; check --pipeline-file")
+    problem = file_problem(path, "pipeline file")  # a FIFO would block the import forever
+    if problem is not None:
+        raise ConfigurationError(
+            f"{path}: {problem.replace('; check the path', '; check --pipeline-file, the path')}"
+        )
     module = _import(path)
     names = (wanted,) if wanted else _NAMES
     fn = next((getattr(module, n) for n in names if callable(getattr(module, n, None))), None)

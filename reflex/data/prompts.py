@@ -225,10 +225,11 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def read_prompt(prompt: str | Path) -> str:
-    """A prompt given as text, or as a Path to a UTF-8 text file; empty prompts are refused."""
+def read_prompt(prompt: str | Path, what: str = "prompt file") -> str:
+    """A prompt given as text, or as a Path to a UTF-8 text file; empty prompts are refused.
+    ``what`` names the file in errors (e.g. "reasoning template file")."""
     if isinstance(prompt, Path):
-        problem = file_problem(prompt, "prompt file")  # a FIFO would block the read forever
+        problem = file_problem(prompt, what)  # a FIFO would block the read forever
         if problem is not None:
             raise ConfigurationError(f"{prompt}: {problem}")
         try:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from reflex.data.files import file_problem
 from reflex.data.json_types import JSONDict
 from reflex.errors import ConfigurationError
 from reflex.judging.parse import JudgeParseError, parse_grades
@@ -120,6 +121,9 @@ def load_rubric(path: str | Path) -> Rubric:
     """A rubric file: JSON (``{"scale": [1, 5], "criteria": [...], "instructions": ""}`` or a
     list of criteria), or any other text file, used as one criterion named ``rubric``."""
     file = Path(path)
+    problem = file_problem(file, "judge criteria file")  # a FIFO would block the read forever
+    if problem is not None:
+        raise ConfigurationError(f"{file}: {problem}")
     try:
         text = file.read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError):

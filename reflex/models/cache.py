@@ -43,6 +43,11 @@ def cache_key(
 
 
 _COLUMNS = {"key", "text", "prompt_tokens", "completion_tokens", "cost"}
+_SELECT = "SELECT text, prompt_tokens, completion_tokens, cost, owner FROM responses WHERE key = ?"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
+    " prompt_tokens INTEGER, completion_tokens INTEGER, cost REAL, owner TEXT)"
+)
 
 
 class _NotACache(Exception):
@@ -52,11 +57,17 @@ class _NotACache(Exception):
 class ResponseCache:
     """sqlite-backed cache; ``path=None`` keeps it in memory (for one process only)."""
 
-    def __init__(self, path: Path | str | None) -> None:
+    read_only = False  # a shared cache (reflex.models.shared_cache) is always written
+
+    def __init__(self, path: Path | str | None, *, read_only: bool = False) -> None:
         path = Path(path) if path is not None else None
         self._lock = threading.Lock()
+        # Read-only (``export`` and the other commands that only read a run): nothing is written
+        # next to the file, not even WAL files, so a read-only run directory works.
+        self.read_only = read_only
+        self._select = _SELECT
         try:
-            self._db = self._open(path)
+            self._db = self._open_read_only(path) if read_only else self._open(path)
         except _NotACache as exc:
             raise StorageError(
                 f"{path} is not a usable response cache ({exc}); delete it (it only holds saved "
@@ -89,10 +100,7 @@ class ResponseCache:
                 # fsync per paid call on the event loop; a power cut may lose the last rows,
                 # which a resumed run then pays for again.
                 db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
-                " prompt_tokens INTEGER, completion_tokens INTEGER, cost REAL, owner TEXT)"
-            )
+            db.execute(_SCHEMA)
             columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
             missing = sorted(_COLUMNS - columns)
             if missing:
@@ -103,18 +111,36 @@ class ResponseCache:
             db.commit()
         return db
 
+    def _open_read_only(self, path: Path | None) -> sqlite3.Connection:
+        """The file opened for reading only: ``mode=ro`` while a WAL file exists (a writer may
+        be at work; its -shm and -wal files are there), else ``immutable=1``, which creates no
+        -shm/-wal file (a read-only folder cannot hold them). No file: an empty cache."""
+        if path is None or not path.exists():
+            db = sqlite3.connect(":memory:", check_same_thread=False)
+            db.execute(_SCHEMA)
+            return db
+        wal = path.with_name(path.name + "-wal").exists()
+        uri = path.resolve().as_uri() + ("?mode=ro" if wal else "?mode=ro&immutable=1")
+        db = sqlite3.connect(uri, uri=True, timeout=30.0, check_same_thread=False)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+        missing = sorted(_COLUMNS - columns)
+        if missing:
+            db.close()
+            raise _NotACache(f"its responses table has no {', '.join(missing)} column")
+        if "owner" not in columns:  # a cache written before the owner column: none is owned
+            self._select = self._select.replace(", owner FROM", ", NULL FROM")
+        return db
+
     def get(self, key: str) -> CachedResponse | None:
         with self._lock:
-            row = self._db.execute(
-                "SELECT text, prompt_tokens, completion_tokens, cost, owner FROM responses"
-                " WHERE key = ?",
-                (key,),
-            ).fetchone()
+            row = self._db.execute(self._select, (key,)).fetchone()
         if row is None:
             return None
         return CachedResponse(row[0], int(row[1] or 0), int(row[2] or 0), row[3], row[4])
 
     def put(self, key: str, response: CachedResponse) -> None:
+        if self.read_only:  # the caller chose to keep the file as it is (see read_only)
+            return
         try:
             self._put(key, response)
         except sqlite3.OperationalError as exc:  # disk full, read-only: one clear line

@@ -15,7 +15,12 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
+from reflex.errors import (
+    BudgetExhausted,
+    ConfigurationError,
+    ProviderError,
+    TransientProviderError,
+)
 from reflex.models import providers
 from reflex.models.cache import CachedResponse, ResponseCache, cache_key
 from reflex.models.deadline import call_deadline, within_deadline
@@ -113,6 +118,9 @@ class ProviderClient:
         self._resume_at = 0.0
         self.backoff_waits = 0  # calls that waited for the shared back-off
         self._last_answer: float | None = None  # monotonic time of the run's latest answer
+        # Seconds left to the work under way before its time budget's deadline (None: no
+        # limit), set by the run around each budgeted step: a retry never waits past it.
+        self.time_left: Callable[[], float | None] | None = None
         # Client processes for LiteLLM's per-call CPU (models.offload): ``offload``, or a shared
         # pool of ``processes`` started by the first call that can leave this process.
         self.offload = offload
@@ -271,6 +279,7 @@ class ProviderClient:
                         model=spec.model,
                     ) from exc
                 delay = self.retry.delay(attempt, exc, self._rng)
+                self._before_deadline(spec, exc, delay)
                 self.ledger.add_retry(role)
                 if self._on_retry is not None:
                     self._on_retry(spec.model, attempt, exc, delay, role)
@@ -285,6 +294,17 @@ class ProviderClient:
                     self._resume_at = max(self._resume_at, resume)
                 else:
                     await asyncio.sleep(delay)
+
+    def _before_deadline(self, spec: ModelSpec, exc: BaseException, delay: float) -> None:
+        """BudgetExhausted now when the retry would wait past the time budget's deadline: the
+        run ends its step (and keeps its final) instead of idling until the deadline."""
+        left = self.time_left() if self.time_left is not None else None
+        if left is not None and delay >= left:
+            raise BudgetExhausted(
+                f"time budget: {spec.model} failed ({first_line(exc, spec.api_base)}) and its "
+                f"retry would wait {delay:.3g} s, past the deadline of this step in "
+                f"{max(left, 0.0):.3g} s (raise --max-seconds to continue)"
+            )
 
     async def _attempt(
         self,

@@ -25,16 +25,19 @@ _SCHEMES = (
 )
 
 
-def open_cache(url: str | None, default: Path) -> ResponseCache:
-    """The cache ``url`` names, or the run directory's sqlite file ``default`` when None."""
+def open_cache(url: str | None, default: Path, *, read_only: bool = False) -> ResponseCache:
+    """The cache ``url`` names, or the run directory's sqlite file ``default`` when None.
+
+    ``read_only``: a sqlite file is read and never written (see ``ResponseCache``); a shared
+    cache (Redis, a SQL server) lives outside the run directory and is opened as usual."""
     if not url:
-        return ResponseCache(default)
+        return ResponseCache(default, read_only=read_only)
     scheme = url.partition("://")[0].lower()
     if not scheme or "://" not in url:
         raise ConfigurationError(f"--cache-url {redact_url(url)!r} is not a URL; use {_SCHEMES}")
     if scheme == "sqlite":
         path = url.partition(":///")[2]
-        return ResponseCache(Path(path) if path else default)
+        return ResponseCache(Path(path) if path else default, read_only=read_only)
     if scheme in ("redis", "rediss", "unix"):
         return RedisCache(url)
     return SqlCache(url)

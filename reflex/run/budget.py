@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -9,9 +10,22 @@ from reflex.config import BudgetConfig
 from reflex.errors import BudgetExhausted
 from reflex.models.usage import Ledger
 
-__all__ = ["Budget", "requests_and_cost"]
+__all__ = ["Budget", "figure", "requests_and_cost"]
 
 RESERVE_FLOOR = 0.05  # the final's time reserve: at least this share of --max-seconds
+
+
+def figure(value: float, decimals: int = 0) -> str:
+    """``value`` with three significant digits and at least ``decimals`` decimals, never
+    rounded to a false 0: 0.0123 s is "0.0123", not "0s"; $0.00004 is "0.0000400"."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    digits = max(decimals, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{digits}f}"
+
+
+def _dollars(value: float) -> str:
+    return f"${figure(value, 4)}"
 
 
 @dataclass
@@ -40,6 +54,11 @@ class Budget:
     reserved_total_calls: int = 0
     started: float = field(default_factory=time.monotonic)
     elapsed_before: float = 0.0
+    # What the time messages can say: the baseline's measured seconds (None until measured),
+    # the rows it evaluates (test rows x models) and the pace of the latest evaluation.
+    baseline_seconds: float | None = None
+    baseline_rows: int = 0
+    pace: tuple[int, float] | None = None  # (rows, seconds) of the latest evaluation
 
     def reserve_final(
         self, *, rows: int, requests: int, cost: float, judged: int, seconds: float, paid: int
@@ -57,6 +76,7 @@ class Budget:
         """
         self.reserved_calls = max(rows, requests)
         self.reserved_cost = cost
+        self.baseline_seconds, self.baseline_rows = seconds, rows
         self.reserved_total_calls = self.reserved_calls + judged
         limit = self.limits.max_seconds
         if limit is None:
@@ -83,13 +103,42 @@ class Budget:
         return limit - self.reserved_seconds - self.elapsed
 
     def time_exhausted(self, *, use_reserve: bool = False) -> BudgetExhausted:
-        """The error a time budget ends work with (checked before it, or at its deadline)."""
+        """The error a time budget ends work with (checked before it, or at its deadline): the
+        seconds used and given, never rounded to a false "0s used of 0s", and what the run
+        measured it needs, so the user knows how far to raise ``--max-seconds``."""
         limit = self.limits.max_seconds or 0.0
-        kept = "" if use_reserve else f", {self.reserved_seconds:.0f}s of it kept for the final"
-        what = "the final test evaluation ran out of its reserve: " if use_reserve else ""
+        used = f"time budget: {figure(self.elapsed)} s used of {limit:g} s"
+        if use_reserve:
+            return BudgetExhausted(
+                f"the final test evaluation ran out of its reserve: {used} "
+                f"({figure(self.reserved_seconds)} s were kept for it); {self._needs()}"
+            )
+        if self.baseline_seconds is None and not self.reserved_seconds:
+            return BudgetExhausted(f"{used}, before the baseline was measured; {self._needs()}")
         return BudgetExhausted(
-            f"{what}time budget: {self.elapsed:.0f}s used of {limit:.0f}s{kept} "
-            "(raise --max-seconds to continue)"
+            f"{used}, {figure(self.reserved_seconds)} s of it kept for the final; {self._needs()}"
+        )
+
+    def _needs(self) -> str:
+        """What the run measured it needs, and what to do."""
+        if self.baseline_seconds is not None:
+            return (
+                f"the baseline alone took {figure(self.baseline_seconds)} s on this machine and "
+                "the final needs as long: raise --max-seconds to continue"
+            )
+        if self.pace is not None and self.baseline_rows:
+            rows, seconds = self.pace
+            need = seconds * self.baseline_rows / max(rows, 1)
+            return (
+                f"the baseline alone needs about {figure(need)} s on this machine "
+                f"({self.baseline_rows} test rows at {figure(seconds / max(rows, 1))} s a row), "
+                "and the final as long: raise --max-seconds well above both"
+            )
+        if self.reserved_seconds:
+            return "raise --max-seconds to continue"
+        return (
+            "nothing was measured yet: raise --max-seconds to leave room for the baseline and "
+            "the final on the test rows"
         )
 
     def check_evaluation(self, uncached_calls: int, *, use_reserve: bool = False) -> None:
@@ -142,8 +191,8 @@ class Budget:
             spent = self.ledger.total().cost + self.reserved_cost
             if spent >= self.limits.max_cost:
                 raise BudgetExhausted(
-                    f"cost budget: ${spent:.4f} spent or reserved of ${self.limits.max_cost:.4f}"
-                    " (raise --max-cost to continue)"
+                    f"cost budget: {_dollars(spent)} spent or reserved of "
+                    f"{_dollars(self.limits.max_cost)} (raise --max-cost to continue)"
                 )
 
 

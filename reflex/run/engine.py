@@ -30,18 +30,18 @@ from reflex.errors import (
 )
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.preflight import check_models, judge_specs
-from reflex.models.retry import error_name
+from reflex.models.retry import RetryPolicy, error_name
 from reflex.models.router import ModelRouter
 from reflex.models.runner import LoopRunner
 from reflex.models.shared_cache import open_cache
 from reflex.plugins import build_options
-from reflex.redact import scrub
+from reflex.redact import scrub, scrubbed_logs
 from reflex.result import OptimizationResult, RunEnd, StopReason
 from reflex.run.budget import Budget, requests_and_cost
 from reflex.run.context import RunContext
 from reflex.run.evaluate import Evaluator, slice_scores
 from reflex.run.pipeline_runner import PipelineRunner
-from reflex.run.resume import ResumePoint, earlier_retries, prompt_hash
+from reflex.run.resume import ResumePoint, earlier_retries, logged_evaluations, prompt_hash
 from reflex.run.session import Session
 from reflex.run.stopping import iteration_limit
 from reflex.run.store import RunStore
@@ -97,6 +97,12 @@ class Engine:
             )
 
     def run(self, prompt: str) -> OptimizationResult:
+        """The run, with every log record and warning of the process scrubbed of its secrets
+        while it goes (a warning may quote a model's answer; the CLI does the same)."""
+        with scrubbed_logs(self.config.api_base, self.config.reasoning_base_url):
+            return self._run(prompt)
+
+    def _run(self, prompt: str) -> OptimizationResult:
         session = self._open_session(prompt)
         result = OptimizationResult(
             best_prompt=prompt,
@@ -120,9 +126,10 @@ class Engine:
             session.close()
         session.dispatcher.run_end(result)
         seal_after_run(session.store.path)  # last: after every event of the run is written
+        urls = (self.config.api_base, self.config.reasoning_base_url)
         for warning in result.warnings:  # the Python API says it too, not only the record
             if warning["kind"] in ("no_candidate", "unpriced_calls"):
-                logger.warning("%s", warning["message"])
+                logger.warning("%s", scrub(warning["message"], *urls))
         return result
 
     def _fail(
@@ -170,7 +177,7 @@ class Engine:
             paid=session.budget.metric_calls - paid,
         )
         if seconds is not None:
-            session.event("time_reserve", seconds=round(seconds, 3))
+            session.event("time_reserve", seconds=float(f"{seconds:.4g}"))  # never a false 0
         ctx = self._optimize(session, prompt, result)
         result.best_prompt, result.best_score_val = ctx.best_prompt, ctx.best_val
         result.best_score = max((s for s in result.score_trajectory if s is not None), default=None)
@@ -195,7 +202,7 @@ class Engine:
         initial_val = None
         if len(self.split.val):
             initial_val = session.evaluate(prompt, list(self.split.val), "val:baseline")
-        if not session.replaying:
+        if not (self.resume and self.resume.checkpoint):  # a later checkpoint stays as it is
             session.store.write_json("checkpoint.json", {"stage": "baseline", "iteration": 0})
         checkpoint = self.resume.checkpoint if self.resume else None
         ctx = RunContext(
@@ -298,6 +305,7 @@ class Engine:
             owner=store.run_id,
             router=ModelRouter(config.router_config) if config.router_config else None,
             prices=config.prices,
+            retry=RetryPolicy(progress_window=config.retry_window),
             on_retry=lambda model, attempt, exc, delay, role: session.event(
                 "retry",
                 model=model,
@@ -325,8 +333,11 @@ class Engine:
             for role, count in earlier_retries(store.path).items():
                 client.ledger.add_retries(role, count)
         budget = Budget(config.budget, client.ledger)
+        budget.baseline_rows = len(self.split.test) * len(config.models)
         if resume is not None and resume.checkpoint:
             budget.elapsed_before = float(resume.checkpoint.get("elapsed_s", 0.0))
+        # Killed before its first checkpoint: replay what the record holds (see Session).
+        logged = logged_evaluations(store.path) if resume and not resume.checkpoint else {}
         session = Session(
             config=config,
             runner=LoopRunner.shared(),
@@ -336,7 +347,9 @@ class Engine:
             store=store,
             dispatcher=dispatcher,
             reasoning=self._reasoning_spec(),
-            replaying=bool(resume and resume.checkpoint),
+            replaying=bool(resume and resume.checkpoint) or bool(logged),
+            replay_log=logged,
+            replaying_log=bool(logged),
             split_of={i: name for name, ids in self.split.ids().items() for i in ids},
         )
         return session

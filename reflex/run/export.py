@@ -16,6 +16,7 @@ from pathlib import Path
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.errors import ConfigurationError
+from reflex.models.shared_cache import open_cache
 from reflex.redact import REDACTED
 from reflex.result import EvalSnapshot, RunEnd
 from reflex.run.evaluate import Evaluator, render_messages
@@ -38,6 +39,7 @@ class ExportPlan:
     examples: list[Example]
     evaluator: Evaluator
     uncached: int
+    cache_url: str | None = None  # the run's --cache-url (None: RUN_DIR/cache.sqlite)
 
     def rollouts(self) -> EvalSnapshot:
         """Evaluate the best prompt on the rows (cache first; ``uncached`` calls are paid)."""
@@ -46,6 +48,16 @@ class ExportPlan:
     def close(self) -> None:
         if self.evaluator.client.cache is not None:
             self.evaluator.client.cache.close()
+
+    def keep_paid_answers(self) -> None:
+        """Reopen the run's cache for writing, so the rollouts about to be paid for are kept
+        (a second export then pays nothing). Without paid calls it stays read-only: an export
+        writes nothing into the run directory, which may be read-only."""
+        client = self.evaluator.client
+        if client.cache is None or not client.cache.read_only:
+            return
+        client.cache.close()
+        client.cache = open_cache(self.cache_url, self.run.parent.parent / "cache.sqlite")
 
 
 def _config(stored: Mapping[str, object], api_base: str | None) -> RunConfig:
@@ -84,12 +96,12 @@ def plan_export(
         raise ConfigurationError(f"run {run.name} has no {split} rows")
     config = _config(read_json(run / "config.json"), api_base)
     metrics = rebuild_metrics(config, supplied, f"run {run.name}")
-    evaluator = build_evaluator(config, metrics, run.parent.parent / "cache.sqlite")
+    # Read-only: counting and reading cached rollouts writes nothing into the run directory.
+    evaluator = build_evaluator(config, metrics, run.parent.parent / "cache.sqlite", read_only=True)
     examples = [dataset.by_id(str(i)) for i in ids]
     prompt = str(result["best_prompt"])
-    return ExportPlan(
-        run, prompt, split, examples, evaluator, paid_calls(evaluator, prompt, examples)
-    )
+    uncached = paid_calls(evaluator, prompt, examples)
+    return ExportPlan(run, prompt, split, examples, evaluator, uncached, config.cache_url)
 
 
 def training_examples(

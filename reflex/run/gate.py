@@ -189,7 +189,11 @@ def _by_name(name: str, source: str) -> Metric:
 
 
 def build_evaluator(
-    config: RunConfig, metrics: Sequence[Metric], cache: Path | None = None
+    config: RunConfig,
+    metrics: Sequence[Metric],
+    cache: Path | None = None,
+    *,
+    read_only: bool = False,
 ) -> Evaluator:
     """An Evaluator wired like a run's (client, cache namespace, decoding settings, weights).
 
@@ -211,7 +215,7 @@ def build_evaluator(
     client = ProviderClient(
         max_workers=config.max_workers,
         processes=config.client_processes,
-        cache=open_cache(config.cache_url, cache) if cache is not None else None,
+        cache=open_cache(config.cache_url, cache, read_only=read_only) if cache else None,
         router=ModelRouter(config.router_config) if config.router_config else None,
         cache_namespace=config.cache_namespace,
         seed=config.seed,

@@ -23,6 +23,7 @@ from reflex.data.pipeline import Pipeline, PipelineTimeout, Prompt, Step, Trace
 from reflex.data.prompts import PromptSpec
 from reflex.errors import ReflexError
 from reflex.models.client import ModelSpec, ProviderClient, load_litellm
+from reflex.redact import scrub
 from reflex.types import Example, Metric
 
 __all__ = ["PipelineOutcome", "PipelineRunner", "components_of"]
@@ -96,6 +97,8 @@ class PipelineRunner:
                 outcome.error = f"{type(exc).__name__}: {exc}"
             finally:
                 outcome.closed = True  # a timed-out thread's further calls now raise
+                if outcome.error is not None:  # it may quote the model's answer, and a secret
+                    outcome.error = scrub(outcome.error, spec.api_base)
                 self.runs += 1
                 self.calls += outcome.calls
         if outcome.fatal is not None:

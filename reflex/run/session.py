@@ -47,6 +47,12 @@ class Session:
     split_of: Mapping[str, str] = field(default_factory=dict)
     # The latest reasoning call, until its purpose and parse outcome are known (``reflection``).
     _pending: dict[str, Any] | None = None
+    # A resume with no checkpoint (killed after its baseline, before the first checkpoint):
+    # the evaluations the record already holds, (label, prompt id) -> (example, model) rows.
+    # They are replayed from the cache (no paid call) and not logged twice; the replay ends at
+    # the first evaluation the record lacks (see ``_replayed``).
+    replay_log: dict[tuple[str, str], set[tuple[str, str]]] = field(default_factory=dict)
+    replaying_log: bool = False  # replaying what ``replay_log`` holds
 
     def event(self, kind: str, **data: Any) -> None:
         """Append to events.jsonl, except while a resumed run replays what it already logged."""
@@ -60,7 +66,8 @@ class Session:
 
     def end_replay(self, iteration: int) -> None:
         if self.replaying:
-            self.replaying = False
+            self.replaying = self.replaying_log = False
+            self.replay_log = {}
             self.store.event("resumed", after_iteration=iteration)
 
     def uncached_calls(self, prompt: str, examples: Sequence[Example]) -> int:
@@ -85,11 +92,13 @@ class Session:
         """Evaluate ``prompt`` on ``examples`` after checking the budget; emits progress."""
         if not examples:
             raise ConfigurationError(f"cannot evaluate on an empty set of examples ({label})")
+        self._replayed(prompt, examples, label)
         needed = self.uncached_calls(prompt, examples)
         self.budget.check_evaluation(needed, use_reserve=use_reserve)
         total = len(examples) * len(self.evaluator.models)
         self.notify.evaluation_start(label, total)
         before = self.client.ledger.by_role["task"].calls
+        clock = self.budget.elapsed
         try:
             snapshot = self.run_in_budget(
                 self.evaluator.evaluate(
@@ -99,6 +108,7 @@ class Session:
             )
         finally:  # calls paid before a deadline cancelled the rest still count
             self.budget.metric_calls += self.client.ledger.by_role["task"].calls - before
+        self.budget.pace = (total, self.budget.elapsed - clock)  # what a time message can cite
         self._log_rows(prompt, label, snapshot)
         self.event(
             "evaluation",
@@ -109,7 +119,21 @@ class Session:
             errors=snapshot.n_errors,
         )
         self.notify.evaluation_end(label, snapshot)
+        if self.replaying_log and not self.replay_log:
+            self.end_replay(0)  # the record ends here: what follows is logged
         return snapshot
+
+    def _replayed(self, prompt: str, examples: Sequence[Example], label: str) -> None:
+        """On a resume with no checkpoint: keep replaying while the record holds this
+        evaluation's rows; at the first one it lacks, end the replay (it is logged)."""
+        if not self.replaying_log:
+            return
+        key = (label, prompt_id_of(prompt))
+        rows = {(e.id, spec.model) for e in examples for spec in self.evaluator.models}
+        if rows <= self.replay_log.get(key, set()):
+            del self.replay_log[key]
+        else:
+            self.end_replay(0)
 
     def _log_rows(self, prompt: str, label: str, snapshot: EvalSnapshot) -> None:
         """One evaluations.jsonl row per sample (secrets redacted), except while replaying."""
@@ -180,7 +204,13 @@ class Session:
         left = self.budget.seconds_left(use_reserve=use_reserve)
         if left is None:
             return self.runner.run(coro)
-        return self.runner.run(_within(coro, max(left, 0.0), self.budget, use_reserve))
+        budget = self.budget
+        # A retry that would wait past this deadline ends the step at once (models.client).
+        self.client.time_left = lambda: budget.seconds_left(use_reserve=use_reserve)
+        try:
+            return self.runner.run(_within(coro, max(left, 0.0), budget, use_reserve))
+        finally:
+            self.client.time_left = None
 
     def close(self) -> None:
         if self.client.cache is not None:

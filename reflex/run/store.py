@@ -27,6 +27,8 @@ from reflex.errors import storage_error
 
 __all__ = ["RunStore"]
 
+_LOGS = ("events.jsonl", "evaluations.jsonl", "reflections.jsonl")  # appended to, never replaced
+
 
 class RunStore:
     """Creates one run's directory and writes its files."""
@@ -43,12 +45,13 @@ class RunStore:
             raise storage_error(self.path, exc) from exc
         self._lock = threading.Lock()
         if run_id is not None:
-            self._repair_events()
+            for name in _LOGS:
+                self._repair(name)
 
-    def _repair_events(self) -> None:
-        """Drop a torn last line of events.jsonl (a process killed mid-write), so the events a
+    def _repair(self, name: str) -> None:
+        """Drop a torn last line of a JSON-lines log (a process killed mid-write), so the rows a
         resumed run appends start on a line of their own; the repair is an event itself."""
-        target = self.path / "events.jsonl"
+        target = self.path / name
         try:
             with open(target, "rb+") as handle:
                 data = handle.read()
@@ -60,7 +63,8 @@ class RunStore:
             return
         except OSError as exc:
             raise storage_error(target, exc) from exc
-        self.event("events_repaired", dropped_bytes=len(data) - keep)
+        where = {} if name == "events.jsonl" else {"file": name}
+        self.event("events_repaired", dropped_bytes=len(data) - keep, **where)
 
     @property
     def cache_path(self) -> Path:

@@ -183,7 +183,7 @@ def test_numeric_options_run_or_exit_2_with_one_line_and_nothing_written(
         written = (root / "best.md").exists(), (root / ".reflex" / "runs").exists()
     err = stderr.getvalue()
     assert "Traceback" not in err, err
-    if code == 0:
+    if code in (0, 3):  # ran (3: a tiny --max-seconds paused it, its final measured)
         return
     assert code == 2, (option, value, err)
     lines = [line for line in err.splitlines() if line.strip()]

@@ -31,7 +31,7 @@ def test_search_stops_where_the_final_reserve_begins() -> None:
     budget = Budget(BudgetConfig(max_seconds=45), Ledger())
     budget.reserved_seconds = 5.0
     budget.elapsed_before = 41.0  # 41 s used: the search has passed its deadline (45 - 5)
-    with pytest.raises(BudgetExhausted, match="5s of it kept for the final"):
+    with pytest.raises(BudgetExhausted, match=r"5\.00 s of it kept for the final"):
         budget.check_evaluation(10)
     budget.check_evaluation(10, use_reserve=True)  # the final still runs
     assert budget.seconds_left(use_reserve=True) == pytest.approx(5.0, abs=0.5)
