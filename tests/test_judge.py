@@ -285,3 +285,24 @@ def test_judge_check_refuses_unreadable_labels(fake: FakeModel, tmp_path: Path) 
         build_cli(), ["judge-check", str(path), "--judge", "fake/judge", "--label-field", "verdict"]
     )
     assert result.exit_code != 0 and "'maybe' is not pass/fail" in result.output
+
+
+def test_no_row_judged_under_both_prompts_is_a_warning_not_a_traceback(tmp_path: Path) -> None:
+    """Every judgement fails to parse: no paired test exists, the run says so and ends."""
+
+    def route(request: FakeRequest) -> str:
+        if request.model == "fake/task":
+            return "garble"
+        return judge_reply(request) if request.model == "fake/judge" else responder(request)
+
+    FakeModel(route).install()
+    opt = builder(tmp_path, label_free()).add_metric(judge()).set_allow_degenerate_seed()
+    result = opt.run(START)
+    assert result.baseline is not None and result.final is not None
+    assert not result.baseline.per_example() and not result.final.per_example()
+    assert result.p_value is None and result.significance is None
+    kinds = {w["kind"]: w["message"] for w in result.warnings}
+    assert "no test row was scored under both prompts" in kinds["no_paired_test"]
+    saved = json.loads((Path(result.run_dir) / "result.json").read_text(encoding="utf-8"))
+    assert saved["p_value"] is None
+    assert any(w["kind"] == "no_paired_test" for w in saved["warnings"])

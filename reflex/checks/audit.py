@@ -288,6 +288,7 @@ def run_warnings(
                 "prompt was selected on the train scores it was optimized on",
             )
         )
+    out += _unpaired(result)
     final = result.final.mean_score if result.final is not None else None
     if sizes.get("val") and result.best_score_val is not None and final is not None:
         gap = result.best_score_val - final
@@ -300,6 +301,24 @@ def run_warnings(
                 )
             )
     return out + leakage_warnings(result.iterations)
+
+
+def _unpaired(result: OptimizationResult) -> list[dict[str, str]]:
+    """A warning when the baseline and the final share no scored test row (no paired test)."""
+    baseline, final = result.baseline, result.final
+    if baseline is None or final is None or result.significance is not None:
+        return []
+    if baseline.per_example().keys() & final.per_example().keys():
+        return []
+    return [
+        _warning(
+            "no_paired_test",
+            f"no test row was scored under both prompts ({baseline.n_errors} of "
+            f"{len(baseline.samples)} baseline rows and {final.n_errors} of "
+            f"{len(final.samples)} final rows failed): there is no paired test and the "
+            "scores say nothing about a gain; look at the rows' errors in evaluations.jsonl",
+        )
+    ]
 
 
 def _warning(kind: str, message: str) -> dict[str, str]:

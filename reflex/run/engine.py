@@ -187,10 +187,10 @@ class Engine:
             ctx.best_prompt, list(self.split.test), "test:final", use_reserve=True
         )
         session.notify.final(result.final)
-        test = paired_test(
-            result.baseline.per_example(), result.final.per_example(), seed=self.config.seed
-        )
-        result.p_value, result.significance = test.p_value, test.to_dict()
+        before, after = result.baseline.per_example(), result.final.per_example()
+        if before.keys() & after.keys():  # else no row was scored under both: no paired test
+            test = paired_test(before, after, seed=self.config.seed)
+            result.p_value, result.significance = test.p_value, test.to_dict()
         if self.config.slice_by:
             result.slices = slice_scores(
                 self.dataset, result.baseline, result.final, self.config.slice_by
