@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from reflex.checks.leakage import LeakageFlag, LeakageGuard
+from reflex.checks.leakage import LeakageFlag
 from reflex.data.dataset import Dataset
 from reflex.data.prompts import PromptSpec
 from reflex.errors import ConfigurationError, ReflexError
@@ -21,6 +21,7 @@ from reflex.judging.pairwise import PairOutcome, compare_all
 from reflex.plugins import build_options, get_registry
 from reflex.result import EvalSnapshot, IterationRecord, StopReason
 from reflex.run.budget import Budget
+from reflex.run.screening import CandidateScreen
 from reflex.run.session import Session
 from reflex.run.stopping import DEFAULT_ITERATIONS, Stopping
 from reflex.types import (
@@ -76,17 +77,15 @@ class RunContext:
         # The initial prompt as named components; strategies that edit one text ignore it.
         self.prompt_spec = prompt_spec or PromptSpec.single(initial_prompt)
         self.best_components: dict[str, str] | None = dict(self.prompt_spec.components)
-        # Held-out (val, test) text indexed once; every candidate is checked (checks.leakage).
-        self._leakage = LeakageGuard.for_run(
+        # Leakage (held-out text indexed once) and guard checks of every candidate.
+        self._screen = CandidateScreen(
             self.config,
             train=train,
             held_out={"val": val, "test": test or ()},
             seed_texts=[initial_prompt, *self.prompt_spec.components.values()],
+            initial_val=initial_val,
         )
-        # (prompt, span flags) from the latest ``leakage_screen``, for that prompt's record.
-        self._screened: tuple[str, list[LeakageFlag]] | None = None
         self.best_val: float | None = initial_val.mean_score if initial_val else None
-        self._initial_val = initial_val
         config = session.config
         self._stopping = Stopping(
             self.settings.max_iterations, config.score_threshold, config.early_stopping_patience
@@ -270,9 +269,7 @@ class RunContext:
         The flags land on the next ``record_iteration`` of this prompt (and its ``leakage``
         event), exactly as when ``record_iteration`` screens the candidate itself.
         """
-        flags = self._leakage.screen(prompt)
-        self._screened = (prompt, flags)
-        return self._leakage.reject(flags)
+        return self._screen.screen(prompt)
 
     def record_iteration(
         self,
@@ -294,8 +291,8 @@ class RunContext:
         components (``prompt`` must be their rendering); kept as ``best_components`` if it wins.
         Leakage flags (:mod:`reflex.checks.leakage`) are recorded; ``strict_leakage`` rejects them.
         """
-        leaks = self._span_flags(prompt, failed, rejected)
-        rejected = rejected or self._leakage.reject(leaks)  # before val is paid for
+        leaks = self._screen.span_flags(prompt, failed, rejected)
+        rejected = rejected or self._screen.reject(leaks)  # before val is paid for
         measured = train  # what the strategy measured (leakage checks use only that)
         if train is None and failed is None and rejected is None:
             train = self._train_score(prompt)
@@ -307,10 +304,10 @@ class RunContext:
             selection = train.mean_score
         if val is not None and measured is not None:
             rows = (len(measured.samples), len(val.samples))
-            leaks += self._leakage.gain(
+            leaks += self._screen.gain(
                 measured.mean_score, val.mean_score, self.best_val, change, rows
             )
-        rejected = rejected or self._leakage.reject(leaks) or self._guard_violation(val)
+        rejected = rejected or self._screen.reject(leaks) or self._screen.guard_violation(val)
         is_best = (
             failed is None
             and rejected is None
@@ -320,7 +317,7 @@ class RunContext:
         if is_best:
             self.best_prompt, self.best_val = prompt, selection
             self.best_components = self._components_of(prompt, components)
-            self._leakage.became_best(measured.mean_score if measured else None)
+            self._screen.became_best(measured.mean_score if measured else None)
         ok = (is_best if accepted is None else accepted) and rejected is None  # never both
         record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
         record = replace(
@@ -350,21 +347,6 @@ class RunContext:
             return None  # under --max-calls every call goes to the search (val), none to charts
         return self._session.evaluate(prompt, self._train_batch, f"train:it{self.iteration + 1}")
 
-    def _span_flags(
-        self, prompt: str, failed: str | None, rejected: str | None
-    ) -> list[LeakageFlag]:
-        """Span flags for the candidate's record.
-
-        From ``leakage_screen`` when it screened this prompt last, else screened now unless the
-        candidate failed or was rejected before val.
-        """
-        screened, self._screened = self._screened, None
-        if failed is not None:
-            return []
-        if screened is not None and screened[0] == prompt:
-            return list(screened[1])
-        return self._leakage.screen(prompt) if rejected is None else []
-
     def _log_leakage(self, record: IterationRecord, leaks: Sequence[LeakageFlag]) -> None:
         if leaks:  # session.event skips it while a resumed run replays what it logged
             flags = [flag.to_dict() for flag in leaks]
@@ -379,17 +361,6 @@ class RunContext:
         if components is not None:
             return dict(components)
         return {"system": prompt} if self.prompt_spec.is_single else None
-
-    def _guard_violation(self, val: EvalSnapshot | None) -> str | None:
-        """A reason when a guard metric regressed on val beyond its tolerance, else None."""
-        if val is None or self._initial_val is None:
-            return None
-        for name, tolerance in self.config.guards.items():
-            before = self._initial_val.scores_by_metric.get(name)
-            after = val.scores_by_metric.get(name)
-            if before is not None and after is not None and after < before - tolerance:
-                return f"guard {name} regressed {before:.3f} -> {after:.3f} (tolerance {tolerance})"
-        return None
 
     def _publish(self, record: IterationRecord) -> None:
         session = self._session
