@@ -191,30 +191,42 @@ def run_strategy(model: str, task: Task, strategy: str, budget: int, rows: Rows,
         return exc.partial
 
 
+def _versus(best: Cell | None, cell: Cell) -> str:
+    """``cell`` minus ``best`` on the rows both scored (paired by seed and id), with p."""
+    if best is None or cell is best or not set(cell.per_row) & set(best.per_row):
+        return "-"
+    test = paired_test(best.per_row, cell.per_row)
+    return f"{test.mean_diff:+.3f} p={test.p_value:.3g}"
+
+
+def _best(cells: Sequence[Cell]) -> Cell | None:
+    return max(cells, key=lambda c: statistics.fmean(c.scores), default=None)
+
+
 def _summary(cells: Sequence[Cell], task: str) -> list[str]:
-    refs = [c for c in cells if c.task == task and c.budget is None and c.scores]
-    best = max(refs, key=lambda c: statistics.fmean(c.scores), default=None)
+    mine = [c for c in cells if c.task == task and c.scores]
+    best = _best([c for c in mine if c.budget is None])
+    dspy = _best([c for c in mine if c.method.startswith("DSPy")])
     lines = []
-    for cell in (c for c in cells if c.task == task and c.scores):
+    for cell in mine:
         mean = statistics.fmean(cell.scores)
         sd = statistics.stdev(cell.scores) if len(cell.scores) > 1 else 0.0
-        p = "-"
-        if best is not None and cell is not best and set(cell.per_row) & set(best.per_row):
-            test = paired_test(best.per_row, cell.per_row)
-            p = f"{test.mean_diff:+.3f} p={test.p_value:.3g}"
+        ours = cell.budget is not None and not cell.method.startswith("DSPy")
+        versus_dspy = _versus(dspy, cell) if ours else "-"
         budget = "-" if cell.budget is None else str(cell.budget)
         calls = f"{statistics.fmean(cell.calls):.0f}" if cell.calls else "-"
         seeds = len(cell.scores)
         lines.append(
             f"| {task} | {cell.method} | {budget} | {mean:.3f} | {sd:.3f} | {seeds} | "
-            f"{calls} | {p} |"
+            f"{calls} | {_versus(best, cell)} | {versus_dspy} |"
         )
     return lines
 
 
 HEADER = [
-    "| task | method | search budget | test mean | sd | seeds | search calls | vs best reference |",
-    "|---|---|---|---|---|---|---|---|",
+    "| task | method | search budget | test mean | sd | seeds | search calls | vs best reference "
+    "| vs best DSPy (same seeds) |",
+    "|---|---|---|---|---|---|---|---|---|",
 ]
 
 
