@@ -308,6 +308,8 @@ def _unpaired(result: OptimizationResult) -> list[dict[str, str]]:
     baseline, final = result.baseline, result.final
     if baseline is None or final is None or result.significance is not None:
         return []
+    if not baseline.samples or not final.samples:  # no rows to pair (a summary-only record)
+        return []
     if baseline.per_example().keys() & final.per_example().keys():
         return []
     return [
