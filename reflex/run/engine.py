@@ -199,9 +199,12 @@ class Engine:
         result.completed = result.end_state is RunEnd.SUCCEEDED
 
     def _optimize(self, session: Session, prompt: str, result: OptimizationResult) -> RunContext:
-        initial_val = None
-        if len(self.split.val):
-            initial_val = session.evaluate(prompt, list(self.split.val), "val:baseline")
+        initial_val, spent = None, None
+        try:  # a budget spent here stops the search before it starts: the final still runs
+            if len(self.split.val):
+                initial_val = session.evaluate(prompt, list(self.split.val), "val:baseline")
+        except BudgetExhausted as exc:
+            spent = exc
         if not (self.resume and self.resume.checkpoint):  # a later checkpoint stays as it is
             session.store.write_json("checkpoint.json", {"stage": "baseline", "iteration": 0})
         checkpoint = self.resume.checkpoint if self.resume else None
@@ -220,6 +223,8 @@ class Engine:
         result.failed_proposals = ctx.failed_proposals  # shared, so a partial result has them
         strategy = self.strategy_cls(self.options)
         try:
+            if spent is not None:
+                raise spent
             strategy.optimize(ctx)
             if ctx.stop is None:
                 ctx.stop_with(StopReason.STRATEGY_FINISHED, "strategy finished")

@@ -74,3 +74,55 @@ def test_time_budget_cancels_stuck_calls_and_keeps_the_final(
     assert [s.example_id for s in result.final.samples] == [
         s.example_id for s in result.baseline.samples
     ]
+
+
+class _Clock:
+    """``time`` for the budget's module: the real clock plus a jump the test makes."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def monotonic(self) -> float:
+        import time
+
+        return time.monotonic() + self.offset
+
+
+def test_a_budget_spent_before_the_val_baseline_pauses_the_run_with_its_final(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The time budget runs out after the test baseline, before the initial prompt's val score
+    (a busy machine, a tiny --max-seconds): the run pauses with the initial prompt's final
+    measured (from the cache, 0 calls), as when the search is stopped; it used to end as a
+    failure (exit 2) with no final score."""
+    from conftest import responder
+
+    from reflex.callbacks import Callback
+    from reflex.testing import FakeModel
+
+    clock = _Clock()
+    monkeypatch.setattr("reflex.run.budget.time", clock)
+
+    class SlowBaseline(Callback):
+        def on_baseline(self, snapshot: object) -> None:
+            clock.offset += 60.0  # the baseline "took" a minute of a 100 s budget
+
+    fake = FakeModel(responder)
+    fake.install()
+    result = (
+        PromptOptimizer()
+        .set_dataset(make_rows(30))
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_reasoning_model("fake/reasoner")
+        .set_budget(max_seconds=100)
+        .set_run_dir(tmp_path)
+        .configure(max_iterations=3)
+        .run(START, callbacks=[SlowBaseline()])
+    )
+    assert result.stop is StopReason.BUDGET and "time budget" in result.stop_reason
+    assert result.end_state is RunEnd.PAUSED_BUDGET and not result.completed
+    assert result.iterations == [] and result.best_prompt == START
+    assert result.final is not None and result.baseline is not None
+    assert result.final.mean_score == result.baseline.mean_score
+    assert not [r for r in fake.requests if r.model.startswith("fake/reasoner")]
