@@ -8,12 +8,11 @@ on_final -> paired test -> on_run_end. On any exception: on_run_error(error, par
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from reflex.callbacks import AnyCallback, CallbackDispatcher
+from reflex.callbacks import AnyCallback
 from reflex.checks.audit import annotate, seal_after_run
 from reflex.checks.outcome import end_state, unpriced_warning
 from reflex.checks.stats import paired_test
@@ -28,23 +27,17 @@ from reflex.errors import (
     DegenerateSeedError,
     StorageError,
 )
-from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.preflight import check_models, judge_specs
-from reflex.models.retry import RetryPolicy, error_name
-from reflex.models.router import ModelRouter
-from reflex.models.runner import LoopRunner
-from reflex.models.shared_cache import open_cache
 from reflex.plugins import build_options
 from reflex.redact import scrub, scrubbed_logs
 from reflex.result import OptimizationResult, RunEnd, StopReason
-from reflex.run.budget import Budget, requests_and_cost
+from reflex.run.budget import requests_and_cost
 from reflex.run.context import RunContext
-from reflex.run.evaluate import Evaluator, slice_scores
-from reflex.run.pipeline_runner import PipelineRunner
-from reflex.run.resume import ResumePoint, earlier_retries, logged_evaluations, prompt_hash
+from reflex.run.evaluate import slice_scores
+from reflex.run.opening import RunPlan, reasoning_spec, task_spec
+from reflex.run.resume import ResumePoint
 from reflex.run.session import Session
 from reflex.run.stopping import iteration_limit
-from reflex.run.store import RunStore
 from reflex.types import Metric, Strategy
 
 __all__ = ["Engine"]
@@ -81,8 +74,8 @@ class Engine:
                 "--reasoning-model provider/model (builder: .set_reasoning_model(...))"
             )
         self.callbacks = list(callbacks)
-        reasoning = [spec] if (spec := self._reasoning_spec()) else []
-        tasks = [self._task_spec(m) for m in config.models]
+        reasoning = [spec] if (spec := reasoning_spec(config)) else []
+        tasks = [task_spec(config, m) for m in config.models]
         specs = [*tasks, *reasoning, *judge_specs(self.metrics)]
         check_models(specs, config.router_config)  # before any call
         if resume is not None:
@@ -291,123 +284,18 @@ class Engine:
         )
 
     def _open_session(self, prompt: str) -> Session:
-        resume = self.resume
-        store = RunStore(self.config.run_dir, run_id=resume.run_id if resume else None)
-        config = self.config.model_copy(update={"run_id": store.run_id, "resumed": bool(resume)})
-        if resume is None:
-            self._write_run_files(store, config, prompt)  # max_iterations as the user set it
-        else:
-            store.write_json("run.json", {**self._meta(store, prompt), "resumed_at": time.time()})
-        config = config.model_copy(update={"max_iterations": self._iteration_limit()})
-        cache = open_cache(config.cache_url, store.cache_path)
-        urls = (config.api_base, config.reasoning_base_url, config.cache_url)  # never written
-        client = ProviderClient(
-            max_workers=config.max_workers,
-            processes=config.client_processes,
-            cache=cache,
-            cache_namespace=config.cache_namespace,
-            seed=config.seed,
-            owner=store.run_id,
-            router=ModelRouter(config.router_config) if config.router_config else None,
-            prices=config.prices,
-            retry=RetryPolicy(progress_window=config.retry_window),
-            on_retry=lambda model, attempt, exc, delay, role: session.event(
-                "retry",
-                model=model,
-                role=role,
-                attempt=attempt,
-                delay=round(delay, 3),
-                error=scrub(f"{error_name(exc)}: {exc}", *urls)[:200],
-            ),
-        )
-        evaluator = Evaluator(
-            client=client,
-            models=[self._task_spec(m) for m in config.models],
+        plan = RunPlan(
+            config=self.config,
+            dataset=self.dataset,
+            split=self.split,
             metrics=self.metrics,
-            weights=config.metric_weights,
-            prompt_mode=config.prompt_mode,
-            pipeline=self._pipeline_runner(client, config),
+            strategy_name=self.strategy_cls.name,
+            callbacks=self.callbacks,
+            resume=self.resume,
+            prompt_spec=self.prompt_spec,
+            pipeline=self.pipeline,
         )
-        dispatcher = CallbackDispatcher(
-            self.callbacks,
-            on_failure=lambda name, hook, exc: store.event(
-                "callback_failure", callback=name, hook=hook, error=scrub(str(exc), *urls)
-            ),
-        )
-        if resume is not None:  # the retries of earlier segments are only in events.jsonl
-            for role, count in earlier_retries(store.path).items():
-                client.ledger.add_retries(role, count)
-        budget = Budget(config.budget, client.ledger)
-        budget.baseline_rows = len(self.split.test) * len(config.models)
-        if resume is not None and resume.checkpoint:
-            budget.elapsed_before = float(resume.checkpoint.get("elapsed_s", 0.0))
-        # Killed before its first checkpoint: replay what the record holds (see Session).
-        logged = logged_evaluations(store.path) if resume and not resume.checkpoint else {}
-        session = Session(
-            config=config,
-            runner=LoopRunner.shared(),
-            client=client,
-            evaluator=evaluator,
-            budget=budget,
-            store=store,
-            dispatcher=dispatcher,
-            reasoning=self._reasoning_spec(),
-            replaying=bool(resume and resume.checkpoint) or bool(logged),
-            replay_log=logged,
-            replaying_log=bool(logged),
-            split_of={i: name for name, ids in self.split.ids().items() for i in ids},
-        )
-        return session
-
-    def _write_run_files(self, store: RunStore, config: RunConfig, prompt: str) -> None:
-        store.write_json("config.json", config.model_dump(mode="json"))
-        store.write_json("splits.json", self.split.ids())
-        store.write_json("run.json", self._meta(store, prompt))
-        store.write_prompt("initial", prompt)
-
-    def _meta(self, store: RunStore, prompt: str) -> dict[str, object]:
-        return {
-            "run_id": store.run_id,
-            "pid": os.getpid(),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "strategy": self.strategy_cls.name,
-            "dataset_name": self.dataset.name,
-            "dataset_source": self.dataset.source,
-            "dataset_fingerprint": self.dataset.fingerprint(),
-            "prompt_sha256": prompt_hash(prompt),
-            "reflex_version": _version(),
-        }
-
-    def _pipeline_runner(self, client: ProviderClient, config: RunConfig) -> PipelineRunner | None:
-        if self.pipeline is None:
-            return None
-        return PipelineRunner(
-            self.pipeline,
-            client,
-            timeout=config.pipeline_timeout,
-            spec=self.prompt_spec,
-            trace_metrics=frozenset(config.trace_metrics),
-        )
-
-    def _task_spec(self, model: str) -> ModelSpec:
-        return ModelSpec(
-            model=model,
-            api_base=self.config.api_base,
-            temperature=self.config.temperature,
-            max_tokens=self.config.max_tokens,
-            seed=self.config.seed,
-        )
-
-    def _reasoning_spec(self) -> ModelSpec | None:
-        if not self.config.reasoning_model:
-            return None
-        return ModelSpec(
-            model=self.config.reasoning_model,
-            api_base=self.config.reasoning_base_url,
-            temperature=self.config.reasoning_temperature,
-            seed=self.config.seed,
-            timeout=300.0,
-        )
+        return plan.open_session(prompt, self._iteration_limit())
 
     def _split_sizes(self) -> dict[str, int]:
         return {
@@ -432,9 +320,3 @@ def _end_state(exc: BaseException) -> RunEnd:
     if isinstance(exc, KeyboardInterrupt):
         return RunEnd.INTERRUPTED
     return RunEnd.BUDGET_STOPPED if isinstance(exc, BudgetExhausted) else RunEnd.FAILED
-
-
-def _version() -> str:
-    from reflex import __version__
-
-    return __version__

@@ -1,0 +1,182 @@
+"""Opening a run: its record on disk, and the session (client, evaluator, budget, trackers) the
+lifecycle in reflex.run.engine works through. A resumed run reopens its record and carries the
+time and retries of its earlier segments."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from reflex.callbacks import AnyCallback, CallbackDispatcher
+from reflex.config import RunConfig
+from reflex.data.dataset import Dataset
+from reflex.data.pipeline import Pipeline
+from reflex.data.prompts import PromptSpec
+from reflex.data.splits import Split
+from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.retry import RetryPolicy, error_name
+from reflex.models.router import ModelRouter
+from reflex.models.runner import LoopRunner
+from reflex.models.shared_cache import open_cache
+from reflex.redact import scrub
+from reflex.run.budget import Budget
+from reflex.run.evaluate import Evaluator
+from reflex.run.pipeline_runner import PipelineRunner
+from reflex.run.resume import ResumePoint, earlier_retries, logged_evaluations, prompt_hash
+from reflex.run.session import Session
+from reflex.run.store import RunStore
+from reflex.types import Metric
+
+__all__ = ["RunPlan", "reasoning_spec", "task_spec"]
+
+
+def task_spec(config: RunConfig, model: str) -> ModelSpec:
+    """How the task model ``model`` is called."""
+    return ModelSpec(
+        model=model,
+        api_base=config.api_base,
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        seed=config.seed,
+    )
+
+
+def reasoning_spec(config: RunConfig) -> ModelSpec | None:
+    """How the reasoning model is called (None: a reasoning-free run)."""
+    if not config.reasoning_model:
+        return None
+    return ModelSpec(
+        model=config.reasoning_model,
+        api_base=config.reasoning_base_url,
+        temperature=config.reasoning_temperature,
+        seed=config.seed,
+        timeout=300.0,
+    )
+
+
+@dataclass
+class RunPlan:
+    """What a run was built with, before any call: enough to open (or reopen) its session."""
+
+    config: RunConfig
+    dataset: Dataset
+    split: Split
+    metrics: Sequence[Metric]
+    strategy_name: str
+    callbacks: Sequence[AnyCallback] = ()
+    resume: ResumePoint | None = None
+    prompt_spec: PromptSpec | None = None
+    pipeline: Pipeline | None = None
+
+    def open_session(self, prompt: str, max_iterations: int) -> Session:
+        """The run's record on disk (new, or reopened on resume) and its session."""
+        resume = self.resume
+        store = RunStore(self.config.run_dir, run_id=resume.run_id if resume else None)
+        config = self.config.model_copy(update={"run_id": store.run_id, "resumed": bool(resume)})
+        if resume is None:
+            self._write_run_files(store, config, prompt)  # max_iterations as the user set it
+        else:
+            store.write_json("run.json", {**self.meta(store, prompt), "resumed_at": time.time()})
+        config = config.model_copy(update={"max_iterations": max_iterations})
+        urls = (config.api_base, config.reasoning_base_url, config.cache_url)  # never written
+        client = _client(config, store, urls, lambda **fields: session.event("retry", **fields))
+        dispatcher = CallbackDispatcher(
+            self.callbacks,
+            on_failure=lambda name, hook, exc: store.event(
+                "callback_failure", callback=name, hook=hook, error=scrub(str(exc), *urls)
+            ),
+        )
+        if resume is not None:  # the retries of earlier segments are only in events.jsonl
+            for role, count in earlier_retries(store.path).items():
+                client.ledger.add_retries(role, count)
+        budget = Budget(config.budget, client.ledger)
+        budget.baseline_rows = len(self.split.test) * len(config.models)
+        if resume is not None and resume.checkpoint:
+            budget.elapsed_before = float(resume.checkpoint.get("elapsed_s", 0.0))
+        # Killed before its first checkpoint: replay what the record holds (see Session).
+        logged = logged_evaluations(store.path) if resume and not resume.checkpoint else {}
+        session = Session(
+            config=config,
+            runner=LoopRunner.shared(),
+            client=client,
+            evaluator=self._evaluator(client, config),
+            budget=budget,
+            store=store,
+            dispatcher=dispatcher,
+            reasoning=reasoning_spec(config),
+            replaying=bool(resume and resume.checkpoint) or bool(logged),
+            replay_log=logged,
+            replaying_log=bool(logged),
+            split_of={i: name for name, ids in self.split.ids().items() for i in ids},
+        )
+        return session
+
+    def meta(self, store: RunStore, prompt: str) -> dict[str, object]:
+        """run.json: what ran, on which data, from which prompt, by which version."""
+        return {
+            "run_id": store.run_id,
+            "pid": os.getpid(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "strategy": self.strategy_name,
+            "dataset_name": self.dataset.name,
+            "dataset_source": self.dataset.source,
+            "dataset_fingerprint": self.dataset.fingerprint(),
+            "prompt_sha256": prompt_hash(prompt),
+            "reflex_version": _version(),
+        }
+
+    def _write_run_files(self, store: RunStore, config: RunConfig, prompt: str) -> None:
+        store.write_json("config.json", config.model_dump(mode="json"))
+        store.write_json("splits.json", self.split.ids())
+        store.write_json("run.json", self.meta(store, prompt))
+        store.write_prompt("initial", prompt)
+
+    def _evaluator(self, client: ProviderClient, config: RunConfig) -> Evaluator:
+        runner = None
+        if self.pipeline is not None:
+            runner = PipelineRunner(
+                self.pipeline,
+                client,
+                timeout=config.pipeline_timeout,
+                spec=self.prompt_spec,
+                trace_metrics=frozenset(config.trace_metrics),
+            )
+        return Evaluator(
+            client=client,
+            models=[task_spec(config, m) for m in config.models],
+            metrics=list(self.metrics),
+            weights=config.metric_weights,
+            prompt_mode=config.prompt_mode,
+            pipeline=runner,
+        )
+
+
+def _client(
+    config: RunConfig, store: RunStore, urls: Sequence[str | None], on_retry: Callable[..., None]
+) -> ProviderClient:
+    """The provider client: its cache, router, prices, and each retry logged as an event."""
+
+    def retried(model: str, attempt: int, exc: BaseException, delay: float, role: str) -> None:
+        error = scrub(f"{error_name(exc)}: {exc}", *urls)[:200]
+        on_retry(model=model, role=role, attempt=attempt, delay=round(delay, 3), error=error)
+
+    return ProviderClient(
+        max_workers=config.max_workers,
+        processes=config.client_processes,
+        cache=open_cache(config.cache_url, store.cache_path),
+        cache_namespace=config.cache_namespace,
+        seed=config.seed,
+        owner=store.run_id,
+        router=ModelRouter(config.router_config) if config.router_config else None,
+        prices=config.prices,
+        retry=RetryPolicy(progress_window=config.retry_window),
+        on_retry=retried,
+    )
+
+
+def _version() -> str:
+    from reflex import __version__
+
+    return __version__
