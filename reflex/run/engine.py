@@ -34,7 +34,7 @@ from reflex.result import OptimizationResult, RunEnd, StopReason
 from reflex.run.budget import requests_and_cost
 from reflex.run.context import RunContext
 from reflex.run.evaluate import slice_scores
-from reflex.run.opening import RunPlan, reasoning_spec, task_spec
+from reflex.run.opening import RunPlan, check_cache_file, reasoning_spec, task_spec
 from reflex.run.resume import ResumePoint
 from reflex.run.session import Session
 from reflex.run.stopping import iteration_limit
@@ -68,6 +68,7 @@ class Engine:
         self.metrics = list(metrics)
         self.strategy_cls = strategy_cls
         self.options = build_options(strategy_cls, dict(config.strategy_options))
+        check_cache_file(config.cache_url)  # before any call or write
         if strategy_cls.requires_reasoning_model and not config.reasoning_model:
             raise ConfigurationError(
                 f"strategy {strategy_cls.name!r} needs a reasoning model: pass "

@@ -8,13 +8,16 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from reflex.callbacks import AnyCallback, CallbackDispatcher
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
+from reflex.data.files import output_problem
 from reflex.data.pipeline import Pipeline
 from reflex.data.prompts import PromptSpec
 from reflex.data.splits import Split
+from reflex.errors import ConfigurationError
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.retry import RetryPolicy, error_name
 from reflex.models.router import ModelRouter
@@ -29,7 +32,21 @@ from reflex.run.session import Session
 from reflex.run.store import RunStore
 from reflex.types import Metric
 
-__all__ = ["RunPlan", "reasoning_spec", "task_spec"]
+__all__ = ["RunPlan", "check_cache_file", "reasoning_spec", "task_spec"]
+
+
+def check_cache_file(url: str | None) -> None:
+    """Refuse, before any call or write, a ``sqlite:///`` cache URL naming a FIFO, a device, a
+    socket or a directory: sqlite would fail on it mid-run with a bare "disk I/O error"."""
+    if not url or not url.lower().startswith("sqlite:///"):
+        return
+    path = url.partition(":///")[2]
+    what = f"--cache-url {url}: the sqlite file {path}"
+    problem = output_problem(Path(path), what) if path else None
+    if problem is None and path and Path(path).is_dir():
+        problem = f"{what} is a directory"
+    if problem is not None:
+        raise ConfigurationError(f"{problem}; name a regular file (or leave --cache-url out)")
 
 
 def task_spec(config: RunConfig, model: str) -> ModelSpec:

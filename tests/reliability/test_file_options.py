@@ -85,6 +85,14 @@ CASES: dict[str, tuple[str, ...]] = {
         "SPECIAL",
     ),
     "optimize -o": ("optimize", "data.jsonl", "prompt.md", *MODEL, "-o", "SPECIAL"),
+    "optimize --cache-url": (
+        "optimize",
+        "data.jsonl",
+        "prompt.md",
+        *MODEL,
+        "--cache-url",
+        "sqlite:///SPECIAL",
+    ),
     "optimize --results-json": (
         "optimize",
         "data.jsonl",
@@ -218,7 +226,8 @@ def test_a_fifo_given_to_any_file_option_is_one_line_before_any_call(
 
 
 @pytest.mark.parametrize(
-    "case", ["optimize --judge-criteria", "optimize -o", "export --training-jsonl"]
+    "case",
+    ["optimize --judge-criteria", "optimize -o", "optimize --cache-url", "export --training-jsonl"],
 )
 def test_dev_null_is_a_device_not_an_empty_file_or_a_place_to_write(
     case: str, workdir: Path
