@@ -29,7 +29,7 @@ import random
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -342,6 +342,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 for strategy in _split_list(args.strategies):
                     result = run_strategy(model, task, strategy, budget, rows, seed)
                     _record(cell(name, strategy, budget), seed, result)
+                    _save(args, cells.values())  # each cell as it ends: a long grid loses none
                     print(
                         f"{name} seed {seed} {strategy}@{budget}: {result.final.mean_score:.3f}",
                         file=sys.stderr,
@@ -362,6 +363,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     _report(args, list(cells.values()), tasks, argv, model)
 
 
+def _save(args: argparse.Namespace, cells: Iterable[Cell]) -> None:
+    if args.json:
+        Path(args.json).write_text(json.dumps([c.__dict__ for c in cells], indent=1), "utf-8")
+
+
 def _report(
     args: argparse.Namespace,
     cells: list[Cell],
@@ -371,8 +377,7 @@ def _report(
 ) -> None:
     text = table(cells, tasks)
     print(text)
-    if args.json:
-        Path(args.json).write_text(json.dumps([c.__dict__ for c in cells], indent=1), "utf-8")
+    _save(args, cells)
     if args.readme and not args.fake:
         note = (
             f"`python bench/quality.py {' '.join(argv or sys.argv[1:])}` "
