@@ -30,6 +30,7 @@ from reflex.api import (
     evaluation_rows,
     iteration_metrics,
     iteration_row,
+    recorded_initial_val,
     recorded_iterations,
     redact_data,
     run_params,
@@ -126,6 +127,11 @@ class MLflowCallback(GuardedCallback):
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
 
+    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+        # the initial prompt's val score starts the running best val (best_score_val); no
+        # tracker call, so not through _safely (its success would reset the outage breaker)
+        self._running.evaluated(label, snapshot)
+
     def on_final(self, snapshot: EvalSnapshot) -> None:
         # One step past the last iteration, so the final point never sits inside the curve.
         step = self._last_step + 1
@@ -183,6 +189,8 @@ class MLflowCallback(GuardedCallback):
         client = MlflowClient(tracking_uri=uri)
         tags = run_tags(config, self.tags)
         self._run_dir = run_path(config)
+        if config.resumed:  # its initial val was measured before: no live hook will say it
+            self._running.seed_val(recorded_initial_val(self._run_dir))
         if self.run_id is None and config.resumed:
             # A resumed reflex run continues the MLflow run it started: the id it saved in the
             # run directory, else the run found by its reflex.run_id tag.

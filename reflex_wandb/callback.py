@@ -22,6 +22,7 @@ from reflex.api import (
     baseline_metrics,
     iteration_metrics,
     iteration_row,
+    recorded_initial_val,
     recorded_iterations,
     run_params,
     run_path,
@@ -90,6 +91,11 @@ class WandbCallback(GuardedCallback):
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
 
+    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+        # the initial prompt's val score starts the running best val (best_score_val); no
+        # tracker call, so not through _safely (its success would reset the outage breaker)
+        self._running.evaluated(label, snapshot)
+
     def on_final(self, snapshot: EvalSnapshot) -> None:
         # One step past the last iteration, so the final point never sits inside the curve.
         step = self._last_step + 1
@@ -111,6 +117,8 @@ class WandbCallback(GuardedCallback):
 
     def _start(self, config: RunConfig, initial_prompt: str) -> None:
         self._run_dir = run_path(config)
+        if config.resumed:  # its initial val was measured before: no live hook will say it
+            self._running.seed_val(recorded_initial_val(self._run_dir))
         saved = tracker_state(self._run_dir, "wandb") if config.resumed else {}
         if saved.get("project") != self.project or saved.get("entity") != self.entity:
             saved = {}  # another project: a new W&B run (e.g. aevyra-reflex sync elsewhere)
