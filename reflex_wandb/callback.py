@@ -1,9 +1,9 @@
 """``WandbCallback``: one reflex run becomes one W&B run (config, curves, summary, artifact).
 
 Metrics are logged against an explicit ``iteration`` axis (``define_metric``): the baseline test
-score at iteration 0, each iteration's train/val scores at its number, and the final test score
-one step past the last iteration. Every W&B call is guarded: a failure is a warning and the
-optimization goes on. See docs/trackers.md for what is logged.
+and val scores at iteration 0, each iteration's train/val scores at its number, and the final
+test score one step past the last iteration. Every W&B call is guarded: a failure is a warning
+and the optimization goes on. See docs/trackers.md for what is logged.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import wandb
 
 from reflex.api import (
+    INITIAL_VAL_LABEL,
     GuardedCallback,
     RunningTotals,
     baseline_metrics,
@@ -31,7 +32,7 @@ from reflex.api import (
     summary_metrics,
     tracker_state,
 )
-from reflex_wandb.offline import logged_steps
+from reflex_wandb.offline import logged_keys
 
 if TYPE_CHECKING:
     from reflex.api import EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
@@ -79,6 +80,7 @@ class WandbCallback(GuardedCallback):
         self._run_dir: Path | None = None
         self._done: set[int] = set()  # steps the W&B run holds (baseline 0, iterations)
         self._running = RunningTotals()  # best_score_*, total_* after each iteration
+        self._val0 = False  # the run holds score_val at iteration 0 (the initial prompt's)
 
     def _has_run(self) -> bool:
         return self.run is not None
@@ -92,9 +94,10 @@ class WandbCallback(GuardedCallback):
         self._safely("on_iteration", lambda: self._iteration(record))
 
     def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
-        # the initial prompt's val score starts the running best val (best_score_val); no
-        # tracker call, so not through _safely (its success would reset the outage breaker)
-        self._running.evaluated(label, snapshot)
+        # Only the initial prompt's val evaluation is logged; the others make no tracker call,
+        # so they do not go through _safely (a success there resets the outage breaker).
+        if label == INITIAL_VAL_LABEL:
+            self._safely("on_evaluation_end", lambda: self._initial_val(snapshot.mean_score))
 
     def on_final(self, snapshot: EvalSnapshot) -> None:
         # One step past the last iteration, so the final point never sits inside the curve.
@@ -117,8 +120,6 @@ class WandbCallback(GuardedCallback):
 
     def _start(self, config: RunConfig, initial_prompt: str) -> None:
         self._run_dir = run_path(config)
-        if config.resumed:  # its initial val was measured before: no live hook will say it
-            self._running.seed_val(recorded_initial_val(self._run_dir))
         saved = tracker_state(self._run_dir, "wandb") if config.resumed else {}
         if saved.get("project") != self.project or saved.get("entity") != self.entity:
             saved = {}  # another project: a new W&B run (e.g. aevyra-reflex sync elsewhere)
@@ -141,7 +142,8 @@ class WandbCallback(GuardedCallback):
         run.define_metric("*", step_metric="iteration")
         earlier = [str(d) for d in saved.get("sync_dirs", []) if d != run.settings.sync_dir]
         if resuming:
-            self._done = self._steps_on_record(run, earlier)
+            on_record = self._on_record(run, earlier)
+            self._done, self._val0 = set(on_record), "score_val" in on_record.get(0, set())
         self._last_step = max(self._done, default=0)
         self._save(
             project=self.project,
@@ -149,17 +151,22 @@ class WandbCallback(GuardedCallback):
             sync_dirs=[*earlier, run.settings.sync_dir],
         )
         run.summary["initial_prompt"] = initial_prompt
+        if config.resumed:  # its val:baseline was measured before: no live hook will say it
+            self._initial_val(recorded_initial_val(self._run_dir))
         if resuming:
             self._catch_up()
 
     @staticmethod
-    def _steps_on_record(run: Any, earlier: list[str]) -> set[int]:
-        """Steps the W&B run already holds: on disk in its earlier offline files, or (online)
-        up to the ``iteration`` the server's summary has."""
+    def _on_record(run: Any, earlier: list[str]) -> dict[int, set[str]]:
+        """Steps (and their keys) the W&B run already holds: on disk in its earlier offline
+        files, or (online) up to the ``iteration`` the server's summary has, with
+        ``score_val`` at 0 if the summary has it (the val:baseline point comes first)."""
         if run.settings.mode == "offline":
-            return logged_steps(earlier)
+            return logged_keys(earlier)
         last = run.summary.get("iteration")
-        return set(range(0, int(last) + 1)) if isinstance(last, int | float) else set()
+        steps = range(0, int(last) + 1) if isinstance(last, int | float) else range(0)
+        at_zero = {"score_val"} & set(run.summary.keys())
+        return {step: set(at_zero) if step == 0 else set() for step in steps}
 
     def _went_offline(self, hook: str) -> None:
         self._save(offline_in=hook, missed=True)
@@ -177,6 +184,16 @@ class WandbCallback(GuardedCallback):
             self._running.add(record)  # the running series go on from the whole record
             if record.iteration not in self._done:
                 self._log_iteration(record)
+
+    def _initial_val(self, score: float | None) -> None:
+        """The initial prompt's val score: ``score_val`` at iteration 0 (the val curve's start)
+        and the start of the running best val (``best_score_val``)."""
+        if score is None:
+            return
+        self._running.seed_val(score)
+        if not self._val0:  # a resumed or replayed run may hold it already
+            self._log({"score_val": score}, 0)
+            self._val0 = True
 
     def _baseline(self, snapshot: EvalSnapshot) -> None:
         if 0 not in self._done:  # a resumed run's baseline may be on record already

@@ -226,11 +226,6 @@ class RunningTotals:
         if score is not None and not self._seen and self._best_val is None:
             self._best_val = float(score)
 
-    def evaluated(self, label: str, snapshot: EvalSnapshot) -> None:
-        """Feed ``on_evaluation_end``: the initial prompt's val evaluation seeds the best val."""
-        if label == INITIAL_VAL_LABEL:
-            self.seed_val(snapshot.mean_score)
-
     def add(self, record: IterationRecord) -> dict[str, float]:
         if record.iteration in self._seen:
             return self._seen[record.iteration]
