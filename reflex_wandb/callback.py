@@ -80,7 +80,7 @@ class WandbCallback(GuardedCallback):
         self._run_dir: Path | None = None
         self._done: set[int] = set()  # steps the W&B run holds (baseline 0, iterations)
         self._running = RunningTotals()  # best_score_*, total_* after each iteration
-        self._val0 = False  # the run holds score_val at iteration 0 (the initial prompt's)
+        self._at_zero: set[str] = set()  # keys the run holds at 0: score_test, score_val
 
     def _has_run(self) -> bool:
         return self.run is not None
@@ -143,7 +143,7 @@ class WandbCallback(GuardedCallback):
         earlier = [str(d) for d in saved.get("sync_dirs", []) if d != run.settings.sync_dir]
         if resuming:
             on_record = self._on_record(run, earlier)
-            self._done, self._val0 = set(on_record), "score_val" in on_record.get(0, set())
+            self._done, self._at_zero = set(on_record), on_record.get(0, set())
         self._last_step = max(self._done, default=0)
         self._save(
             project=self.project,
@@ -159,13 +159,13 @@ class WandbCallback(GuardedCallback):
     @staticmethod
     def _on_record(run: Any, earlier: list[str]) -> dict[int, set[str]]:
         """Steps (and their keys) the W&B run already holds: on disk in its earlier offline
-        files, or (online) up to the ``iteration`` the server's summary has, with
-        ``score_val`` at 0 if the summary has it (the val:baseline point comes first)."""
+        files, or (online) up to the ``iteration`` the server's summary has, with the baseline
+        test score at 0 and the val one if the summary has ``score_val`` (it comes first)."""
         if run.settings.mode == "offline":
             return logged_keys(earlier)
         last = run.summary.get("iteration")
         steps = range(0, int(last) + 1) if isinstance(last, int | float) else range(0)
-        at_zero = {"score_val"} & set(run.summary.keys())
+        at_zero = {"score_test"} | {"score_val"} & set(run.summary.keys())
         return {step: set(at_zero) if step == 0 else set() for step in steps}
 
     def _went_offline(self, hook: str) -> None:
@@ -191,14 +191,15 @@ class WandbCallback(GuardedCallback):
         if score is None:
             return
         self._running.seed_val(score)
-        if not self._val0:  # a resumed or replayed run may hold it already
+        if "score_val" not in self._at_zero:  # a resumed or replayed run may hold it already
             self._log({"score_val": score}, 0)
-            self._val0 = True
+            self._at_zero.add("score_val")
 
     def _baseline(self, snapshot: EvalSnapshot) -> None:
-        if 0 not in self._done:  # a resumed run's baseline may be on record already
+        if "score_test" not in self._at_zero:  # a resumed run may hold it already
             self._log(baseline_metrics(snapshot), 0)
             self._done.add(0)
+            self._at_zero.add("score_test")
 
     def _iteration(self, record: IterationRecord) -> None:
         if record.iteration in self._done:
