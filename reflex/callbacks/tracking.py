@@ -199,8 +199,9 @@ trackers log them as a series, one point per iteration, whose last point is the 
 
 
 INITIAL_VAL_LABEL = "val:baseline"
-"""The evaluation label of the initial prompt on the val split (``on_evaluation_end``, and the
-``evaluation`` events of events.jsonl): the best val score before any candidate beat it."""
+"""The evaluation label of the initial prompt on the val split (the engine's, in
+``on_evaluation_end`` and the ``evaluation`` events of events.jsonl): the best val score before
+any candidate beat it."""
 
 
 class RunningTotals:

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from reflex.callbacks import AnyCallback, CallbackDispatcher
-from reflex.callbacks.tracking import INITIAL_VAL_LABEL
 from reflex.checks.audit import annotate, seal_after_run
 from reflex.checks.outcome import end_state, unpriced_warning
 from reflex.checks.stats import paired_test
@@ -202,7 +201,7 @@ class Engine:
     def _optimize(self, session: Session, prompt: str, result: OptimizationResult) -> RunContext:
         initial_val = None
         if len(self.split.val):
-            initial_val = session.evaluate(prompt, list(self.split.val), INITIAL_VAL_LABEL)
+            initial_val = session.evaluate(prompt, list(self.split.val), "val:baseline")
         if not (self.resume and self.resume.checkpoint):  # a later checkpoint stays as it is
             session.store.write_json("checkpoint.json", {"stage": "baseline", "iteration": 0})
         checkpoint = self.resume.checkpoint if self.resume else None
