@@ -22,7 +22,7 @@ Everything a plugin needs is here, typed:
   (a tracker failure never stops a run), built on the one redactor (``redact_url``,
   ``redact_data``, ``scrub`` from :mod:`reflex.redact`); and from :mod:`reflex.run.trackers`
   the tracker ids kept in the run directory (``tracker_state``, ``save_tracker_state``),
-  ``recorded_iterations`` and the per-example ``evaluation_rows``.
+  ``recorded_iterations``, ``recorded_initial_val`` and the per-example ``evaluation_rows``.
 
 Built-in plugins (``reflex_strategies``, ``reflex_metrics``, ``reflex_mlflow``,
 ``reflex_wandb``) import this module and nothing else from ``reflex`` (tests/test_architecture.py
@@ -84,6 +84,7 @@ from reflex.types import (
 # isort: split
 # Tracking helpers, for tracker adapters.
 from reflex.callbacks.tracking import (
+    INITIAL_VAL_LABEL,
     RUN_END_SERIES,
     GuardedCallback,
     ParamValue,
@@ -105,6 +106,7 @@ from reflex.callbacks.tracking import (
 from reflex.redact import redact_data, redact_url, scrub
 from reflex.run.trackers import (
     evaluation_rows,
+    recorded_initial_val,
     recorded_iterations,
     run_path,
     save_tracker_state,
@@ -122,6 +124,7 @@ __all__ = [
     "EvalSnapshot",
     "Example",
     "GuardedCallback",
+    "INITIAL_VAL_LABEL",
     "IterationRecord",
     "JudgeCall",
     "LLMJudge",
@@ -162,6 +165,7 @@ __all__ = [
     "parse_prompts",
     "parse_proposal",
     "parse_tag_pairs",
+    "recorded_initial_val",
     "recorded_iterations",
     "redact_data",
     "redact_url",

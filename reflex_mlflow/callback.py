@@ -22,6 +22,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
 
 from reflex.api import (
+    INITIAL_VAL_LABEL,
     RUN_END_SERIES,
     GuardedCallback,
     ParamValue,
@@ -30,6 +31,7 @@ from reflex.api import (
     evaluation_rows,
     iteration_metrics,
     iteration_row,
+    recorded_initial_val,
     recorded_iterations,
     redact_data,
     run_params,
@@ -41,9 +43,9 @@ from reflex.api import (
     summary_metrics,
     tracker_state,
 )
-from reflex_mlflow.connection import bounded_requests, check_reachable, shown
+from reflex_mlflow.connection import bounded_requests, check_reachable, shown, where_lines
 from reflex_mlflow.history import read_table, taken_steps, unlogged
-from reflex_mlflow.registry import experiment_id, link_prompt
+from reflex_mlflow.registry import experiment_id, register_best
 from reflex_mlflow.tracing import LlmTracing
 from reflex_mlflow.views import ChildRuns, description, log_dataset_inputs, write_table
 
@@ -126,6 +128,12 @@ class MLflowCallback(GuardedCallback):
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
 
+    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+        # Only the initial prompt's val evaluation is logged; the others make no tracker call,
+        # so they do not go through _safely (a success there resets the outage breaker).
+        if label == INITIAL_VAL_LABEL:
+            self._safely("on_evaluation_end", lambda: self._initial_val(snapshot.mean_score))
+
     def on_final(self, snapshot: EvalSnapshot) -> None:
         # One step past the last iteration, so the final point never sits inside the curve.
         step = self._last_step + 1
@@ -157,17 +165,7 @@ class MLflowCallback(GuardedCallback):
         if not self._has_run():
             return []
         uri = shown(self.resolved_uri or "")
-        page = f"#/experiments/{self.experiment_id}/runs/{self.run_id}"
-        lines = [
-            f"MLflow: run {self.run_id} in experiment {self.experiment_name!r} "
-            f"(id {self.experiment_id}), tracking URI {uri}"
-        ]
-        if uri.startswith(("http://", "https://")):
-            lines.append(f"  open {uri.rstrip('/')}/{page}")
-        else:
-            lines.append(f"  open: mlflow ui --backend-store-uri {uri}")
-            lines.append(f"  then http://127.0.0.1:5000/{page}")
-        return lines
+        return where_lines(uri, self.experiment_name, str(self.experiment_id), str(self.run_id))
 
     # --- steps -------------------------------------------------------------------------------
 
@@ -199,6 +197,8 @@ class MLflowCallback(GuardedCallback):
             run = client.create_run(self.experiment_id, tags=resolve_tags(tags), run_name=name)
             self.run_id = run.info.run_id
         self.client, self.resolved_uri = client, uri
+        if config.resumed:  # its val:baseline was measured before: no live hook will say it
+            self._initial_val(recorded_initial_val(self._run_dir))
         save_tracker_state(
             self._run_dir,
             "mlflow",
@@ -264,6 +264,13 @@ class MLflowCallback(GuardedCallback):
 
     def _load_previous_table(self, client: MlflowClient, run_id: str) -> None:
         self._rows = read_table(client, run_id, TABLE)
+
+    def _initial_val(self, score: float | None) -> None:
+        """The initial prompt's val score: ``score_val`` at step 0 (the val curve's start) and
+        the start of the running best val (``best_score_val``)."""
+        if score is not None:
+            self._running.seed_val(score)
+            self._log_new_metrics({"score_val": score}, 0)  # once, on a resume or a replay
 
     def _baseline(self, snapshot: EvalSnapshot) -> None:
         if not self._baseline_logged:  # a resumed run's baseline may be on record already
@@ -378,17 +385,8 @@ class MLflowCallback(GuardedCallback):
             self._inputs_logged = True
 
     def _register(self, result: OptimizationResult) -> None:
-        """Register the best prompt as a new version and link that version to the run."""
         assert self.register_prompt is not None
-        client, run_id = self._run()
-        final = result.final.mean_score if result.final is not None else None
-        version = client.register_prompt(
-            self.register_prompt,
-            template=result.best_prompt,
-            commit_message=f"aevyra-reflex run {result.run_id}: test score {final}",
-            tags={"reflex.run_id": result.run_id or "", "mlflow.run_id": run_id},
-        )
-        link_prompt(client, run_id, version)  # in this client's store, not the global one
+        register_best(*self._run(), self.register_prompt, result)
 
 
 def _default_name(config: RunConfig) -> str:

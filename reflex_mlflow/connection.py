@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from reflex.api import redact_url
 
-__all__ = ["REQUEST_LIMITS", "bounded_requests", "check_reachable", "shown"]
+__all__ = ["REQUEST_LIMITS", "bounded_requests", "check_reachable", "shown", "where_lines"]
 
 CONNECT_TIMEOUT_S = 3.0
 REQUEST_LIMITS = {
@@ -63,3 +63,18 @@ def check_reachable(uri: str) -> None:
             f"MLflow tracking server {redact_url(uri)} is unreachable ({exc}); start it "
             "(mlflow server) or point --mlflow-tracking-uri / MLFLOW_TRACKING_URI elsewhere"
         ) from None
+
+
+def where_lines(uri: str, experiment: str, experiment_id: str, run_id: str) -> list[str]:
+    """Where the run went, and the command that opens it (``uri`` as :func:`shown` gives it)."""
+    page = f"#/experiments/{experiment_id}/runs/{run_id}"
+    lines = [
+        f"MLflow: run {run_id} in experiment {experiment!r} (id {experiment_id}), "
+        f"tracking URI {uri}"
+    ]
+    if uri.startswith(("http://", "https://")):
+        lines.append(f"  open {uri.rstrip('/')}/{page}")
+    else:
+        lines.append(f"  open: mlflow ui --backend-store-uri {uri}")
+        lines.append(f"  then http://127.0.0.1:5000/{page}")
+    return lines

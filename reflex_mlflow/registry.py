@@ -2,6 +2,7 @@
 
 - :func:`experiment_id`: get-or-create an experiment by name, safe when several processes
   start runs in a new experiment at once (one creates it; the others re-read it by name).
+- :func:`register_best`: register a run's best prompt as a new version, linked to the run.
 - :func:`link_prompt`: link a registered prompt version to a run in the client's own tracking
   store. MLflow's ``link_prompt_version_to_run`` looks the run up in the *process-global*
   tracking store (``MLFLOW_TRACKING_URI`` or the default), so with only ``tracking_uri=`` set
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from mlflow import MlflowClient
 from mlflow.entities import RunTag
@@ -18,7 +20,10 @@ from mlflow.entities.model_registry import PromptVersion
 from mlflow.exceptions import MlflowException
 from mlflow.tracing.utils.prompt import update_linked_prompts_tag
 
-__all__ = ["LINKED_PROMPTS", "experiment_id", "link_prompt"]
+if TYPE_CHECKING:
+    from reflex.api import OptimizationResult
+
+__all__ = ["LINKED_PROMPTS", "experiment_id", "link_prompt", "register_best"]
 
 LINKED_PROMPTS = "mlflow.linkedPrompts"  # the run tag MLflow's UI reads the links from
 _ATTEMPTS = 5
@@ -60,3 +65,15 @@ def link_prompt(client: MlflowClient, run_id: str, version: PromptVersion) -> No
     updated = update_linked_prompts_tag(current, [version])
     if updated != current:
         client.log_batch(run_id, tags=[RunTag(LINKED_PROMPTS, updated)])
+
+
+def register_best(client: MlflowClient, run_id: str, name: str, result: OptimizationResult) -> None:
+    """Register the best prompt as a new version of ``name`` and link that version to the run."""
+    final = result.final.mean_score if result.final is not None else None
+    version = client.register_prompt(
+        name,
+        template=result.best_prompt,
+        commit_message=f"aevyra-reflex run {result.run_id}: test score {final}",
+        tags={"reflex.run_id": result.run_id or "", "mlflow.run_id": run_id},
+    )
+    link_prompt(client, run_id, version)  # in this client's store, not the global one

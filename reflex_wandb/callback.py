@@ -1,9 +1,9 @@
 """``WandbCallback``: one reflex run becomes one W&B run (config, curves, summary, artifact).
 
 Metrics are logged against an explicit ``iteration`` axis (``define_metric``): the baseline test
-score at iteration 0, each iteration's train/val scores at its number, and the final test score
-one step past the last iteration. Every W&B call is guarded: a failure is a warning and the
-optimization goes on. See docs/trackers.md for what is logged.
+and val scores at iteration 0, each iteration's train/val scores at its number, and the final
+test score one step past the last iteration. Every W&B call is guarded: a failure is a warning
+and the optimization goes on. See docs/trackers.md for what is logged.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 import wandb
 
 from reflex.api import (
+    INITIAL_VAL_LABEL,
     GuardedCallback,
     RunningTotals,
     baseline_metrics,
     iteration_metrics,
     iteration_row,
+    recorded_initial_val,
     recorded_iterations,
     run_params,
     run_path,
@@ -30,7 +32,7 @@ from reflex.api import (
     summary_metrics,
     tracker_state,
 )
-from reflex_wandb.offline import logged_steps
+from reflex_wandb.offline import logged_keys
 
 if TYPE_CHECKING:
     from reflex.api import EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
@@ -78,6 +80,7 @@ class WandbCallback(GuardedCallback):
         self._run_dir: Path | None = None
         self._done: set[int] = set()  # steps the W&B run holds (baseline 0, iterations)
         self._running = RunningTotals()  # best_score_*, total_* after each iteration
+        self._at_zero: set[str] = set()  # keys the run holds at 0: score_test, score_val
 
     def _has_run(self) -> bool:
         return self.run is not None
@@ -89,6 +92,12 @@ class WandbCallback(GuardedCallback):
 
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
+
+    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+        # Only the initial prompt's val evaluation is logged; the others make no tracker call,
+        # so they do not go through _safely (a success there resets the outage breaker).
+        if label == INITIAL_VAL_LABEL:
+            self._safely("on_evaluation_end", lambda: self._initial_val(snapshot.mean_score))
 
     def on_final(self, snapshot: EvalSnapshot) -> None:
         # One step past the last iteration, so the final point never sits inside the curve.
@@ -133,7 +142,8 @@ class WandbCallback(GuardedCallback):
         run.define_metric("*", step_metric="iteration")
         earlier = [str(d) for d in saved.get("sync_dirs", []) if d != run.settings.sync_dir]
         if resuming:
-            self._done = self._steps_on_record(run, earlier)
+            on_record = self._on_record(run, earlier)
+            self._done, self._at_zero = set(on_record), on_record.get(0, set())
         self._last_step = max(self._done, default=0)
         self._save(
             project=self.project,
@@ -141,17 +151,22 @@ class WandbCallback(GuardedCallback):
             sync_dirs=[*earlier, run.settings.sync_dir],
         )
         run.summary["initial_prompt"] = initial_prompt
+        if config.resumed:  # its val:baseline was measured before: no live hook will say it
+            self._initial_val(recorded_initial_val(self._run_dir))
         if resuming:
             self._catch_up()
 
     @staticmethod
-    def _steps_on_record(run: Any, earlier: list[str]) -> set[int]:
-        """Steps the W&B run already holds: on disk in its earlier offline files, or (online)
-        up to the ``iteration`` the server's summary has."""
+    def _on_record(run: Any, earlier: list[str]) -> dict[int, set[str]]:
+        """Steps (and their keys) the W&B run already holds: on disk in its earlier offline
+        files, or (online) up to the ``iteration`` the server's summary has, with the baseline
+        test score at 0 and the val one if the summary has ``score_val`` (it comes first)."""
         if run.settings.mode == "offline":
-            return logged_steps(earlier)
+            return logged_keys(earlier)
         last = run.summary.get("iteration")
-        return set(range(0, int(last) + 1)) if isinstance(last, int | float) else set()
+        steps = range(0, int(last) + 1) if isinstance(last, int | float) else range(0)
+        at_zero = {"score_test"} | {"score_val"} & set(run.summary.keys())
+        return {step: set(at_zero) if step == 0 else set() for step in steps}
 
     def _went_offline(self, hook: str) -> None:
         self._save(offline_in=hook, missed=True)
@@ -170,10 +185,21 @@ class WandbCallback(GuardedCallback):
             if record.iteration not in self._done:
                 self._log_iteration(record)
 
+    def _initial_val(self, score: float | None) -> None:
+        """The initial prompt's val score: ``score_val`` at iteration 0 (the val curve's start)
+        and the start of the running best val (``best_score_val``)."""
+        if score is None:
+            return
+        self._running.seed_val(score)
+        if "score_val" not in self._at_zero:  # a resumed or replayed run may hold it already
+            self._log({"score_val": score}, 0)
+            self._at_zero.add("score_val")
+
     def _baseline(self, snapshot: EvalSnapshot) -> None:
-        if 0 not in self._done:  # a resumed run's baseline may be on record already
+        if "score_test" not in self._at_zero:  # a resumed run may hold it already
             self._log(baseline_metrics(snapshot), 0)
             self._done.add(0)
+            self._at_zero.add("score_test")
 
     def _iteration(self, record: IterationRecord) -> None:
         if record.iteration in self._done:

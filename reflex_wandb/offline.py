@@ -19,7 +19,7 @@ from typing import Any
 
 from wandb.proto import wandb_internal_pb2 as pb
 
-__all__ = ["logged_steps", "records"]
+__all__ = ["logged_keys", "logged_steps", "records"]
 
 BLOCK = 32768
 HEADER = 7
@@ -59,15 +59,20 @@ def records(path: Path) -> Iterator[Any]:
 
 def logged_steps(sync_dirs: Iterable[str | Path]) -> set[int]:
     """The ``iteration`` values of the history rows on disk in these offline run directories."""
-    steps: set[int] = set()
+    return set(logged_keys(sync_dirs))
+
+
+def logged_keys(sync_dirs: Iterable[str | Path]) -> dict[int, set[str]]:
+    """``iteration`` -> the keys of the history rows on disk at it, in these offline run
+    directories (a step may hold several rows, e.g. the baseline test and val scores)."""
+    found: dict[int, set[str]] = {}
     for sync_dir in sync_dirs:
         for path in Path(sync_dir).glob("run-*.wandb"):
             for record in records(path):
                 if record.WhichOneof("record_type") != "history":
                     continue
-                for item in record.history.item:
-                    if (item.key or ".".join(item.nested_key)) == "iteration":
-                        value = json.loads(item.value_json)
-                        if isinstance(value, int | float):
-                            steps.add(int(value))
-    return steps
+                keys = {item.key or ".".join(item.nested_key): item for item in record.history.item}
+                step = json.loads(keys["iteration"].value_json) if "iteration" in keys else None
+                if isinstance(step, int | float):
+                    found.setdefault(int(step), set()).update(keys)
+    return found

@@ -107,7 +107,15 @@ def test_full_run_is_logged(fake_model: FakeModel, tmp_path: Path, uri: str) -> 
     assert train == [(r.iteration, r.score) for r in result.iterations if r.score is not None]
     assert max(s for s, _ in train) < n + 1  # the final point sits after the curve
     scored = [r for r in result.iterations if r.val_score is not None]
-    assert steps(client, run_id, "score_val") == [(r.iteration, r.val_score) for r in scored]
+    events = (Path(str(result.run_dir)) / "events.jsonl").read_text().splitlines()
+    initial_val = [
+        e["mean_score"] for e in map(json.loads, events) if e.get("label") == "val:baseline"
+    ]
+    assert len(initial_val) == 1  # the val curve starts at the initial prompt's val score
+    assert steps(client, run_id, "score_val") == [
+        (0, initial_val[0]),
+        *((r.iteration, r.val_score) for r in scored),
+    ]
     assert len(steps(client, run_id, "score_exact_match")) == len(train)
     tokens = steps(client, run_id, "tokens")
     assert [s for s, _ in tokens] == [r.iteration for r in result.iterations]

@@ -41,8 +41,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.fixture(params=["iterative", "instructions"])
+def strategy(request: pytest.FixtureRequest) -> str:
+    """iterative: candidates beat the initial prompt; instructions (with the fake model): none
+    does, so the best val curve is the initial prompt's val score throughout."""
+    return str(request.param)
+
+
 @pytest.fixture
-def logged_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, str]:
+def logged_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, strategy: str
+) -> tuple[str, str, str]:
     """(tracking URI, experiment id, run id) of a finished reflex run with a dataset file."""
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -52,7 +61,7 @@ def logged_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, st
     data.write_text("".join(__import__("json").dumps(r) + "\n" for r in make_rows(40)))
     FakeModel(reasoner_variants).install()
     callback = MLflowCallback(tracking_uri=uri)
-    builder(tmp_path / "runs", "iterative").set_dataset(str(data)).run(START, callbacks=[callback])
+    builder(tmp_path / "runs", strategy).set_dataset(str(data)).run(START, callbacks=[callback])
     run = MlflowClient(tracking_uri=uri).get_run(str(callback.run_id))
     return uri, run.info.experiment_id, run.info.run_id
 
@@ -174,6 +183,7 @@ def test_the_run_page_shows_the_chart_and_the_per_example_table(
     assert [key for key in dots if key in RUN_END] == []
     assert charts["best_score_train"][0] == charts["total_tokens"][0] == "line"
     assert charts["total_tokens"][1] > 1
+    assert charts["best_score_val"][0] == "line" and charts["best_score_val"][1] > 1
     assert charts["final_score_test"] == charts["baseline_score"] == ("bar", 1)
     table = rendered(f"{page}/artifacts/evaluation.json", tmp_path, "evaluation")
     for column in ("input", "expected", "baseline_output", "final_output", "final_score"):

@@ -124,7 +124,9 @@ class Stores:
         self.files = self._artifacts(None)
         wandb.teardown()  # flush the .wandb files before reading them
         runs = [load_run(str(d)) for d in sorted(wandb_dirs)]
-        self.wandb_ids = {Path(d).name.rsplit("-", 1)[1] for d in wandb_dirs}
+        # each dir's run-<id>.wandb (its name may end in "-1": the same id started twice in
+        # one second, e.g. an interrupted run and its resume)
+        self.wandb_ids = {f.stem[4:] for d in wandb_dirs for f in Path(d).glob("run-*.wandb")}
         self.history = [row for run in runs for row in run["history"]]
         self.summary = {k: v for run in runs for k, v in run["summary"].items()}
         self.config = {k: v for run in runs for k, v in run["config"].items()}
@@ -153,10 +155,26 @@ SERIES = (
 )
 
 
+def initial_val(result: OptimizationResult) -> float | None:
+    """The initial prompt's val score, from the run's events.jsonl (the ``val:baseline``
+    evaluation); None for a run with no val split."""
+    lines = (Path(str(result.run_dir)) / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines if line.strip()]
+    scores = [
+        e["mean_score"]
+        for e in events
+        if e["type"] == "evaluation" and e.get("label") == "val:baseline"
+    ]
+    assert len(scores) <= 1, scores  # measured once, even across a kill and a resume
+    return scores[0] if scores else None
+
+
 def running_values(name: str, result: OptimizationResult) -> dict[int, float]:
-    """Iteration -> the value a run-end series has after it (the running best or total)."""
+    """Iteration -> the value a run-end series has after it (the running best or total).
+    The running best val starts at the initial prompt's val score: the best prompt before any
+    candidate beat it."""
     values: dict[int, float] = {}
-    best: float | None = None
+    best = initial_val(result) if name == "best_score_val" else None
     for count, record in enumerate(result.iterations, start=1):
         if name == "best_score_train" and record.score is not None:
             best = record.score if best is None else max(best, record.score)
@@ -212,7 +230,10 @@ def check_mlflow(row: Row, name: str, stores: Stores, result: OptimizationResult
     elif where.startswith("metric at step N+1"):
         assert last + 1 in stores.steps(name), (name, stores.steps(name))
     elif where == "metric at each iteration":
-        assert stores.steps(name) == expected_steps(name, result)
+        steps = stores.steps(name)
+        if name == "score_val" and initial_val(result) is not None:  # and the baseline at 0
+            steps = [step for step in steps if step != 0]
+        assert steps == expected_steps(name, result)
     elif where == "metric at each iteration, and at step N+1":
         assert stores.steps(name) == [*expected_steps(name, result), last + 1]
     elif where in ("artifact", "table artifact"):
@@ -265,17 +286,18 @@ def check_run_end_numbers(stores: Stores, result: OptimizationResult) -> None:
             continue
         points = {m.step: m.value for m in history}
         assert len(points) == len(history), (name, history)  # no step twice
-        # a series, except best_score_val when no candidate beat the initial prompt: then the
-        # best prompt is the initial one, whose val score no iteration reported
-        alone = name == "best_score_val" and not any(r.is_best for r in result.iterations)
-        assert len(history) == 1 if alone else len(history) > 1, (name, history)
+        # a series of a point per iteration, then the run-end point: best_score_val too when
+        # no candidate beat the initial prompt (the running best is then its val score)
+        running = running_values(name, result)
+        assert len(history) == len(running) + 1 > 1, (name, history)
+        if name == "best_score_val" and initial_val(result) is not None:
+            assert list(running) == [r.iteration for r in result.iterations], name
         assert points.pop(len(result.iterations) + 1) == pytest.approx(value), name
-        assert points == pytest.approx(running_values(name, result)), name
+        assert points == pytest.approx(running), name
         rows = [row for row in stores.history if name in row]
         assert {row["iteration"]: row[name] for row in rows} == pytest.approx(points), name
     run_end = {*run_end_values(result), "improvement_pct", "converged"}
-    alone = [] if any(r.is_best for r in result.iterations) else ["best_score_val"]
-    assert [key for key in single_dot_charts(stores) if key in run_end] == alone
+    assert [key for key in single_dot_charts(stores) if key in run_end] == []
 
 
 def single_dot_charts(stores: Stores) -> list[str]:
@@ -290,8 +312,21 @@ def single_dot_charts(stores: Stores) -> list[str]:
     )
 
 
+def check_initial_val(stores: Stores, result: OptimizationResult) -> None:
+    """The initial prompt's val score is the val curve's point at step 0, once, in both."""
+    score = initial_val(result)
+    history = stores.client.get_metric_history(stores.run.info.run_id, "score_val")
+    rows = [row for row in stores.history if "score_val" in row and row["iteration"] == 0]
+    if score is None:
+        assert 0 not in [m.step for m in history] and rows == []
+        return
+    assert [m.value for m in history if m.step == 0] == [score]
+    assert [row["score_val"] for row in rows] == [score]
+
+
 def check_all_rows(stores: Stores, result: OptimizationResult) -> None:
     check_run_end_numbers(stores, result)
+    check_initial_val(stores, result)
     failures = []
     for row in ROWS:
         for raw in row.names:
@@ -326,11 +361,17 @@ def test_every_documented_name_lands_where_the_table_says(
     assert result.best_score == max(r.score for r in result.iterations if r.score is not None)
     sync_dir = Path(wandb_cb.run.settings.sync_dir)
     stores = Stores(uri, str(mlflow_cb.run_id), [sync_dir])
+    last = len(result.iterations) + 1
     check_all_rows(stores, result)
     metrics = stores.run.data.metrics
     assert metrics["best_score_train"] == result.best_score
     assert metrics["best_score_val"] == result.best_score_val
     assert stores.summary["best_score_val"] == result.best_score_val
+    # a curve even when no candidate beat the initial prompt (typical of instructions, fewshot)
+    assert stores.steps("best_score_val") == [*(r.iteration for r in result.iterations), last]
+    assert stores.wandb_steps("best_score_val")[: len(result.iterations)] == [
+        r.iteration for r in result.iterations
+    ]
 
 
 KILLED_RUN = """

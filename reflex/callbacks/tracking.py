@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
 
 __all__ = [
+    "INITIAL_VAL_LABEL",
     "RUN_END_SERIES",
     "GuardedCallback",
     "ParamValue",
@@ -197,21 +198,34 @@ RUN_END_SERIES = (
 trackers log them as a series, one point per iteration, whose last point is the run-end number."""
 
 
+INITIAL_VAL_LABEL = "val:baseline"
+"""The evaluation label of the initial prompt on the val split (the engine's, in
+``on_evaluation_end`` and the ``evaluation`` events of events.jsonl): the best val score before
+any candidate beat it."""
+
+
 class RunningTotals:
     """The running values of :data:`RUN_END_SERIES` after each iteration, fed in order.
 
     ``best_score_train``: the best train score seen so far; ``best_score_val``: the val score of
-    the best prompt so far (its train score when the run has no val split), from the first
-    iteration that beat the initial prompt on; ``total_iterations``: iterations so far;
-    ``total_tokens``/``total_cost_usd``: the run's totals so far (the record's own). A name
-    with no value yet (no score measured so far) is left out. Feeding an iteration again (a
-    resumed run's catch-up, then its live hook) returns the values it had the first time.
+    the best prompt so far (its train score when the run has no val split): the initial
+    prompt's val score (:meth:`seed_val`) until a candidate beats it; ``total_iterations``:
+    iterations so far; ``total_tokens``/``total_cost_usd``: the run's totals so far (the
+    record's own). A name with no value yet (no score measured so far) is left out. Feeding an
+    iteration again (a resumed run's catch-up, then its live hook) returns the values it had
+    the first time.
     """
 
     def __init__(self) -> None:
         self._seen: dict[int, dict[str, float]] = {}
         self._best_train: float | None = None
         self._best_val: float | None = None
+
+    def seed_val(self, score: float | None) -> None:
+        """The initial prompt's val score: the running best val before the first iteration
+        (ignored once an iteration was fed; a run with no val split has none)."""
+        if score is not None and not self._seen and self._best_val is None:
+            self._best_val = float(score)
 
     def add(self, record: IterationRecord) -> dict[str, float]:
         if record.iteration in self._seen:

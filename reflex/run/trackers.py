@@ -4,7 +4,8 @@
 so a resumed run (``--resume``) continues the same tracker runs and ``aevyra-reflex sync`` knows
 where a run went. It starts with a dot: it is bookkeeping, not part of the sealed record
 (``verify`` ignores it). ``recorded_iterations`` reads the iterations a run has recorded (its
-checkpoint), so an adapter can log what an interrupted process recorded but never sent.
+checkpoint), so an adapter can log what an interrupted process recorded but never sent, and
+``recorded_initial_val`` the initial prompt's val score (the start of the running best val).
 ``evaluation_rows`` is the per-example view of the test split: baseline and final side by side.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from reflex.callbacks.tracking import INITIAL_VAL_LABEL
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset, load_dataset
 from reflex.data.files import atomic_write_text
@@ -24,6 +26,7 @@ from reflex.result import IterationRecord, OptimizationResult
 __all__ = [
     "TRACKERS_FILE",
     "evaluation_rows",
+    "recorded_initial_val",
     "recorded_iterations",
     "replay_run",
     "run_path",
@@ -79,6 +82,33 @@ def recorded_iterations(run: Path | None) -> list[IterationRecord]:
         if isinstance(data, dict) and isinstance(data.get("iterations"), list):
             return [IterationRecord.from_dict(r) for r in data["iterations"]]
     return []
+
+
+def recorded_initial_val(run: Path | None) -> float | None:
+    """The initial prompt's val score the run recorded (its ``val:baseline`` evaluation event in
+    events.jsonl), so a resumed or replayed run seeds the running best val as the live run did;
+    None when the run has no val split or has not measured it yet."""
+    if run is None:
+        return None
+    try:
+        lines = (run / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if INITIAL_VAL_LABEL not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:  # a line cut short by a kill
+            continue
+        if (
+            isinstance(event, dict)
+            and event.get("type") == "evaluation"
+            and event.get("label") == INITIAL_VAL_LABEL
+            and isinstance(event.get("mean_score"), int | float)
+        ):
+            return float(event["mean_score"])
+    return None
 
 
 def _examples(run: Path | None, dataset: Dataset | None) -> dict[str, Any]:
