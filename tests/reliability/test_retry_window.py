@@ -142,7 +142,7 @@ def test_a_run_under_max_seconds_stops_its_search_instead_of_waiting_out_a_retry
         windows.append(progress_window)
         return RetryPolicy(progress_window=progress_window, base_delay=2000, max_delay=2000)
 
-    monkeypatch.setattr("reflex.run.engine.RetryPolicy", slow_policy)
+    monkeypatch.setattr("reflex.run.opening.RetryPolicy", slow_policy)
 
     def fault(request: FakeRequest, n: int) -> BaseException | None:
         if request.model == "fake/reasoner":
