@@ -203,8 +203,14 @@ def _best(cells: Sequence[Cell]) -> Cell | None:
     return max(cells, key=lambda c: statistics.fmean(c.scores), default=None)
 
 
+def _order(cell: Cell) -> tuple[int, int, str]:
+    """References first, then ours by budget, then DSPy's."""
+    group = 0 if cell.budget is None else 2 if cell.method.startswith("DSPy") else 1
+    return group, cell.budget or 0, cell.method
+
+
 def _summary(cells: Sequence[Cell], task: str) -> list[str]:
-    mine = [c for c in cells if c.task == task and c.scores]
+    mine = sorted((c for c in cells if c.task == task and c.scores), key=_order)
     best = _best([c for c in mine if c.budget is None])
     dspy = _best([c for c in mine if c.method.startswith("DSPy")])
     lines = []

@@ -139,6 +139,15 @@ def only_peer(size: int, python: str, repeats: int, rows: str | None) -> None:
         emit(versus_peer(path, python, repeats), rows)
 
 
+def size_rows(size: int, loaded: dict[str, float]) -> list[Row]:
+    """The load+split and peak-RSS targets at the largest size."""
+    wall, rss = loaded["wall"], loaded["rss"]
+    return [
+        Row("6", f"load+split {size:,} rows (JSONL)", f"{wall:.2f}s", "<= 2.00s", wall <= 2.0),
+        Row("6", f"peak RSS, {size:,} rows", f"{rss:.0f} MB", "<= 400 MB", rss <= 400),
+    ]
+
+
 def main() -> None:
     if {"--router", "--ray"} & set(sys.argv[1:]):
         from scale_out import main as scale_out
@@ -172,24 +181,7 @@ def main() -> None:
             if size == max(args.sizes) and Path(args.peer_python).exists():
                 rows += versus_peer(path, args.peer_python, args.repeats)
             if size == max(args.sizes):
-                rows.append(
-                    Row(
-                        "6",
-                        f"load+split {size:,} rows (JSONL)",
-                        f"{loaded['wall']:.2f}s",
-                        "<= 2.00s",
-                        loaded["wall"] <= 2.0,
-                    )
-                )
-                rows.append(
-                    Row(
-                        "6",
-                        f"peak RSS, {size:,} rows",
-                        f"{loaded['rss']:.0f} MB",
-                        "<= 400 MB",
-                        loaded["rss"] <= 400,
-                    )
-                )
+                rows += size_rows(size, loaded)
         smallest, largest = min(costs), max(costs)
         growth = costs[largest] / costs[smallest]
         shown = " / ".join(f"{costs[s] * 1e3:.0f}" for s in sorted(costs))
