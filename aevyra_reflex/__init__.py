@@ -36,6 +36,7 @@ from reflex import (
     __version__,
     hookimpl,
     load_dataset,
+    prompt_messages,
 )
 
 # reflex.__all__ plus the lazily loaded tracker callbacks and built-in metric classes;
@@ -80,6 +81,7 @@ __all__ = [
     "__version__",
     "hookimpl",
     "load_dataset",
+    "prompt_messages",
 ]
 
 _LAZY = {

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from reflex.callbacks import Callback
     from reflex.config import BudgetConfig, RunConfig
     from reflex.data.dataset import Dataset, load_dataset
+    from reflex.data.demos import prompt_messages
     from reflex.errors import (
         BudgetExhausted,
         ConfigurationError,
@@ -64,6 +65,7 @@ _LAZY = {
     "TransientProviderError": "reflex.errors",
     "hookimpl": "reflex.hookspecs",
     "load_dataset": "reflex.data.dataset",
+    "prompt_messages": "reflex.data.demos",
 }
 
 
@@ -110,4 +112,5 @@ __all__ = [
     "__version__",
     "hookimpl",
     "load_dataset",
+    "prompt_messages",
 ]

@@ -11,6 +11,9 @@ Everything a plugin needs is here, typed:
 - **records**: :class:`Example`, :class:`Score`, :class:`EvalSnapshot`, :class:`Sample`,
   :class:`IterationRecord`, :class:`OptimizationResult`, :class:`RunConfig`, :class:`Dataset`,
   :class:`PromptSpec`, :class:`PairOutcome`;
+- **demos as chat turns**: :func:`render_chat_demos` writes the ``Examples (as chat turns):``
+  section (:data:`CHAT_DEMOS_HEADER`) that the evaluator sends as user/assistant turns, and
+  :func:`split_chat_demos` reads it back;
 - **errors**: :class:`ReflexError`, :class:`ConfigurationError`, :class:`BudgetExhausted`;
 - **reasoning helpers** for reflective strategies: :func:`render` a named reasoning template,
   :func:`system_prompt` (template + the run's language/migration guidance), :func:`ask` (ask the
@@ -35,6 +38,7 @@ from __future__ import annotations
 from reflex.callbacks import Callback
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
+from reflex.data.demos import CHAT_DEMOS_HEADER, render_chat_demos, split_chat_demos
 from reflex.data.prompts import PromptSpec
 from reflex.errors import BudgetExhausted, ConfigurationError, ReflexError
 from reflex.hookspecs import (
@@ -117,6 +121,7 @@ __all__ = [
     "BaseStrategy",
     "BudgetExhausted",
     "BudgetView",
+    "CHAT_DEMOS_HEADER",
     "Callback",
     "CallbackFactory",
     "ConfigurationError",
@@ -170,11 +175,13 @@ __all__ = [
     "redact_data",
     "redact_url",
     "render",
+    "render_chat_demos",
     "run_params",
     "run_path",
     "run_tags",
     "save_tracker_state",
     "scrub",
+    "split_chat_demos",
     "split_params",
     "split_summary",
     "summary_metrics",

@@ -3,7 +3,8 @@
 A prompt is parsed into sentences (and list blocks, kept whole), each classified as role, task,
 constraint or format by keywords; markup our own transforms add (headers, tags, labels, step
 numbers, emphasis, reminders) is stripped first, so a transform applies cleanly to the output
-of another. A trailing ``Examples:`` section (fewshot demos) is kept verbatim at the end.
+of another. A trailing ``Examples:`` or ``Examples (as chat turns):`` section (fewshot demos)
+is kept verbatim at the end.
 Transforms are pure and deterministic; each returns the new prompt text.
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from reflex.api import CHAT_DEMOS_HEADER
 
 __all__ = ["TRANSFORMS", "Parts", "apply_transform", "parse_parts"]
 
@@ -37,7 +40,7 @@ _TAG = re.compile(r"</?(role|task|constraints|output_format)>", re.I)
 
 @dataclass(frozen=True)
 class Parts:
-    """A prompt's content by kind, in original order, plus a verbatim ``Examples:`` tail."""
+    """A prompt's content by kind, in original order, plus a verbatim demo-section tail."""
 
     role: tuple[str, ...] = ()
     task: tuple[str, ...] = ()
@@ -89,7 +92,11 @@ def _kind(unit: str) -> str:
 
 def parse_parts(prompt: str) -> Parts:
     """Split ``prompt`` into classified units (see the module docstring)."""
-    body, sep, tail = prompt.partition("\nExamples:\n")
+    body, sep, tail = prompt.partition(f"\n{CHAT_DEMOS_HEADER}\n")
+    header = CHAT_DEMOS_HEADER
+    if not sep:
+        body, sep, tail = prompt.partition("\nExamples:\n")
+        header = "Examples:"
     groups: dict[str, list[str]] = {"role": [], "task": [], "constraints": [], "format": []}
     for unit in _units(_clean_lines(body)):
         groups[_kind(unit)].append(unit)
@@ -98,7 +105,7 @@ def parse_parts(prompt: str) -> Parts:
         task=tuple(groups["task"]),
         constraints=tuple(groups["constraints"]),
         format=tuple(groups["format"]),
-        tail=f"Examples:\n{tail}".rstrip() if sep else "",
+        tail=f"{header}\n{tail}".rstrip() if sep else "",
     )
 
 

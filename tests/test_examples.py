@@ -2,7 +2,8 @@
 
 Each ``examples/<name>/run.py`` is run with ``-m fake/task``. The fake answers with the
 reference on every third row, and on every row once the prompt is longer than the example's
-``prompt.md`` (any edit helps), so the seed is not degenerate and an iteration can gain.
+``prompt.md`` or brings demos as chat turns (any edit helps), so the seed is not degenerate and
+an iteration can gain.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def _responder(dataset: Path, seed: str) -> Callable[[FakeRequest], str]:
     position = {row["input"]: i for i, row in enumerate(rows)}
 
     def respond(request: FakeRequest) -> str:
-        if len(request.system) > len(seed) or position.get(request.user, 1) % 3 == 0:
+        edited = len(request.system) > len(seed) or len(request.messages) > 2
+        if edited or position.get(request.user, 1) % 3 == 0:
             return ideal.get(request.user, "?")
         return "I am not sure."
 

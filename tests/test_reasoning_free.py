@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from reflex import ConfigurationError, Example, OptimizationResult, PromptOptimizer
+from reflex.api import CHAT_DEMOS_HEADER
 from reflex.testing import FakeModel, FakeRequest
 from reflex_strategies.auto import plan_iterations
 from reflex_strategies.instructions import InstructionsOptions, instruction_candidates
@@ -46,8 +47,17 @@ def _lists_labels(system: str) -> bool:
     return all(label in system for label in LABELS)
 
 
-def _has_demos(system: str) -> bool:
-    return "Examples:\n" in system and "\nOutput: " in system
+def _has_demos(prompt: str) -> bool:
+    """The prompt text carries demos (as chat turns, the default, or in the system prompt)."""
+    return (
+        "Examples:\n" in prompt or f"{CHAT_DEMOS_HEADER}\n" in prompt
+    ) and "\nOutput: " in prompt
+
+
+def _sent_demos(request: FakeRequest) -> bool:
+    """The model was shown demos: user/assistant turns before the input, or in the system text."""
+    turns = [m.get("role") for m in request.messages]
+    return "assistant" in turns or _has_demos(request.system)
 
 
 def task(correct: Callable[[FakeRequest], bool]) -> Callable[[FakeRequest], str]:
@@ -69,11 +79,11 @@ def needs_labels(request: FakeRequest) -> bool:
 
 
 def needs_demos(request: FakeRequest) -> bool:
-    return _has_demos(request.system)
+    return _sent_demos(request)
 
 
 def needs_both(request: FakeRequest) -> bool:
-    labels, demos = _lists_labels(request.system), _has_demos(request.system)
+    labels, demos = _lists_labels(request.system), _sent_demos(request)
     return (labels and demos) or (labels and _index(request) % 2 == 0)
 
 
@@ -105,7 +115,7 @@ def assert_improves(result: OptimizationResult) -> None:
 
 
 def demo_inputs(prompt: str) -> list[str]:
-    section = prompt.split("Examples:\n", 1)[1]
+    section = re.split(r"^Examples(?: \(as chat turns\))?:\n", prompt, flags=re.MULTILINE)[1]
     return re.findall(r"^Input: (.*)$", section, flags=re.MULTILINE)
 
 
@@ -145,14 +155,14 @@ def test_fewshot_first_shows_one_demo_per_label(tmp_path: Path) -> None:
 
 
 def test_fewshot_keeps_zero_shot_when_demos_hurt(tmp_path: Path) -> None:
-    FakeModel(task(lambda r: not _has_demos(r.system) and _index(r) % 2 == 0)).install()
+    FakeModel(task(lambda r: not _sent_demos(r) and _index(r) % 2 == 0)).install()
     result = builder(tmp_path, "fewshot", demo_source="labels").run(START)
     assert result.best_prompt == START
     assert result.iterations and not any(r.accepted or r.is_best for r in result.iterations)
 
 
 def test_screening_rejects_on_train_minibatch_without_val_calls(tmp_path: Path) -> None:
-    FakeModel(task(lambda r: not _has_demos(r.system) and _index(r) % 2 == 0)).install()
+    FakeModel(task(lambda r: not _sent_demos(r) and _index(r) % 2 == 0)).install()
     result = builder(tmp_path, "fewshot", screen=True).configure(batch_size=4).run(START)
     assert result.best_prompt == START
     assert all(
@@ -189,7 +199,7 @@ def test_auto_with_reasoning_model_adds_iterative_phase(tmp_path: Path) -> None:
     assert fake.calls_to("fake/reasoner")
     # iterative refines the best prompt so far, not the initial one
     first = fake.calls_to("fake/reasoner")[0].messages[-1]["content"]
-    assert "Examples:" in first
+    assert CHAT_DEMOS_HEADER in first
 
 
 def test_auto_can_skip_iterative_even_with_reasoning_model(tmp_path: Path) -> None:

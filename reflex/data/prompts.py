@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reflex.data.demos import check_chat_demos
 from reflex.data.files import atomic_write_text, file_problem
 from reflex.errors import ConfigurationError
 
@@ -253,9 +254,15 @@ def read_prompt(prompt: str | Path, what: str = "prompt file") -> str:
 def prompt_spec(prompt: str | Path | PromptSpec | Mapping[str, str]) -> PromptSpec:
     """Any accepted prompt as a PromptSpec: text, a prompt file or directory, or components."""
     if isinstance(prompt, PromptSpec):
-        return prompt
-    if isinstance(prompt, Mapping):
-        return spec_from_mapping(prompt)
-    if isinstance(prompt, Path) and is_components_path(prompt):
-        return load_prompt_file(prompt)
-    return PromptSpec.single(read_prompt(prompt))
+        spec = prompt
+    elif isinstance(prompt, Mapping):
+        spec = spec_from_mapping(prompt)
+    elif isinstance(prompt, Path) and is_components_path(prompt):
+        spec = load_prompt_file(prompt)
+    else:
+        spec = PromptSpec.single(read_prompt(prompt))
+    problem = check_chat_demos(spec.render())
+    if problem is not None:
+        where = f"{prompt}: " if isinstance(prompt, Path) else ""
+        raise ConfigurationError(f"{where}the prompt is not usable: {problem}")
+    return spec

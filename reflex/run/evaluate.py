@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from statistics import fmean
 from typing import TYPE_CHECKING, Literal, TypedDict
 
+from reflex.data.demos import prompt_messages
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.result import EvalSnapshot, Sample
 from reflex.types import Example, JudgeCall, Metric, ModelGradedMetric, Score
@@ -37,17 +38,9 @@ def render_messages(
 ) -> list[dict[str, str]]:
     """The conversation sent to the task model for ``example`` under ``prompt``.
 
-    The prompt is the system message. If the example carries its own system message, ``replace``
-    swaps it for the prompt and ``prepend`` puts the prompt before its text.
+    See :func:`reflex.data.demos.prompt_messages` (public as ``reflex.prompt_messages``).
     """
-    messages = [dict(m) for m in example.messages]
-    if messages and messages[0].get("role") == "system":
-        if mode == "prepend":
-            messages[0]["content"] = f"{prompt}\n\n{messages[0].get('content', '')}"
-        else:
-            messages[0]["content"] = prompt
-        return messages
-    return [{"role": "system", "content": prompt}, *messages]
+    return prompt_messages(prompt, example.messages, mode)
 
 
 def combine_scores(scores: Mapping[str, float], weights: Mapping[str, float]) -> float | None:

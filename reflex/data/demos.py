@@ -1,0 +1,140 @@
+"""Demonstrations sent as chat turns: the prompt-text section that carries them, and its parse.
+
+A prompt may end with one section that lists input/output demonstrations to be sent as
+conversation turns rather than as system-prompt text::
+
+    Answer the question.
+
+    Examples (as chat turns):
+
+    Input: What is 80 plus 29?
+    Output: 109
+
+    Input: What is 12 plus 5?
+    Output: 17
+
+:func:`prompt_messages` (what the task model is sent for every evaluation, exported as
+``reflex.prompt_messages`` to deploy a saved prompt the way it was scored) sends the text before the
+header as the system message, then one user message and one assistant message per demo, then
+the example's own conversation. Small models copy an in-prompt ``Output:`` label into their
+answers; as turns they answer like the demos (bench/README.md has the measurement).
+
+The section is recognised only when it is well formed: the header on a line of its own, then
+one or more blocks of exactly two lines (``Input: ...`` / ``Output: ...``) separated by blank
+lines, to the end of the text. Anything else is plain prompt text, sent in the system message
+as written: the rule is deterministic, so a score and a deployment agree. A prompt *file* with
+a malformed section is refused when it is read (:func:`check_chat_demos`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+__all__ = [
+    "CHAT_DEMOS_HEADER",
+    "chat_demo_turns",
+    "check_chat_demos",
+    "prompt_messages",
+    "render_chat_demos",
+    "split_chat_demos",
+]
+
+CHAT_DEMOS_HEADER = "Examples (as chat turns):"
+_INPUT = "Input: "
+_OUTPUT = "Output: "
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def render_chat_demos(pairs: Sequence[tuple[str, str]]) -> str:
+    """The section for ``(input, output)`` pairs, whitespace collapsed to single spaces."""
+    blocks = [f"{_INPUT}{_one_line(i)}\n{_OUTPUT}{_one_line(o)}" for i, o in pairs]
+    return CHAT_DEMOS_HEADER + "\n\n" + "\n\n".join(blocks)
+
+
+def _parse_blocks(tail: str) -> list[tuple[str, str]] | str:
+    """The demo pairs of a section body, or why it is not one."""
+    pairs: list[tuple[str, str]] = []
+    for number, block in enumerate(tail.strip().split("\n\n"), start=1):
+        lines = block.strip("\n").split("\n")
+        if len(lines) != 2 or not lines[0].startswith(_INPUT) or not lines[1].startswith(_OUTPUT):
+            return f"demo {number} is not an 'Input:' line then an 'Output:' line"
+        source, answer = lines[0][len(_INPUT) :].strip(), lines[1][len(_OUTPUT) :].strip()
+        if not source or not answer:
+            return f"demo {number} has an empty input or output"
+        pairs.append((source, answer))
+    return pairs if pairs else "the section lists no demos"
+
+
+def _locate(prompt: str) -> tuple[str, str] | None:
+    """``(text before the header, text after it)`` for the last header line, else None."""
+    marker = "\n" + CHAT_DEMOS_HEADER + "\n"
+    padded = "\n" + prompt + "\n"
+    at = padded.rfind(marker)
+    if at < 0:
+        return None
+    return padded[:at].strip("\n"), padded[at + len(marker) :]
+
+
+def split_chat_demos(prompt: str) -> tuple[str, list[tuple[str, str]]]:
+    """``(system text, demo pairs)``; ``(prompt, [])`` when it has no well-formed section."""
+    located = _locate(prompt)
+    if located is None:
+        return prompt, []
+    body, tail = located
+    parsed = _parse_blocks(tail)
+    if isinstance(parsed, str):
+        return prompt, []
+    return body.strip(), parsed
+
+
+def chat_demo_turns(pairs: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    """One user and one assistant message per ``(input, output)`` pair, in order."""
+    turns: list[dict[str, str]] = []
+    for source, answer in pairs:
+        turns += [{"role": "user", "content": source}, {"role": "assistant", "content": answer}]
+    return turns
+
+
+def check_chat_demos(prompt: str) -> str | None:
+    """Why ``prompt``'s chat-demo section is malformed, or None (also when it has none)."""
+    located = _locate(prompt)
+    if located is None:
+        return None
+    parsed = _parse_blocks(located[1])
+    if isinstance(parsed, list):
+        return None
+    return (
+        f"its '{CHAT_DEMOS_HEADER}' section is malformed: {parsed}; write each demo as "
+        f"'{_INPUT}...' and '{_OUTPUT}...' lines, demos separated by a blank line, or remove "
+        "the header to keep the text in the system prompt"
+    )
+
+
+def prompt_messages(
+    prompt: str,
+    conversation: str | Sequence[Mapping[str, str]],
+    mode: Literal["replace", "prepend"] = "replace",
+) -> list[dict[str, str]]:
+    """The messages a task model is sent for ``conversation`` (a user text or chat messages).
+
+    The prompt is the system message. If the conversation has its own system message,
+    ``replace`` swaps it for the prompt and ``prepend`` puts the prompt before its text. A
+    trailing ``Examples (as chat turns):`` section leaves the system message and becomes one
+    user and one assistant turn per demo, right after it. Deploy a saved prompt with this
+    function (or the same rule) to get the behaviour its score was measured with.
+    """
+    if isinstance(conversation, str):
+        conversation = [{"role": "user", "content": conversation}]
+    system, pairs = split_chat_demos(prompt)
+    messages = [dict(m) for m in conversation]
+    if messages and messages[0].get("role") == "system":
+        if mode == "prepend":
+            messages[0]["content"] = f"{system}\n\n{messages[0].get('content', '')}"
+        else:
+            messages[0]["content"] = system
+        return [messages[0], *chat_demo_turns(pairs), *messages[1:]]
+    return [{"role": "system", "content": system}, *chat_demo_turns(pairs), *messages]
