@@ -152,3 +152,26 @@ def test_fewshot_can_keep_demos_in_the_system_prompt(tmp_path: Path) -> None:
         "\nExamples:\n" in r.system_prompt and CHAT_DEMOS_HEADER not in r.system_prompt
         for r in result.iterations
     )
+
+
+def test_auto_passes_the_demo_format_to_its_fewshot_phase(tmp_path: Path) -> None:
+    FakeModel(_answers_like_the_demos).install()
+
+    def auto(run_dir: Path, **options: object) -> reflex.OptimizationResult:
+        return (
+            PromptOptimizer()
+            .set_dataset(ROWS)
+            .add_provider("fake", "task")
+            .add_metric("exact_match")
+            .set_strategy("auto", **options)
+            .set_run_dir(run_dir)
+            .run("Answer the question.")
+        )
+
+    turns = auto(tmp_path / "turns")
+    assert CHAT_DEMOS_HEADER in turns.best_prompt
+    assert turns.final is not None and turns.final.mean_score == 1.0
+    system = auto(tmp_path / "system", fewshot={"demo_format": "system"})
+    fewshot = [r for r in system.iterations if r.phase == "fewshot"]
+    assert fewshot and all("\nExamples:\n" in r.system_prompt for r in fewshot)
+    assert CHAT_DEMOS_HEADER not in system.best_prompt
