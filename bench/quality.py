@@ -259,13 +259,17 @@ def merge(paths: Sequence[str]) -> dict[tuple[str, str, int | None], Cell]:
     """Cells from earlier ``--json`` files, one score per (cell, seed): the first file wins.
 
     ``FILE:nocalls`` keeps that file's scores but not its call counts (a file written before
-    the table counted search calls only held every task call).
+    the table counted search calls only held every task call). ``FILE:skip=auto+fewshot``
+    leaves out those methods' cells (measured with code that has since changed).
     """
     cells: dict[tuple[str, str, int | None], Cell] = {}
     for spec in paths:
-        path, _, flag = spec.partition(":")
-        with_calls = flag != "nocalls"  # FILE:nocalls: its call counts mean something else
+        path, *flags = spec.split(":")
+        with_calls = "nocalls" not in flags  # its call counts mean something else
+        skip = {m for f in flags if f.startswith("skip=") for m in f[5:].split("+")}
         for data in json.loads(Path(path).read_text(encoding="utf-8")):
+            if data["method"] in skip:
+                continue
             key = (data["task"], data["method"], data["budget"])
             cell = cells.setdefault(key, Cell(*key))
             seeds = data.get("seeds") or sorted({int(k.split(":")[0]) for k in data["per_row"]})
@@ -312,7 +316,8 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--merge",
         default=None,
-        help="A.json,B.json: table of earlier runs (B.json:nocalls leaves out its call counts)",
+        help="A.json,B.json: table of earlier runs (B.json:nocalls leaves out its call counts, "
+        "B.json:skip=auto+fewshot those methods' cells)",
     )
     return parser.parse_args(argv)
 

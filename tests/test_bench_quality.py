@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -57,3 +58,32 @@ def test_the_bench_runs_and_prints_its_table(capsys: pytest.CaptureFixture[str])
     assert methods == ["bare prompt", "hand-written", "auto"]
     search = int(lines[-1].split(" | ")[6])
     assert 0 < search <= 150  # the search stayed within its budget
+
+
+def test_merge_takes_the_first_file_per_seed_and_skips_named_methods(tmp_path: Path) -> None:
+    quality = _load()
+
+    def cell(method: str, score: float, calls: int) -> dict[str, object]:
+        return {
+            "task": "t",
+            "method": method,
+            "budget": 450,
+            "scores": [score],
+            "calls": [calls],
+            "seeds": [0],
+            "per_row": {"0:a": score},
+        }
+
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    new.write_text(json.dumps([cell("auto", 0.9, 100)]), encoding="utf-8")
+    old.write_text(
+        json.dumps(
+            [cell("auto", 0.5, 90), cell("fewshot", 0.0, 80), cell("instructions", 0.7, 70)]
+        ),
+        encoding="utf-8",
+    )
+    cells = quality.merge([str(new), f"{old}:nocalls:skip=fewshot"])
+    assert {key[1]: (c.scores, c.calls) for key, c in cells.items()} == {
+        "auto": ([0.9], [100]),
+        "instructions": ([0.7], []),
+    }
