@@ -175,3 +175,26 @@ def test_auto_passes_the_demo_format_to_its_fewshot_phase(tmp_path: Path) -> Non
     fewshot = [r for r in system.iterations if r.phase == "fewshot"]
     assert fewshot and all("\nExamples:\n" in r.system_prompt for r in fewshot)
     assert CHAT_DEMOS_HEADER not in system.best_prompt
+
+
+def test_the_cli_says_how_to_deploy_a_prompt_with_chat_turn_demos(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reflex.cli import main
+
+    FakeModel(_answers_like_the_demos).install()
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    prompt, out = tmp_path / "prompt.md", tmp_path / "best.md"
+    prompt.write_text("Answer the question.\n", encoding="utf-8")
+    args = ["optimize", str(data), str(prompt), "-m", "fake/task", "-s", "fewshot"]
+    args += ["--run-dir", str(tmp_path / "runs"), "-o", str(out)]
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    assert done.value.code in (0, None)
+    saved = out.read_text(encoding="utf-8").strip()
+    pairs = split_chat_demos(saved)[1]
+    assert pairs
+    err = capsys.readouterr().err
+    assert f"note: {out} ends with {len(pairs)} examples sent as chat turns" in err
+    assert "reflex.prompt_messages(prompt, input)" in err

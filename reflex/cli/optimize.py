@@ -95,9 +95,18 @@ def print_trackers(callbacks: list[Callback]) -> None:
 
 def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> None:
     """The best prompt in the input's shape: a components file when the input was one."""
+    from reflex.data.demos import split_chat_demos
     from reflex.data.prompts import write_prompt_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    demos = len(split_chat_demos(result.best_prompt)[1])
+    if demos:
+        click.echo(
+            f"note: {path} ends with {demos} examples sent as chat turns (a user and an assistant "
+            "message each, after the system message); reflex.prompt_messages(prompt, input) "
+            "builds the messages its score was measured with",
+            err=True,
+        )
     if spec.is_single or result.best_components is None:
         if not spec.is_single:
             click.echo(
