@@ -330,7 +330,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _args(argv)
     if args.merge:
         cells = merge(_split_list(args.merge))
-        tasks = list(dict.fromkeys(task for task, _, _ in cells))
+        seen = dict.fromkeys(task for task, _, _ in cells)
+        tasks = [t for t in TASKS if t in seen] + [t for t in seen if t not in TASKS]
         _report(args, list(cells.values()), tasks, argv, args.model)
         return
     model = _fake_model() if args.fake else args.model
