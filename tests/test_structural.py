@@ -10,6 +10,7 @@ import pytest
 from conftest import make_rows
 
 from reflex import ConfigurationError, OptimizationResult, PromptOptimizer
+from reflex.api import split_chat_demos
 from reflex.testing import FakeModel, FakeRequest
 from reflex_strategies._layout import TRANSFORMS, apply_transform, parse_parts
 
@@ -130,3 +131,11 @@ def test_options_reject_unknown_transform(tmp_path: Path) -> None:
     FakeModel(layout_task("x")).install()
     with pytest.raises(ConfigurationError, match="unknown transform"):
         builder(tmp_path, transforms=["upside_down"]).run(START)
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+def test_every_transform_keeps_chat_turn_demos_verbatim_at_the_end(name: str) -> None:
+    tail = "Examples (as chat turns):\n\nInput: nice film\nOutput: positive"
+    out = apply_transform(name, f"{BODY}\n\n{tail}")
+    assert out.endswith(tail) and out.count("Input: ") == 1
+    assert split_chat_demos(out) == (out[: -len(tail)].strip(), [("nice film", "positive")])
