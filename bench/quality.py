@@ -316,8 +316,7 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--merge",
         default=None,
-        help="A.json,B.json: table of earlier runs (B.json:nocalls leaves out its call counts, "
-        "B.json:skip=auto+fewshot those methods' cells)",
+        help="A.json,B.json:nocalls,C.json:skip=auto+fewshot: a table of earlier runs (merge())",
     )
     return parser.parse_args(argv)
 
@@ -330,8 +329,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _args(argv)
     if args.merge:
         cells = merge(_split_list(args.merge))
-        seen = dict.fromkeys(task for task, _, _ in cells)
-        tasks = [t for t in TASKS if t in seen] + [t for t in seen if t not in TASKS]
+        tasks = sorted({task for task, _, _ in cells}, key=lambda t: ([*TASKS, t].index(t), t))
         _report(args, list(cells.values()), tasks, argv, args.model)
         return
     model = _fake_model() if args.fake else args.model

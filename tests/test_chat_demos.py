@@ -116,16 +116,20 @@ def _answers_like_the_demos(request: FakeRequest) -> str:
     return f"Output: {answer}" if "Output:" in request.system else "I think it is " + answer
 
 
-def _fewshot(tmp_path: Path, **options: object) -> reflex.OptimizationResult:
+def _run(run_dir: Path, strategy: str, **options: object) -> reflex.OptimizationResult:
     return (
         PromptOptimizer()
         .set_dataset(ROWS)
         .add_provider("fake", "task")
         .add_metric("exact_match")
-        .set_strategy("fewshot", demo_source="labels", **options)
-        .set_run_dir(tmp_path)
+        .set_strategy(strategy, **options)
+        .set_run_dir(run_dir)
         .run("Answer the question.")
     )
+
+
+def _fewshot(tmp_path: Path, **options: object) -> reflex.OptimizationResult:
+    return _run(tmp_path, "fewshot", demo_source="labels", **options)
 
 
 def test_fewshot_sends_its_demos_as_chat_turns_by_default(tmp_path: Path) -> None:
@@ -156,22 +160,10 @@ def test_fewshot_can_keep_demos_in_the_system_prompt(tmp_path: Path) -> None:
 
 def test_auto_passes_the_demo_format_to_its_fewshot_phase(tmp_path: Path) -> None:
     FakeModel(_answers_like_the_demos).install()
-
-    def auto(run_dir: Path, **options: object) -> reflex.OptimizationResult:
-        return (
-            PromptOptimizer()
-            .set_dataset(ROWS)
-            .add_provider("fake", "task")
-            .add_metric("exact_match")
-            .set_strategy("auto", **options)
-            .set_run_dir(run_dir)
-            .run("Answer the question.")
-        )
-
-    turns = auto(tmp_path / "turns")
+    turns = _run(tmp_path / "turns", "auto")
     assert CHAT_DEMOS_HEADER in turns.best_prompt
     assert turns.final is not None and turns.final.mean_score == 1.0
-    system = auto(tmp_path / "system", fewshot={"demo_format": "system"})
+    system = _run(tmp_path / "system", "auto", fewshot={"demo_format": "system"})
     fewshot = [r for r in system.iterations if r.phase == "fewshot"]
     assert fewshot and all("\nExamples:\n" in r.system_prompt for r in fewshot)
     assert CHAT_DEMOS_HEADER not in system.best_prompt
