@@ -11,11 +11,13 @@ usually cached), the score trajectory of earlier phases and the iterations and m
 left; ``_evidence.choose_axis`` picks the axis. Without a reasoning model this reduces to the
 reasoning-free plan: ``instructions`` then ``fewshot``, and no reasoning call is ever made.
 
-Iterations are split up front (``plan_iterations``): reasoning axes keep a third (at least
-one), ``instructions`` gets two fifths of the rest (at least one), ``fewshot`` what remains;
-a reasoning phase may use half of what is left (at least ``min_phase_iterations``). Each phase
-opens with ``ctx.begin_phase(name, max_iterations=cap)``, starts from ``ctx.best_prompt`` and
-shares the run's context, so batch size, seed, budgets and workers carry over unchanged.
+Iterations are split up front (``plan_iterations``), out of the iterations left or, under a
+call budget, the full val passes it still pays for when fewer (``affordable_passes``):
+reasoning axes keep a third (at least one), ``instructions`` gets two fifths of the rest (at
+least one), ``fewshot`` what remains; a reasoning phase may use half of what is left (at
+least ``min_phase_iterations``). Each phase opens with ``ctx.begin_phase(name,
+max_iterations=cap)``, starts from ``ctx.best_prompt`` and shares the run's context, so
+batch size, seed, budgets and workers carry over unchanged.
 Early stopping ends a phase, not the run; the budget, the score threshold or
 ``max_iterations`` end the run. ``result.phase_history`` entries carry ``start_score`` and
 ``end_score`` (best score on ``split``, val unless the run has none), ``iterations``,
@@ -47,7 +49,13 @@ from .structural import StructuralOptions, StructuralStrategy
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
 
-__all__ = ["AutoOptions", "AutoStrategy", "plan_iterations", "register_strategies"]
+__all__ = [
+    "AutoOptions",
+    "AutoStrategy",
+    "affordable_passes",
+    "plan_iterations",
+    "register_strategies",
+]
 
 BUILTIN_AXES = ("instructions", "fewshot", "iterative", "structural", "pdo")
 
@@ -81,6 +89,18 @@ def plan_iterations(total: int, reasoning: bool) -> dict[str, int]:
     return {"instructions": instructions, "iterative": reserve}
 
 
+def affordable_passes(ctx: StrategyContext) -> int | None:
+    """Full val passes the call budget still pays for; None without a call budget or val rows.
+
+    The engine resolves ``max_iterations`` to at least five, so under ``--max-calls 150`` the
+    plan would hand ``instructions`` two candidates and leave ``fewshot`` nothing it can pay for.
+    """
+    left = ctx.budget.remaining_calls
+    if left is None or not len(ctx.val):
+        return None
+    return int(left // (len(ctx.val) * ctx.budget.calls_per_row))
+
+
 def _extra_axes(ctx: StrategyContext, reasoning: bool) -> list[str]:
     """Registered strategies (not built in) that declare themselves auto-eligible."""
     return [
@@ -101,7 +121,11 @@ class AutoStrategy(BaseStrategy[AutoOptions]):
 
     def optimize(self, ctx: StrategyContext) -> None:
         reasoning = bool(ctx.settings.reasoning_model) and self.options.use_reasoning_model
-        plan = plan_iterations(ctx.settings.max_iterations - ctx.iteration, reasoning)
+        total = ctx.settings.max_iterations - ctx.iteration
+        passes = affordable_passes(ctx)
+        if passes is not None:  # a small call budget: plan what it pays for, not the iterations
+            total = min(total, max(1, passes))
+        plan = plan_iterations(total, reasoning)
         extras = _extra_axes(ctx, reasoning)
         axes = self._axes(reasoning, extras)
         ctx.log("auto_plan", reasoning=reasoning, axes=axes, **plan)

@@ -3,7 +3,9 @@
 1. Pool: with ``demo_source="bootstrap"`` the base prompt is run on ``bootstrap_rows`` seeded
    train rows (one-off cost: that many calls, fewer on cache hits); rows it gets right (score
    >= ``min_demo_score``) become demos first, then the other train rows with a reference fill
-   the pool. ``"labels"`` uses train references only (no calls). Demos never come from val or
+   the pool. ``"labels"`` uses train references only (no calls); so does ``"bootstrap"`` when
+   every train row has a reference and the bootstrap would cost over a quarter of the calls a
+   ``--max-calls`` budget has left (they buy a candidate instead). Demos never come from val or
    test: the pool is ``ctx.train``. A demo's output is the reference, or the model's own
    (correct) output when the row has none.
 2. Candidates: ``num_candidates`` demo sets, sizes from ``candidate_sizes`` (capped at
@@ -164,7 +166,10 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
         opts = self.options
         train = [e for e in ctx.train if len(e.input) <= opts.max_demo_chars and e.input.strip()]
         correct: dict[str, str] = {}
-        if opts.demo_source == "bootstrap" and train:
+        source = opts.demo_source
+        if source == "bootstrap" and train and _bootstrap_too_dear(ctx, train, opts.bootstrap_rows):
+            source = "labels"  # a small call budget buys a candidate instead
+        if source == "bootstrap" and train:
             rows = ctx.rng.sample(train, min(opts.bootstrap_rows, len(train)))
             snapshot = ctx.evaluate(base, rows)
             correct = {
@@ -178,7 +183,7 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
             for e in train
             if e.id not in correct and e.ideal is not None and e.ideal.strip()
         ]
-        ctx.log("fewshot_pool", bootstrapped=len(correct), size=len(pool), source=opts.demo_source)
+        ctx.log("fewshot_pool", bootstrapped=len(correct), size=len(pool), source=source)
         return pool
 
     def _candidates(self, ctx: StrategyContext, pool: list[Demo]) -> list[list[Demo]]:
@@ -198,6 +203,15 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
                 seen.add(key)
                 out.append(demos)
         return out
+
+
+def _bootstrap_too_dear(ctx: StrategyContext, train: list[Example], rows: int) -> bool:
+    """Bootstrapping would cost over a quarter of the calls left and every train row has a
+    reference (so the pool does not need the model's own answers)."""
+    left = ctx.budget.remaining_calls
+    if left is None or any(e.ideal is None or not e.ideal.strip() for e in train):
+        return False
+    return min(rows, len(train)) * ctx.budget.calls_per_row * 4 > left
 
 
 def _demo(example: Example, model_output: str, bootstrapped: bool) -> Demo:

@@ -250,10 +250,16 @@ def test_max_iterations_and_budget_are_respected(tmp_path: Path) -> None:
         .run(START)
     )
     assert len(result.iterations) == 2
-    # preflight 10 + baseline 12 + val 12 + final reserve 12 + bootstrap 16 + one candidate 12
+    # preflight 10 + baseline 12 + val 12 + final reserve 12 = 46; of the 34 left a bootstrap
+    # of 16 rows would cost over a quarter, so the pool is built from references: 2 candidates.
     limited = builder(tmp_path / "b", "fewshot").set_budget(max_calls=80).run(START)
     assert limited.stop_reason.startswith("budget exhausted")
-    assert len(limited.iterations) == 1 and limited.usage["metric_calls"] <= 80
+    assert len(limited.iterations) == 2 and limited.usage["metric_calls"] <= 80
+    # With 64 calls left the bootstrap (16) is paid first.
+    roomy = builder(tmp_path / "c", "fewshot").set_budget(max_calls=110).run(START)
+    events = Path(str(roomy.run_dir), "events.jsonl").read_text().splitlines()
+    [pool] = [e for e in map(json.loads, events) if e["type"] == "fewshot_pool"]
+    assert pool["source"] == "bootstrap" and roomy.usage["metric_calls"] <= 110
 
 
 @pytest.mark.parametrize("max_calls", [75, 85, 90])
@@ -290,6 +296,22 @@ def test_budget_stopped_auto_completes_its_last_phase_entry(tmp_path: Path) -> N
     assert last["end_score"] == result.best_score_val
     assert last["iterations"] == last["end_iteration"] - last["start_iteration"] + 1
     assert {"end_score", "iterations", "stop"} <= set(result.phase_history[0])
+
+
+def test_a_small_call_budget_pays_for_both_axes(tmp_path: Path) -> None:
+    # Issue 17: at --max-calls 150 `auto` spent every val pass on `instructions` (the plan
+    # counted the five iterations the engine never goes below) and the fewshot bootstrap ate
+    # the rest, so demos never got a val pass. 82 calls = 46 fixed + 3 val passes of 12.
+    FakeModel(task(needs_both)).install()
+    result = builder(tmp_path, "auto").set_budget(max_calls=82).run(START)
+    phases = {p["phase"]: p for p in result.phase_history}
+    assert phases["instructions"]["iterations"] == 1
+    assert phases["fewshot"]["iterations"] >= 1
+    assert _lists_labels(result.best_prompt) and _has_demos(result.best_prompt)
+    assert result.best_score_val == 1.0 and result.usage["metric_calls"] <= 82
+    events = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
+    [pool] = [e for e in map(json.loads, events) if e["type"] == "fewshot_pool"]
+    assert pool["source"] == "labels" and pool["bootstrapped"] == 0  # no calls spent on it
 
 
 def test_iteration_limit_follows_the_search_budget() -> None:
