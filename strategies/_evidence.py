@@ -7,6 +7,8 @@ the iterations and metric calls left, and what each earlier phase gained on val.
 
 ``calls_per_iteration`` is in model calls, like the budget: (batch + val rows) x task models x
 the calls each row makes (``StrategyContext.calls_per_row``: several for a pipeline).
+``min_calls_per_iteration`` is the val pass alone: a candidate is not screened when no val
+pass could follow, so a phase is worth starting while that much of a call budget is left.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Evidence:
     remaining_iterations: int
     remaining_calls: int | None
     calls_per_iteration: int
+    min_calls_per_iteration: int  # one val pass: screening is skipped when it cannot follow
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -80,12 +83,17 @@ def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
         remaining_iterations=max(0, ctx.settings.max_iterations - ctx.iteration),
         remaining_calls=ctx.budget.remaining_calls,
         calls_per_iteration=_calls_per_iteration(ctx),
+        min_calls_per_iteration=_calls_per_iteration(ctx, screened=False),
     )
 
 
-def _calls_per_iteration(ctx: StrategyContext) -> int:
-    rows = (ctx.settings.batch_size + len(ctx.val)) * len(ctx.settings.models)
-    return math.ceil(rows * ctx.budget.calls_per_row)
+def _calls_per_iteration(ctx: StrategyContext, *, screened: bool = True) -> int:
+    """A candidate's calls: screening minibatch and val pass, or (``screened=False``) the val
+    pass alone (the minibatch without val rows, which is then what selects)."""
+    rows = len(ctx.val) or ctx.settings.batch_size
+    if screened and len(ctx.val):
+        rows += ctx.settings.batch_size
+    return math.ceil(rows * len(ctx.settings.models) * ctx.budget.calls_per_row)
 
 
 def _format_failure(output: str, ideal: str | None) -> bool:
@@ -128,7 +136,7 @@ def choose_axis(
     """
     if ev.remaining_iterations <= 0:
         return None
-    if ev.remaining_calls is not None and ev.remaining_calls < ev.calls_per_iteration:
+    if ev.remaining_calls is not None and ev.remaining_calls < ev.min_calls_per_iteration:
         return None
     plateau = len(history) >= 2 and all(h.gain <= 0 for h in history[-2:])
     best: tuple[float, str] | None = None

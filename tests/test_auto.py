@@ -30,6 +30,7 @@ def evidence(**changes: Any) -> Evidence:
         "remaining_iterations": 10,
         "remaining_calls": None,
         "calls_per_iteration": 16,
+        "min_calls_per_iteration": 12,
     }
     return Evidence(**{**values, **changes})
 
@@ -54,6 +55,8 @@ def test_choice_follows_the_evidence() -> None:
     # Budget: no iterations or too few calls left ends the run; pdo needs room.
     assert choose_axis(evidence(remaining_iterations=0), [], AXES) is None
     assert choose_axis(evidence(remaining_calls=10), [], AXES) is None
+    # One val pass is enough: screening is skipped when no val pass could follow it.
+    assert choose_axis(evidence(remaining_calls=12), [], AXES) == "instructions"
     assert choose_axis(evidence(remaining_iterations=2), flat[:3], ["pdo"]) is None
 
 
