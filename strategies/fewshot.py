@@ -1,11 +1,14 @@
 """``fewshot``: bootstrap demonstrations from train and select a demo set on val; no reasoning.
 
-1. Pool: with ``demo_source="bootstrap"`` the base prompt is run on ``bootstrap_rows`` seeded
-   train rows (one-off cost: that many calls, fewer on cache hits); rows it gets right (score
-   >= ``min_demo_score``) become demos first, then the other train rows with a reference fill
-   the pool. ``"labels"`` uses train references only (no calls); so does ``"bootstrap"`` when
-   every train row has a reference and the bootstrap would cost over a quarter of the calls a
-   ``--max-calls`` budget has left (they buy a candidate instead). Demos never come from val or
+1. Pool: ``demo_source="labels"`` uses the train rows' references (no calls). With
+   ``"bootstrap"`` the base prompt is run on ``bootstrap_rows`` seeded train rows (one-off
+   cost: that many calls, fewer on cache hits); rows it gets right (score >=
+   ``min_demo_score``) become demos first, then the other train rows with a reference fill the
+   pool; when every train row has a reference and the bootstrap would cost over a quarter of
+   the calls a ``--max-calls`` budget has left, the pool is built as for ``"labels"`` (the
+   calls buy a candidate instead). ``"auto"`` (the default) is ``"labels"`` when every train
+   row has a reference, else ``"bootstrap"``: preferring rows the prompt already gets right
+   cost test accuracy on the intent tasks (bench/README.md). Demos never come from val or
    test: the pool is ``ctx.train``. A demo's output is the reference, or the model's own
    (correct) output when the row has none.
 2. Candidates: ``num_candidates`` demo sets, sizes from ``candidate_sizes`` (capped at
@@ -63,7 +66,11 @@ class FewshotOptions(BaseModel):
     cover_labels: int = Field(
         default=16, ge=0, description="up to this many labels, first try one demo per label"
     )
-    demo_source: Literal["bootstrap", "labels"] = "bootstrap"
+    demo_source: Literal["auto", "bootstrap", "labels"] = Field(
+        default="auto",
+        description="labels: train references; bootstrap: rows the prompt gets right first; "
+        "auto: labels when every train row has a reference, else bootstrap",
+    )
     bootstrap_rows: int = Field(default=16, gt=0, description="train rows run to bootstrap")
     min_demo_score: float = Field(
         default=1.0, ge=0.0, le=1.0, description="score a bootstrapped row needs to be a demo"
@@ -167,6 +174,8 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
         train = [e for e in ctx.train if len(e.input) <= opts.max_demo_chars and e.input.strip()]
         correct: dict[str, str] = {}
         source = opts.demo_source
+        if source == "auto":
+            source = "labels" if all(e.ideal and e.ideal.strip() for e in train) else "bootstrap"
         if source == "bootstrap" and train and _bootstrap_too_dear(ctx, train, opts.bootstrap_rows):
             source = "labels"  # a small call budget buys a candidate instead
         if source == "bootstrap" and train:

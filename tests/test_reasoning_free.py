@@ -154,6 +154,31 @@ def test_fewshot_first_shows_one_demo_per_label(tmp_path: Path) -> None:
     assert [len(demo_inputs(r.system_prompt)) for r in result.iterations[1:3]] == [2, 1]
 
 
+def pool_event(result: OptimizationResult) -> dict[str, Any]:
+    events = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
+    [pool] = [e for e in map(json.loads, events) if e["type"] == "fewshot_pool"]
+    return pool
+
+
+def test_fewshot_bootstraps_only_when_some_train_rows_lack_a_reference(tmp_path: Path) -> None:
+    # Issue 17: preferring demos the prompt already gets right cost test accuracy on the intent
+    # tasks; with references on every train row the default pool is the references (no calls).
+    FakeModel(task(needs_demos)).install()
+    labelled = builder(tmp_path / "a", "fewshot").run(START)
+    assert pool_event(labelled)["source"] == "labels"
+    rows = [dict(r, ideal=None) if i % 5 == 0 else r for i, r in enumerate(ROWS)]
+    partial = builder(tmp_path / "b", "fewshot").set_dataset(rows).run(START)
+    assert pool_event(partial)["source"] == "bootstrap" and pool_event(partial)["bootstrapped"]
+    # The bootstrap is one 16-row train evaluation (the others are 8-row train scores).
+    assert [16 in train_sizes(r) for r in (labelled, partial)] == [False, True]
+
+
+def train_sizes(result: OptimizationResult) -> set[int]:
+    events = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
+    labels = [e for e in map(json.loads, events) if e.get("label", "").startswith("train:it")]
+    return {e["examples"] for e in labels}
+
+
 def test_fewshot_keeps_zero_shot_when_demos_hurt(tmp_path: Path) -> None:
     FakeModel(task(lambda r: not _sent_demos(r) and _index(r) % 2 == 0)).install()
     result = builder(tmp_path, "fewshot", demo_source="labels").run(START)
@@ -163,7 +188,9 @@ def test_fewshot_keeps_zero_shot_when_demos_hurt(tmp_path: Path) -> None:
 
 def test_screening_rejects_on_train_minibatch_without_val_calls(tmp_path: Path) -> None:
     FakeModel(task(lambda r: not _sent_demos(r) and _index(r) % 2 == 0)).install()
-    result = builder(tmp_path, "fewshot", screen=True).configure(batch_size=4).run(START)
+    # demo_source="bootstrap": the seeded draws this test's minibatches were chosen with.
+    strategy = builder(tmp_path, "fewshot", screen=True, demo_source="bootstrap")
+    result = strategy.configure(batch_size=4).run(START)
     assert result.best_prompt == START
     assert all(
         r.rejected and not r.failed and r.val_score is None and r.score is not None
@@ -252,11 +279,13 @@ def test_max_iterations_and_budget_are_respected(tmp_path: Path) -> None:
     assert len(result.iterations) == 2
     # preflight 10 + baseline 12 + val 12 + final reserve 12 = 46; of the 34 left a bootstrap
     # of 16 rows would cost over a quarter, so the pool is built from references: 2 candidates.
-    limited = builder(tmp_path / "b", "fewshot").set_budget(max_calls=80).run(START)
+    limited = builder(tmp_path / "b", "fewshot", demo_source="bootstrap")
+    limited = limited.set_budget(max_calls=80).run(START)
     assert limited.stop_reason.startswith("budget exhausted")
     assert len(limited.iterations) == 2 and limited.usage["metric_calls"] <= 80
     # With 64 calls left the bootstrap (16) is paid first.
-    roomy = builder(tmp_path / "c", "fewshot").set_budget(max_calls=110).run(START)
+    roomy = builder(tmp_path / "c", "fewshot", demo_source="bootstrap")
+    roomy = roomy.set_budget(max_calls=110).run(START)
     events = Path(str(roomy.run_dir), "events.jsonl").read_text().splitlines()
     [pool] = [e for e in map(json.loads, events) if e["type"] == "fewshot_pool"]
     assert pool["source"] == "bootstrap" and roomy.usage["metric_calls"] <= 110
