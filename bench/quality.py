@@ -260,17 +260,19 @@ def merge(paths: Sequence[str]) -> dict[tuple[str, str, int | None], Cell]:
 
     ``FILE:nocalls`` keeps that file's scores but not its call counts (a file written before
     the table counted search calls only held every task call). ``FILE:skip=auto+fewshot``
-    leaves out those methods' cells (measured with code that has since changed).
+    leaves out those methods' cells (measured with code that has since changed);
+    ``FILE:rename=OLD/NEW`` shows OLD's cells as NEW (a setting that is no longer the default).
     """
     cells: dict[tuple[str, str, int | None], Cell] = {}
     for spec in paths:
         path, *flags = spec.split(":")
         with_calls = "nocalls" not in flags  # its call counts mean something else
         skip = {m for f in flags if f.startswith("skip=") for m in f[5:].split("+")}
+        names = dict(f[7:].split("/", 1) for f in flags if f.startswith("rename="))
         for data in json.loads(Path(path).read_text(encoding="utf-8")):
             if data["method"] in skip:
                 continue
-            key = (data["task"], data["method"], data["budget"])
+            key = (data["task"], names.get(data["method"], data["method"]), data["budget"])
             cell = cells.setdefault(key, Cell(*key))
             seeds = data.get("seeds") or sorted({int(k.split(":")[0]) for k in data["per_row"]})
             for i, seed in enumerate(seeds):

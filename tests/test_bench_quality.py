@@ -87,3 +87,5 @@ def test_merge_takes_the_first_file_per_seed_and_skips_named_methods(tmp_path: P
         "auto": ([0.9], [100]),
         "instructions": ([0.7], []),
     }
+    renamed = quality.merge([f"{old}:skip=auto:rename=fewshot/fewshot (bootstrap)"])
+    assert sorted(key[1] for key in renamed) == ["fewshot (bootstrap)", "instructions"]
