@@ -82,12 +82,12 @@ def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
         content_failures=round(content, 4),
         remaining_iterations=max(0, ctx.settings.max_iterations - ctx.iteration),
         remaining_calls=ctx.budget.remaining_calls,
-        calls_per_iteration=_calls_per_iteration(ctx),
-        min_calls_per_iteration=_calls_per_iteration(ctx, screened=False),
+        calls_per_iteration=calls_per_iteration(ctx),
+        min_calls_per_iteration=calls_per_iteration(ctx, screened=False),
     )
 
 
-def _calls_per_iteration(ctx: StrategyContext, *, screened: bool = True) -> int:
+def calls_per_iteration(ctx: StrategyContext, *, screened: bool = True) -> int:
     """A candidate's calls: screening minibatch and val pass, or (``screened=False``) the val
     pass alone (the minibatch without val rows, which is then what selects)."""
     rows = len(ctx.val) or ctx.settings.batch_size

@@ -39,7 +39,13 @@ from reflex.api import (
     hookimpl,
 )
 
-from ._evidence import Evidence, PhaseOutcome, choose_axis, gather_evidence
+from ._evidence import (
+    Evidence,
+    PhaseOutcome,
+    calls_per_iteration,
+    choose_axis,
+    gather_evidence,
+)
 from .fewshot import FewshotOptions, FewshotStrategy
 from .instructions import InstructionsOptions, InstructionsStrategy
 from .iterative import IterativeOptions, IterativeStrategy
@@ -98,7 +104,7 @@ def affordable_passes(ctx: StrategyContext) -> int | None:
     left = ctx.budget.remaining_calls
     if left is None or not len(ctx.val):
         return None
-    return int(left // (len(ctx.val) * ctx.budget.calls_per_row))
+    return left // calls_per_iteration(ctx, screened=False)
 
 
 def _extra_axes(ctx: StrategyContext, reasoning: bool) -> list[str]:

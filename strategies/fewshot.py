@@ -7,10 +7,10 @@
    pool; when every train row has a reference and the bootstrap would cost over a quarter of
    the calls a ``--max-calls`` budget has left, the pool is built as for ``"labels"`` (the
    calls buy a candidate instead). ``"auto"`` (the default) is ``"labels"`` when every train
-   row has a reference, else ``"bootstrap"``: preferring rows the prompt already gets right
-   cost test accuracy on the intent tasks (bench/README.md). Demos never come from val or
-   test: the pool is ``ctx.train``. A demo's output is the reference, or the model's own
-   (correct) output when the row has none.
+   row has a reference, else ``"bootstrap"`` (the references scored higher on intents7 and
+   level on the other bench tasks, with no bootstrap calls; bench/README.md). Demos never
+   come from val or test: the pool is ``ctx.train``. A demo's output is the reference, or the
+   model's own (correct) output when the row has none.
 2. Candidates: ``num_candidates`` demo sets, sizes from ``candidate_sizes`` (capped at
    ``max_demos``) largest first, round-robin, each drawn with ``ctx.rng`` balanced across
    outputs (labels) with bootstrapped rows preferred. When the pool's outputs are a label set
@@ -175,7 +175,7 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
         correct: dict[str, str] = {}
         source = opts.demo_source
         if source == "auto":
-            source = "labels" if all(e.ideal and e.ideal.strip() for e in train) else "bootstrap"
+            source = "labels" if _all_referenced(train) else "bootstrap"
         if source == "bootstrap" and train and _bootstrap_too_dear(ctx, train, opts.bootstrap_rows):
             source = "labels"  # a small call budget buys a candidate instead
         if source == "bootstrap" and train:
@@ -214,11 +214,15 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
         return out
 
 
+def _all_referenced(train: list[Example]) -> bool:
+    return all(e.ideal is not None and e.ideal.strip() for e in train)
+
+
 def _bootstrap_too_dear(ctx: StrategyContext, train: list[Example], rows: int) -> bool:
     """Bootstrapping would cost over a quarter of the calls left and every train row has a
     reference (so the pool does not need the model's own answers)."""
     left = ctx.budget.remaining_calls
-    if left is None or any(e.ideal is None or not e.ideal.strip() for e in train):
+    if left is None or not _all_referenced(train):
         return False
     return min(rows, len(train)) * ctx.budget.calls_per_row * 4 > left
 
