@@ -181,3 +181,19 @@ def test_unknown_axis_is_refused(tmp_path: Path) -> None:
     FakeModel(responder).install()
     with pytest.raises(ConfigurationError, match="unknown axis"):
         builder(tmp_path, axes=["iterativ"]).run(START)
+
+
+def test_affordable_passes_count_every_task_model() -> None:
+    from types import SimpleNamespace
+
+    from reflex_strategies.auto import affordable_passes
+
+    def ctx(remaining: int | None, models: int, val: int = 40) -> Any:
+        settings = SimpleNamespace(batch_size=8, models=("m",) * models)
+        budget = SimpleNamespace(remaining_calls=remaining, calls_per_row=1.0)
+        return SimpleNamespace(val=[None] * val, settings=settings, budget=budget)
+
+    assert affordable_passes(ctx(100, 1)) == 2  # 40 calls per val pass
+    assert affordable_passes(ctx(100, 2)) == 1  # 80: both models answer every val row
+    assert affordable_passes(ctx(None, 1)) is None  # no call budget
+    assert affordable_passes(ctx(100, 1, val=0)) is None  # no val split
