@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.api import BaseStrategy, Example, StrategyRegistrar, hookimpl, render_chat_demos
 
-from ._common import join_sections, screening_batch, try_candidate
+from ._common import join_sections, references, screening_batch, try_candidate
 
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
@@ -215,7 +215,7 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
 
 
 def _all_referenced(train: list[Example]) -> bool:
-    return all(e.ideal is not None and e.ideal.strip() for e in train)
+    return len(references(train)) == len(train)
 
 
 def _bootstrap_too_dear(ctx: StrategyContext, train: list[Example], rows: int) -> bool:
