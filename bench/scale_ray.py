@@ -39,6 +39,7 @@ def ray_head(cpus: int) -> Iterator[str]:
     args += ["--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", str(cpus)]
     args += ["--include-dashboard", "false", "--disable-usage-stats", "--temp-dir", tmp]
     env = {**os.environ, "OPENAI_API_KEY": "sk-none", "RAY_USAGE_STATS_ENABLED": "0"}
+    env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # else Ray swaps 127.0.0.1 for eth0's address
     proc = subprocess.Popen(
         args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )

@@ -20,6 +20,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -157,12 +158,25 @@ def mlflow_server(postgres_url: str) -> Iterator[str]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def ray_address() -> Iterator[str]:
-    """A local Ray cluster (``ray start --head --block`` on 127.0.0.1, 2 CPUs); yields HOST:PORT.
+@dataclass(frozen=True)
+class RayCluster:
+    address: str  # HOST:PORT of its GCS
+    session: int  # the session ID (and process group) of all its processes
+    log: Path  # what ``ray start`` printed
 
-    Its processes share one process group, stopped at the end. Workers get the environment of
-    the cluster, as on a real one: an API key for the local endpoint, LiteLLM's offline map.
+
+@pytest.fixture(scope="session")
+def ray_address(ray_cluster: RayCluster) -> str:
+    return ray_cluster.address
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[RayCluster]:
+    """A local Ray cluster (``ray start --head --block`` on 127.0.0.1, 2 CPUs).
+
+    Its processes share one session and process group, stopped at the end. Workers get the
+    environment of the cluster, as on a real one: an API key for the local endpoint, LiteLLM's
+    offline map.
     """
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'aevyra-reflex[ray]'")
     binary = Path(sys.executable).parent / "ray"
@@ -173,6 +187,9 @@ def ray_address() -> Iterator[str]:
     args += ["--disable-usage-stats", "--temp-dir", tmp, "--object-store-memory", "200000000"]
     env = {**os.environ, "OPENAI_API_KEY": "sk-none", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     env["RAY_USAGE_STATS_ENABLED"] = "0"
+    # Without it Ray rewrites --node-ip-address 127.0.0.1 to the machine's interface address
+    # (services.resolve_ip_for_localhost): the head would advertise and listen there.
+    env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     with open(f"{tmp}/start.log", "wb") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=log, env=env, start_new_session=True)
 
@@ -182,7 +199,7 @@ def ray_address() -> Iterator[str]:
 
     _wait(listening, "ray start --head", proc)
     try:
-        yield f"127.0.0.1:{port}"
+        yield RayCluster(f"127.0.0.1:{port}", proc.pid, Path(tmp) / "start.log")
     finally:
         with contextlib.suppress(Exception):
             import ray

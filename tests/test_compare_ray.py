@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from conftest import make_rows, reasoner_answer, task_answer
+from loopback import LoopbackWatch
+from services import RayCluster
 
 from reflex import PromptOptimizer, load_dataset
 from reflex.data.dataset import Dataset
@@ -64,22 +66,24 @@ def _same(summary: RunSummary) -> tuple[object, ...]:
 
 
 def test_a_grid_on_ray_gives_the_in_process_results(
-    ray_address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ray_cluster: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-none")
     with serve(responder=answer) as url:
         local = builder(str(url), tmp_path / "local").compare(
             "Classify the sentiment.", STRATEGIES, seeds=SEEDS, max_calls=40, datasets=datasets()
         )
-        remote = builder(str(url), tmp_path / "ray").compare(
-            "Classify the sentiment.",
-            STRATEGIES,
-            seeds=SEEDS,
-            max_calls=40,
-            executor="ray",
-            ray_address=ray_address,
-            datasets=datasets(),
-        )
+        with LoopbackWatch([ray_cluster.session]) as watch:  # loopback only: the driver too
+            remote = builder(str(url), tmp_path / "ray").compare(
+                "Classify the sentiment.",
+                STRATEGIES,
+                seeds=SEEDS,
+                max_calls=40,
+                executor="ray",
+                ray_address=ray_cluster.address,
+                datasets=datasets(),
+            )
+    assert watch.off_loopback == set(), sorted(watch.off_loopback)
     assert len(remote.runs) == 12 and remote.datasets == ["d0", "d1", "d2"]
     cells = {(r.dataset, r.strategy, r.seed) for r in remote.runs}
     assert len(cells) == 12

@@ -29,6 +29,8 @@ Executor = Literal["local", "ray"]
 EXECUTORS: tuple[Executor, ...] = ("local", "ray")
 # What a worker needs in its environment besides the builder (LiteLLM reads this at import).
 _WORKER_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_OFFLINE_MODE")
+_LOOPBACK = ("localhost", "::1")
+_LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ def _on_ray(
     address: str | None,
 ) -> list[Any]:
     ray = _ray()
+    if _on_this_machine(address):
+        _keep_loopback()
     env = {name: os.environ[name] for name in _WORKER_ENV if name in os.environ}
     try:
         ray.init(
@@ -99,6 +103,31 @@ def _on_ray(
         if cause is not None:
             raise cause from exc
         raise
+
+
+def _on_this_machine(address: str | None) -> bool:
+    """Whether ``address`` names a cluster on this machine: a loopback host, or a new local one."""
+    address = address or os.environ.get("RAY_ADDRESS") or "local"
+    if address == "local":
+        return True
+    host = address.rsplit(":", 1)[0].strip("[]") if ":" in address else address
+    return host in _LOOPBACK or host.startswith("127.")
+
+
+def _keep_loopback() -> None:
+    """Stop Ray rewriting a loopback address to the machine's interface address.
+
+    Ray (2.x) turns ``127.0.0.1:P`` into ``<default-route address>:P`` before it dials
+    (``services.resolve_ip_for_localhost`` -> ``get_node_ip_address``), and a new local cluster
+    would advertise that address too; only its "no multi-machine cluster" switch, which
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` sets at import, keeps ``127.0.0.1``. The switch is
+    read at each call, so setting it here also covers a Ray imported before this ran; the
+    environment variable is for the processes a new local cluster starts.
+    """
+    from ray._private import ray_constants
+
+    os.environ.setdefault(_LOOPBACK_SWITCH, "0")
+    ray_constants.ENABLE_RAY_CLUSTER = False
 
 
 def _ray() -> Any:
