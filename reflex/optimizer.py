@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -399,6 +400,7 @@ class PromptOptimizer:
         run directory; ``resume="<run id>"`` continues that run. Paid calls are not repeated.
         """
         from reflex.run.engine import Engine
+        from reflex.run.lock import locked_run
         from reflex.run.resume import find_resumable, load_resume
 
         config = self.build_config()
@@ -406,25 +408,30 @@ class PromptOptimizer:
         spec = prompt_spec(prompt)
         text = spec.render()
         strategy_cls = get_registry().strategy(config.strategy)
-        point = None
+        run_id: str | None = None
         if resume:
             run_id = (
                 resume
                 if isinstance(resume, str)
                 else find_resumable(config.run_dir, self._dataset, text, config)
             )
-            point = load_resume(config, self._dataset, text, run_id)
-        engine = Engine(
-            config,
-            self._dataset,
-            self._metrics,
-            strategy_cls,
-            callbacks,
-            point,
-            prompt_spec=spec,
-            pipeline=self._pipeline,
+        # One resume of a run at a time: locked before its state is read, until it ends.
+        held: AbstractContextManager[None] = (
+            locked_run(Path(config.run_dir) / "runs" / run_id) if run_id else nullcontext()
         )
-        return engine.run(text)
+        with held:
+            point = load_resume(config, self._dataset, text, run_id) if run_id else None
+            engine = Engine(
+                config,
+                self._dataset,
+                self._metrics,
+                strategy_cls,
+                callbacks,
+                point,
+                prompt_spec=spec,
+                pipeline=self._pipeline,
+            )
+            return engine.run(text)
 
 
 def _endpoint(api_base: str | None, base_url: str | None) -> str | None:
