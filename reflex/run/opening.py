@@ -29,6 +29,7 @@ from reflex.run.evaluate import Evaluator
 from reflex.run.pipeline_runner import PipelineRunner
 from reflex.run.resume import ResumePoint, earlier_retries, logged_evaluations, prompt_hash
 from reflex.run.session import Session
+from reflex.run.split_check import split_record
 from reflex.run.store import RunStore
 from reflex.types import Metric
 
@@ -141,6 +142,7 @@ class RunPlan:
             "dataset_source": self.dataset.source,
             "dataset_fingerprint": self.dataset.fingerprint(),
             "prompt_sha256": prompt_hash(prompt),
+            "splits": split_record(self.split.ids()),  # what a resume checks splits.json with
             "reflex_version": _version(),
         }
 

@@ -23,6 +23,7 @@ from reflex.data.json_types import JSONDict
 from reflex.errors import ConfigurationError
 from reflex.models.usage import ROLES, Role
 from reflex.result import RunEnd, best_val_of
+from reflex.run.split_check import SPLITS_FILE, split_problem
 
 __all__ = [
     "ResumePoint",
@@ -342,5 +343,12 @@ def load_resume(config: RunConfig, dataset: Dataset, prompt: str, run_id: str) -
             f"cannot resume run {run_id}: its checkpoint.json is damaged ({problem}); start a "
             "new run (answers already paid for are in the cache and are not paid again)"
         )
-    splits = _read(path / "splits.json") or {}
+    splits = _read(path / SPLITS_FILE) or {}
+    ids = {k: list(v) for k, v in splits.items() if isinstance(v, list)}
+    problem = split_problem(path, ids, run.meta)
+    if problem is not None:
+        raise ConfigurationError(
+            f"cannot resume run {run_id}: {path / SPLITS_FILE} does not match the run's record: "
+            f"{problem}; restore the file as the run wrote it, or start a new run"
+        )
     return ResumePoint(run_id, {k: list(v) for k, v in splits.items()}, checkpoint)
