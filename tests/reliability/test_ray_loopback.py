@@ -12,6 +12,10 @@ the cluster, its workers or the driver may hold a socket off loopback while a gr
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -114,3 +118,39 @@ def test_which_ray_addresses_are_kept_on_loopback(
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert _on_this_machine(address) is local
+
+
+@pytest.mark.services
+def test_the_compare_command_on_a_local_cluster_uses_loopback_only(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """``aevyra-reflex compare --executor ray --ray-address 127.0.0.1:P``: the CLI's own process
+    (its driver) and the cluster's hold no socket off loopback."""
+    rows = "".join(json.dumps(r) + "\n" for r in make_rows(20))
+    (tmp_path / "data.jsonl").write_text(rows, encoding="utf-8")
+    (tmp_path / "prompt.md").write_text("Classify the sentiment.\n", encoding="utf-8")
+    env = {**os.environ, "OPENAI_API_KEY": "sk-none", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)  # the command must keep loopback itself
+    env.pop("RAY_ADDRESS", None)
+    with serve(responder=answer) as url:
+        args = [str(Path(sys.executable).parent / "aevyra-reflex"), "compare"]
+        args += ["data.jsonl", "prompt.md", "-m", "openai/task", "--api-base", str(url)]
+        args += ["--reasoning-model", "openai/reasoner", "--reasoning-base-url", str(url)]
+        args += ["--strategies", "iterative", "--seeds", "2", "--max-calls", "30"]
+        args += ["--max-iterations", "1", "--executor", "ray"]
+        args += ["--ray-address", ray_cluster.address]
+        proc = subprocess.Popen(
+            args,
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its session: the watch covers it and its children
+        )
+        with LoopbackWatch([ray_cluster.session, proc.pid]) as watch:
+            _, err = proc.communicate()
+    assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
+    assert watch.off_loopback == set(), sorted(watch.off_loopback)
+    assert watch.connected > 0
+    (saved,) = (tmp_path / ".reflex").rglob("compare.json")
+    assert len(json.loads(saved.read_text(encoding="utf-8"))["runs"]) == 2
