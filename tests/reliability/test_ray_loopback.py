@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_rows, reasoner_answer, task_answer
+from conftest import HANG_POLLS, make_rows, reasoner_answer, task_answer
 from loopback import LoopbackWatch
 from services import RayCluster
 
@@ -45,7 +46,8 @@ def routable_lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
     ray.shutdown()  # the grid below connects afresh, under watch
     monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", True)  # Linux's default
-    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "1")  # so that the end restores it
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
     calls: list[Any] = []
     real = services.node_ip_address_from_perspective
 
@@ -148,7 +150,12 @@ def test_the_compare_command_on_a_local_cluster_uses_loopback_only(
             start_new_session=True,  # its session: the watch covers it and its children
         )
         with LoopbackWatch([ray_cluster.session, proc.pid]) as watch:
-            _, err = proc.communicate()
+            try:  # a hang guard, not a speed requirement (a driver dialling eth0 hung)
+                _, err = proc.communicate(timeout=HANG_POLLS * 0.01)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                pytest.fail(f"compare --executor ray never ended; sockets: {watch.off_loopback}")
     assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
     assert watch.off_loopback == set(), sorted(watch.off_loopback)
     assert watch.connected > 0
