@@ -121,6 +121,8 @@ class BaseRunConfig(BaseModel):
     # Seconds without any answer from the provider after which a call that keeps failing stops
     # retrying (reflex.models.retry.RetryPolicy.progress_window); a time budget ends it sooner.
     retry_window: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    # An answer larger than this (MiB) fails its call, not retried (reflex.models.body_limit).
+    max_response_mb: float = Field(default=16.0, gt=0, allow_inf_nan=False)
     # Processes that run LiteLLM's per-call CPU off the event loop (reflex.models.offload); 0: none.
     client_processes: int = Field(default=0, ge=0, le=64)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)

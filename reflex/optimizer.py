@@ -273,6 +273,11 @@ class PromptOptimizer:
         deadline whatever the window (the step ends, and the final keeps its reserve)."""
         return self._set(retry_window=seconds)
 
+    def set_max_response_mb(self, megabytes: float) -> PromptOptimizer:
+        """The largest provider answer read, in MiB (default 16; finite, > 0): a larger one
+        fails its call, not retried, instead of being read into memory whole."""
+        return self._set(max_response_mb=megabytes)
+
     def set_price(
         self, model: str, input_per_million: float, output_per_million: float
     ) -> PromptOptimizer:

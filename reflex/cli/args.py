@@ -100,6 +100,7 @@ class OptimizeArgs:
     prices: tuple[str, ...]
     max_seconds: float | None
     retry_window: float
+    max_response_mb: float
     cache_namespace: str
     cache_url: str | None
     router_config: Path | None

@@ -108,6 +108,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         early_stopping_patience=args.early_stopping_patience,
         max_workers=args.max_workers,
         retry_window=args.retry_window,
+        max_response_mb=args.max_response_mb,
         client_processes=args.client_processes,
         temperature=args.temperature,
         max_tokens=args.max_tokens,

@@ -175,6 +175,7 @@ def _run_config(
         "prompt_mode",
         "cache_namespace",
         "max_workers",
+        "max_response_mb",
         "metric_specs",
     )
     settings = {k: config[k] for k in kept if config is not None and k in config}

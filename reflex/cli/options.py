@@ -200,6 +200,15 @@ def _run() -> list[click.Parameter]:
             help="Processes that run LiteLLM's per-call CPU off the run's event loop; try the "
             "number of cores when many calls are in flight to a fast provider (0: in-process).",
         ),
+        o(
+            ["--max-response-mb"],
+            type=FiniteRange(0.0, min_open=True),
+            default=16.0,
+            show_default=True,
+            metavar="MB",
+            help="A provider answer larger than this (MiB) fails its call, not retried, "
+            "instead of being read into memory whole.",
+        ),
         *_budgets(),
         o(
             ["--cache-namespace"],

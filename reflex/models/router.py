@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reflex.errors import ConfigurationError
-from reflex.models.litellm_call import Completion, _cost
+from reflex.models.answers import MalformedAnswer
+from reflex.models.body_limit import watching
+from reflex.models.litellm_call import Completion, _cost, usage_of
 from reflex.models.pacing import Pacing, install_pacer, local_pacing, redis_pacing
 
 if TYPE_CHECKING:
@@ -149,7 +151,13 @@ class ModelRouter:
         assert group is not None
         kwargs = {k: v for k, v in spec.call_kwargs().items() if k != "api_base"}
         router = self._build(litellm)
-        response = await router.acompletion(model=group, messages=list(messages), **kwargs)
+        with watching() as watch:  # the answer is read up to --max-response-mb
+            try:
+                response = await router.acompletion(model=group, messages=list(messages), **kwargs)
+            except Exception as exc:
+                if watch.tripped is not None:
+                    raise watch.tripped from exc
+                raise
         hidden = getattr(response, "_hidden_params", None) or {}
         served = hidden.get("model_id") or hidden.get("api_base")
         return completion_of(litellm, response, attempt, str(served) if served else None)
@@ -157,12 +165,16 @@ class ModelRouter:
 
 def completion_of(litellm: Any, response: Any, attempt: int, deployment: str | None) -> Completion:
     """A Router response as a :class:`Completion` (usage and cost read as ``call_once`` does)."""
-    text = response.choices[0].message.content
-    usage = getattr(response, "usage", None)
+    choices = getattr(response, "choices", None)
+    message = getattr(choices[0], "message", None) if choices else None
+    if message is None:
+        raise MalformedAnswer("the provider's answer has no choices[0].message")
+    text = getattr(message, "content", None)
+    prompt_tokens, completion_tokens = usage_of(response)
     return Completion(
         "" if text is None else str(text),
-        int(getattr(usage, "prompt_tokens", 0) or 0),
-        int(getattr(usage, "completion_tokens", 0) or 0),
+        prompt_tokens,
+        completion_tokens,
         _cost(litellm, response),
         cached=False,
         attempts=attempt,

@@ -219,6 +219,7 @@ def build_evaluator(
         router=ModelRouter(config.router_config) if config.router_config else None,
         cache_namespace=config.cache_namespace,
         seed=config.seed,
+        max_response_mb=config.max_response_mb,
     )
     return Evaluator(
         client=client,

@@ -189,6 +189,7 @@ def _client(
         router=ModelRouter(config.router_config) if config.router_config else None,
         prices=config.prices,
         retry=RetryPolicy(progress_window=config.retry_window),
+        max_response_mb=config.max_response_mb,
         on_retry=retried,
     )
 

@@ -41,6 +41,7 @@ MUTABLE_ON_RESUME = {
     "client_processes",
     "budget",
     "retry_window",
+    "max_response_mb",
     "run_id",
     "resumed",
     "dataset_name",
