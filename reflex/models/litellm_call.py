@@ -72,6 +72,11 @@ async def call_once(
         except Exception as exc:
             if watch.tripped is not None:  # LiteLLM wrapped it ("Connection error." ...)
                 raise watch.tripped from exc
+            if any(sign in str(exc) for sign in _UNREADABLE):  # as the lean transport says it
+                raise MalformedAnswer(
+                    "the provider's answer is not a chat completion (LiteLLM: invalid response "
+                    "object)"
+                ) from exc
             raise
         finally:
             if quiet is not None:
@@ -91,6 +96,10 @@ async def call_once(
         cached=False,
         attempts=attempt,
     )
+
+
+# What LiteLLM says of a 200 answer it cannot read as a completion (a malformed usage ...).
+_UNREADABLE = ("Invalid response object", "Empty or invalid response from LLM endpoint")
 
 
 def usage_of(response: object) -> tuple[int, int]:
