@@ -202,3 +202,4 @@ def test_an_error_in_a_200_answer_keeps_the_providers_words(
                 runner.run(client.complete(spec, MESSAGES))
         assert type(failed.value) is expect, (transport, failed.value)
         assert error["message"] in str(failed.value), (transport, failed.value)
+        assert "'choices'" not in str(failed.value), (transport, failed.value)  # not KeyError
