@@ -114,7 +114,11 @@ def judge_options(command: F) -> F:
 @judge_options
 @click.option("--input-field", default=None, help="Name of the input field.")
 @click.option("--output-field", default=None, help="Name of the reference field.")
-@click.option("--api-base", default=None, help="Base URL of the task model's endpoint.")
+@click.option(
+    "--api-base",
+    default=None,
+    help="Base URL of the task model's endpoint [record: the record's, for its models].",
+)
 @click.option(
     "--cache",
     type=InputFile("response cache", exists=False),
@@ -189,11 +193,27 @@ def _run_config(
             models=models,
             metrics=list(weights),
             metric_weights=weights,
-            api_base=args.api_base,
+            api_base=_api_base(args, config, models),
             **settings,
         )
     except ValidationError as exc:
         raise ConfigurationError(validation_message(exc)) from None
+
+
+def _api_base(args: CheckArgs, config: Mapping[str, Any] | None, models: list[str]) -> str | None:
+    """``--api-base``, else the record's own when its models are checked (its task model may be
+    self-hosted: the provider's default host would be the wrong one)."""
+    from reflex.errors import ConfigurationError
+    from reflex.redact import REDACTED
+
+    if args.api_base is not None or config is None or models != config.get("models"):
+        return args.api_base
+    stored = config.get("api_base")
+    if stored and REDACTED in str(stored):
+        raise ConfigurationError(
+            "the record's --api-base held credentials and was stored redacted: pass --api-base URL"
+        )
+    return str(stored) if stored else None
 
 
 def _check(args: CheckArgs) -> None:

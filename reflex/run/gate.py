@@ -23,6 +23,7 @@ from reflex.models.preflight import check_models, judge_specs
 from reflex.models.router import ModelRouter
 from reflex.models.runner import LoopRunner
 from reflex.models.shared_cache import open_cache
+from reflex.redact import REDACTED
 from reflex.result import EvalSnapshot, best_val_of
 from reflex.run.evaluate import Evaluator, render_messages
 from reflex.run.records import read_json, resolve_run
@@ -179,9 +180,18 @@ def point_judges(metrics: Sequence[Metric], api_base: str | None) -> list[Metric
 
     A record's judge is rebuilt with the URL its config.json stored, redacted (or none: the
     provider's default host), so a self-hosted judge needs the URL again. Without a judge among
-    ``metrics`` the flag would do nothing: a ConfigurationError says so.
+    ``metrics`` the flag would do nothing, and without the flag a judge whose stored URL was
+    redacted would call a broken one: a ConfigurationError says so.
     """
     if api_base is None:
+        redacted = [
+            spec.model for spec in judge_specs(metrics) if REDACTED in (spec.api_base or "")
+        ]
+        if redacted:
+            raise ConfigurationError(
+                f"the judge {redacted[0]}'s URL held credentials and was stored redacted: pass "
+                "--judge-api-base URL"
+            )
         return list(metrics)
     pointed = 0
     for metric in metrics:

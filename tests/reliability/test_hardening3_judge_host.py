@@ -10,6 +10,7 @@ land on the local endpoint (reflex.testing.endpoint) it names; credentials in it
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -336,3 +337,85 @@ def test_judge_api_base_credentials_are_hidden_like_api_bases(
     assert code != 0 and "no such option" not in err.lower(), err
     assert not [arg for arg in sys.argv if "PWSECRET" in arg], sys.argv
     assert "PWSECRET" not in out + err
+
+
+def test_check_calls_the_records_task_host_without_api_base(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    api_key: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A record's self-hosted task model is checked there, not at the provider's default host
+    (stood in for by a second local endpoint: LiteLLM's OPENAI_BASE_URL)."""
+    recorded: list[ChatRequest] = []
+    default: list[ChatRequest] = []
+
+    def at_record(request: ChatRequest) -> str:
+        recorded.append(request)
+        return judge_or_task(request)
+
+    def at_default(request: ChatRequest) -> str:
+        default.append(request)
+        return judge_or_task(request)
+
+    data, prompt = tmp_path / "d.jsonl", tmp_path / "p.md"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    prompt.write_text(START + "\n", encoding="utf-8")
+    with serve(responder=at_record) as url, serve(responder=at_default) as default_url:
+        result = (
+            PromptOptimizer()
+            .set_dataset(data)
+            .add_provider("openai/task", api_base=url)
+            .add_metric("exact_match")
+            .set_reasoning_model("openai/reasoner", base_url=url)
+            .configure(max_iterations=1, run_dir=str(tmp_path / ".reflex"))
+            .run(START)
+        )
+        assert result.run_dir is not None
+        recorded.clear()
+        monkeypatch.setenv("OPENAI_BASE_URL", str(default_url))
+        code, _, err = run_cli(
+            [
+                "check",
+                "--prompt",
+                str(prompt),
+                "--dataset",
+                str(data),
+                "--baseline",
+                result.run_dir,
+                "--tolerance",
+                "1",
+            ],
+            capsys,
+        )
+    assert code == 0, err
+    assert models_asked(recorded) == {"task"} and default == []
+
+
+def test_a_records_redacted_judge_url_must_be_given_again(
+    record: Path, tmp_path: Path, api_key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """config.json keeps a judge URL with credentials only redacted: check asks for it."""
+    copy = tmp_path / "runs" / record.name
+    shutil.copytree(record, copy)
+    config = json.loads((copy / "config.json").read_text(encoding="utf-8"))
+    [spec] = [s for s in config["metric_specs"] if s["name"] == "llm_judge"]
+    spec["options"]["api_base"] = "http://***@127.0.0.1:9/v1"
+    (copy / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    prompt = tmp_path / "p.md"
+    prompt.write_text(START + "\n", encoding="utf-8")
+    code, _, err = run_cli(
+        [
+            "check",
+            "--prompt",
+            str(prompt),
+            "--dataset",
+            str(record.parents[2] / "data.jsonl"),
+            "--baseline",
+            str(copy),
+            "--api-base",
+            "http://127.0.0.1:9/v1",
+        ],
+        capsys,
+    )
+    assert code == 2 and "stored redacted: pass --judge-api-base URL" in err, err
