@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any, ParamSpec, SupportsFloat, SupportsInd
 
 import click
 
+from reflex.cli.pipes import closed_output, exit_on_closed_output
 from reflex.data.files import file_problem, output_problem
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.redact import scrub, scrubbed_logs
@@ -133,6 +134,8 @@ def with_errors(func: Callable[P, None], *, on_interrupt: str = "interrupted") -
             click.echo(f"error: {scrub(str(exc))}", err=True)
             sys.exit(EXIT_USAGE)
         except OSError as exc:  # e.g. -o / --results-json on a full or read-only disk
+            if closed_output(exc):  # `| head` exited: not a storage problem, nothing to say
+                exit_on_closed_output()
             if verbose:
                 raise
             from reflex.errors import storage_error
@@ -162,13 +165,33 @@ class _UsageLine(click.ClickException):
 
 
 class Group(click.Group):
-    """Subcommand usage errors (bad flag, bad value, missing file) become one line, exit 2."""
+    """Subcommand usage errors (bad flag, bad value, missing file) become one line, exit 2; a
+    closed stdout (``| head``), in ``--help`` or in any command, ends quietly (reflex.cli.pipes).
+    """
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:  # --help and --version print while the command line is parsed
+            return super().make_context(info_name, args, parent, **extra)
+        except OSError as exc:
+            if closed_output(exc):
+                exit_on_closed_output()
+            raise
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise _UsageLine(exc) from None
+        except OSError as exc:  # a command without with_errors (runs, plugins, a plugin's own)
+            if closed_output(exc):
+                exit_on_closed_output()
+            raise
 
 
 def number(text: str, flag: str) -> float:

@@ -34,7 +34,8 @@ def _run(**params: Any) -> None:
         level=logging.DEBUG if args.run.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    with hidden_credentials(args.run.api_base, args.run.reasoning_base_url):
+    urls = (args.run.api_base, args.run.reasoning_base_url, args.run.judge_api_base)
+    with hidden_credentials(*urls):
         _compare(args)
 
 

@@ -6,15 +6,32 @@ params become.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
 from reflex.cli.common import FiniteFloat, FiniteRange, InputFile, OutputFile, RunDir
 
-__all__ = ["optimize_params"]
+__all__ = ["judge_api_base", "judge_api_base_option", "optimize_params"]
 
 o = click.Option
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def judge_api_base() -> click.Option:
+    """``--judge-api-base``: one definition for every command that calls a judge (optimize,
+    compare, check, judge-check); its credentials are hidden like ``--api-base``'s."""
+    return o(["--judge-api-base"], help="API base URL for the judge model.")
+
+
+def judge_api_base_option(command: F) -> F:
+    """Decorator form of :func:`judge_api_base` for ``@click.command`` functions."""
+    params: list[click.Parameter] = getattr(command, "__click_params__", [])
+    params.append(judge_api_base())  # click reverses this list: decorators apply bottom-up
+    setattr(command, "__click_params__", params)  # noqa: B010  (click's own attribute)
+    return command
 
 
 def _inputs() -> list[click.Parameter]:
@@ -90,7 +107,7 @@ def _scoring() -> list[click.Parameter]:
             "`aevyra-reflex plugins`). Default: exact_match, or none when --judge is given.",
         ),
         o(["--judge"], metavar="PROVIDER/MODEL", help="Also score with this LLM judge."),
-        o(["--judge-api-base"], help="API base URL for the judge model."),
+        judge_api_base(),
         o(
             ["--judge-criteria"],
             type=InputFile("judge criteria file"),
