@@ -28,7 +28,9 @@ def fake_responder() -> Callable[[FakeRequest], str]:
 
 
 def test_the_reasoning_artifact_holds_the_whole_answer(
-    fake_model: FakeModel, tmp_path: Path, uri: str  # noqa: F811
+    fake_model: FakeModel,
+    tmp_path: Path,
+    uri: str,  # noqa: F811
 ) -> None:
     callback = MLflowCallback(tracking_uri=uri, log_prompt_each_iter=True)
     result = builder(tmp_path).run(START, callbacks=[callback])
