@@ -409,12 +409,6 @@ class PromptOptimizer:
 
         config = self.build_config()
         assert self._dataset is not None
-        if not self._settings.get("strategy") and not config.reasoning_model:
-            logger.warning(
-                "no strategy and no reasoning model named: running %r (reasoning-free); name "
-                "one with -s/.set_strategy(), or add a reasoning model for 'iterative'",
-                config.strategy,
-            )
         spec = prompt_spec(prompt)
         text = spec.render()
         strategy_cls = get_registry().strategy(config.strategy)
@@ -436,6 +430,12 @@ class PromptOptimizer:
             prompt_spec=spec,
             pipeline=self._pipeline,
         )
+        if not self._settings.get("strategy") and not config.reasoning_model:  # once it is valid
+            logger.warning(
+                "no strategy and no reasoning model named: running %r (reasoning-free); name "
+                "one with -s/.set_strategy(), or add a reasoning model for 'iterative'",
+                config.strategy,
+            )
         return engine.run(text)
 
 
