@@ -27,6 +27,7 @@ __all__ = [
     "RunConfig",
     "BaseRunConfig",
     "metric_specs",
+    "default_strategy",
     "redact_url",
     "validation_message",
 ]
@@ -78,6 +79,12 @@ def metric_specs(metrics: Iterable[object]) -> list[MetricSpec]:
     ]
 
 
+def default_strategy(reasoning_model: str | None) -> str:
+    """The strategy of a run that names none: ``iterative`` when a reasoning model is given,
+    else ``auto``, which then runs reasoning-free (instructions, then few-shot demos)."""
+    return "iterative" if reasoning_model else "auto"
+
+
 class BaseRunConfig(BaseModel):
     """Every run setting with its default and constraints; a :class:`RunConfig` without models.
 
@@ -105,7 +112,8 @@ class BaseRunConfig(BaseModel):
     metric_specs: list[MetricSpec] = Field(default_factory=list)
     guards: dict[str, float] = Field(default_factory=dict)
     slice_by: list[str] = Field(default_factory=list)
-    strategy: str = "iterative"
+    # "" (none named): iterative with a reasoning model, else auto (see default_strategy).
+    strategy: str = ""
     strategy_options: dict[str, Any] = Field(default_factory=dict)
     # None: 5, or with max_metric_calls, as many candidates as the search budget pays a val
     # pass for (at least 5); resolved by the engine once the splits are known.
@@ -195,6 +203,12 @@ class BaseRunConfig(BaseModel):
     @classmethod
     def _reasoning(cls, value: str | None) -> str | None:
         return parse_model(value) if value else None
+
+    @model_validator(mode="after")
+    def _strategy(self) -> BaseRunConfig:
+        if not self.strategy:
+            self.strategy = default_strategy(self.reasoning_model)
+        return self
 
     @model_validator(mode="after")
     def _splits(self) -> BaseRunConfig:

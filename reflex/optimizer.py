@@ -5,6 +5,7 @@ Each call validates its input at once, so a mistake is reported where it was mad
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from reflex.run.compare import Comparison
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
+
+logger = logging.getLogger(__name__)
 
 
 class PromptOptimizer:
@@ -203,9 +206,12 @@ class PromptOptimizer:
             raise ConfigurationError(f"slice keys must be non-empty strings, got {keys!r}")
         return self._set(slice_by=list(dict.fromkeys(keys)))
 
-    def set_strategy(self, name: str, **options: Any) -> PromptOptimizer:
-        get_registry().strategy(name)
-        return self._set(strategy=name, strategy_options=options)
+    def set_strategy(self, name: str | None = None, **options: Any) -> PromptOptimizer:
+        """The strategy and its options; ``name=None`` keeps the default: ``iterative`` with a
+        reasoning model, else ``auto`` (reasoning-free)."""
+        if name is not None:
+            get_registry().strategy(name)
+        return self._set(strategy=name or "", strategy_options=options)
 
     def set_reasoning_model(
         self,
@@ -429,6 +435,12 @@ class PromptOptimizer:
             prompt_spec=spec,
             pipeline=self._pipeline,
         )
+        if not self._settings.get("strategy") and not config.reasoning_model:  # once it is valid
+            logger.warning(
+                "no strategy and no reasoning model named: running %r (reasoning-free); name "
+                "one with -s/.set_strategy(), or add a reasoning model for 'iterative'",
+                config.strategy,
+            )
         return engine.run(text)
 
 

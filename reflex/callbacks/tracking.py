@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from reflex.callbacks import Callback
+from reflex.models.usage import known_cost
 from reflex.redact import is_secret_name, redact_data, redact_url, scrub
 
 if TYPE_CHECKING:
@@ -129,8 +130,12 @@ def baseline_metrics(snapshot: EvalSnapshot) -> dict[str, float]:
 
 
 def iteration_metrics(record: IterationRecord) -> dict[str, float]:
-    """Train (``score_train``, ``score_<metric>``), val, and the run's tokens and cost so far."""
-    metrics: dict[str, float] = {"tokens": float(record.tokens), "cost_usd": record.cost}
+    """Train (``score_train``, ``score_<metric>``), val, and the run's tokens and cost so far
+    (no ``cost_usd`` while every paid call was unpriced: its cost is unknown, not 0)."""
+    metrics: dict[str, float] = {"tokens": float(record.tokens)}
+    cost = known_cost(record.cost, record.calls, record.cost_unknown)
+    if cost is not None:
+        metrics["cost_usd"] = cost
     if record.score is not None:
         metrics["score_train"] = record.score
     if record.val_score is not None:
@@ -211,9 +216,9 @@ class RunningTotals:
     the best prompt so far (its train score when the run has no val split): the initial
     prompt's val score (:meth:`seed_val`) until a candidate beats it; ``total_iterations``:
     iterations so far; ``total_tokens``/``total_cost_usd``: the run's totals so far (the
-    record's own). A name with no value yet (no score measured so far) is left out. Feeding an
-    iteration again (a resumed run's catch-up, then its live hook) returns the values it had
-    the first time.
+    record's own; no cost while every paid call was unpriced). A name with no value yet (no
+    score measured so far) is left out. Feeding an iteration again (a resumed run's catch-up,
+    then its live hook) returns the values it had the first time.
     """
 
     def __init__(self) -> None:
@@ -241,7 +246,7 @@ class RunningTotals:
             "best_score_val": self._best_val,
             "total_iterations": float(len(self._seen) + 1),
             "total_tokens": float(record.tokens),
-            "total_cost_usd": float(record.cost),
+            "total_cost_usd": known_cost(record.cost, record.calls, record.cost_unknown),
         }
         self._seen[record.iteration] = {k: v for k, v in values.items() if v is not None}
         return self._seen[record.iteration]

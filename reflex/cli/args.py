@@ -75,7 +75,7 @@ class OptimizeArgs:
     overfit_gap: float
     slice_by: tuple[str, ...]
     # Strategy.
-    strategy: str
+    strategy: str | None
     strategy_options: tuple[str, ...]
     reasoning_model: str | None
     reasoning_base_url: str | None

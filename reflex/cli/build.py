@@ -64,6 +64,7 @@ def _with_scoring(opt: PromptOptimizer, args: OptimizeArgs) -> None:
 
 def _with_strategy(opt: PromptOptimizer, args: OptimizeArgs) -> None:
     """The strategy and its options, the reasoning model and its templates."""
+    # No -s: the default (iterative with a reasoning model, else auto), as in the builder.
     opt.set_strategy(args.strategy, **pairs(args.strategy_options, "--strategy-option"))
     if args.reasoning_model:
         opt.set_reasoning_model(args.reasoning_model, base_url=args.reasoning_base_url)

@@ -146,7 +146,10 @@ def _scoring() -> list[click.Parameter]:
 def _strategy() -> list[click.Parameter]:
     """How the prompt is improved."""
     return [
-        o(["-s", "--strategy"], default="iterative", show_default=True, help="Strategy name."),
+        o(
+            ["-s", "--strategy"],
+            help="Strategy name [default: iterative with --reasoning-model, else auto].",
+        ),
         o(
             ["--strategy-option", "strategy_options"],
             multiple=True,

@@ -104,6 +104,9 @@ class RunPlan:
             on_failure=lambda name, hook, exc: store.event(
                 "callback_failure", callback=name, hook=hook, error=scrub(str(exc), *urls)
             ),
+            on_summary=lambda name, failures, hooks: store.event(
+                "callback_failures", callback=name, failures=failures, hooks=hooks
+            ),
         )
         if resume is not None:  # the retries of earlier segments are only in events.jsonl
             for role, count in earlier_retries(store.path).items():

@@ -91,7 +91,9 @@ class RunInfo:
             else max(vals, default=None),
             "final": (result.get("final") or {}).get("mean_score"),
             "p_value": (result.get("significance") or {}).get("p_value"),
-            "cost": usage.get("cost"),
+            "cost": usage.get("cost"),  # null: every paid call was unpriced
+            "calls": usage.get("calls"),
+            "cost_unknown": usage.get("cost_unknown"),  # paid calls with no price
             "started": self.meta.get("started"),
         }
 
