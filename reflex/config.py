@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
-from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -160,10 +159,8 @@ class BaseRunConfig(BaseModel):
 
     @field_serializer("cache_url")
     def _cache_url(self, value: str | None) -> str | None:
-        # Kept as given when it holds no password or query (sqlite:////abs/path must survive
-        # for check/export to read the cache back); else redacted like the API bases.
-        if value and urlsplit(value).password is None and "?" not in value:
-            return value
+        # redact_url keeps every character but the credentials, so a URL without any
+        # (sqlite:////abs/path) survives for check/export to read the cache back.
         return redact_url(value)
 
     @field_serializer("api_base", "reasoning_base_url")

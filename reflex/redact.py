@@ -26,7 +26,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 __all__ = [
     "REDACTED",
@@ -58,44 +58,76 @@ def is_secret_name(name: str) -> bool:
     return _SECRET_NAME.search(name) is not None
 
 
+# ``name=value`` after ``?``, ``&``, ``;`` or ``#``: a query parameter (``&`` or ``;``
+# separated), a path parameter (``/v1;key=S``) or a fragment one (``#access_token=``). The value
+# runs to the next separator.
+_PARAM = re.compile(r"(?<=[?&;#])([^=&;#?/]+)=([^&;#]*)")
+# What may follow the ``@`` that ends a userinfo: a host (a name, an IPv4 or an ``[IPv6]``),
+# an optional port, then the path, query, fragment or the end.
+_HOST = re.compile(r"(?:\[[^\]/?#@]*\]|[^\[\]/?#@:]*)(?::\d*)?(?=[/?#]|$)")
+
+
+def _userinfos(url: str) -> list[tuple[str, str, str]]:
+    """Every ``(scheme://, userinfo, @rest)`` reading of ``url``, the preferred one first.
+
+    The userinfo ends at the last ``@`` of the URL that a host follows, not at the first ``/``,
+    ``?`` or ``#`` as RFC 3986 parses it: a password may hold those unescaped
+    (``redis://:pa/ss@h``, ``postgresql://u:p#w@h/db``; base64 passwords hold ``/``), and the
+    RFC reading would show it as a path or fragment. An ``@`` in a path or query
+    (``?user=a@b.example``) is then read as the end of a userinfo too: the redacted form loses
+    its host, which is better than a password left in clear. The other readings (an earlier
+    ``@`` a host follows) give :func:`url_secrets` the shorter passwords they imply.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme or rest.startswith("/"):  # no authority (``sqlite:////abs/path``)
+        return []
+    ats = [i for i, c in enumerate(rest) if c == "@" and _HOST.match(rest, i + 1)]
+    return [(scheme + sep, rest[:at], rest[at:]) for at in reversed(ats)]
+
+
+def _secret_params(text: str) -> list[re.Match[str]]:
+    """The ``name=value`` parameters of ``text`` whose (decoded) name is secret-named."""
+    return [m for m in _PARAM.finditer(text) if is_secret_name(unquote(m.group(1)))]
+
+
+def _redact_params(text: str) -> str:
+    return _PARAM.sub(
+        lambda m: f"{m.group(1)}={REDACTED}" if is_secret_name(unquote(m.group(1))) else m[0],
+        text,
+    )
+
+
 def redact_url(url: str | None) -> str | None:
-    """``url`` with any ``user:password@`` and secret-named query values replaced by ``***``.
+    """``url`` with any ``user:password@`` and secret-named query and path parameter values
+    (``?api-key=``, ``;key=``) replaced by ``***``; every other character kept as it is.
 
     Deterministic, so two redacted forms of the same URL compare equal (``--resume`` does).
     """
     if not url:
         return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # not a URL we can parse: keep nothing that might be a secret
-        return REDACTED
-    _, at, host = parts.netloc.rpartition("@")
-    netloc = f"{REDACTED}@{host}" if at else parts.netloc
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    query = (
-        urlencode([(k, REDACTED if is_secret_name(k) else v) for k, v in pairs], safe="*")
-        if pairs
-        else parts.query
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    readings = _userinfos(url)
+    if not readings:
+        return _redact_params(url)
+    head, _, rest = readings[0]
+    return f"{head}{REDACTED}{_redact_params(rest)}"
 
 
 def url_secrets(url: str | None) -> list[str]:
     """The credential strings inside ``url`` (its password, or a user part without one, and
-    secret query values), raw and as they appear percent-encoded, longest first."""
+    secret query and path parameter values), raw and as they appear percent-encoded, longest
+    first."""
     if not url:
         return []
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return [url]
-    userinfo, at, _ = parts.netloc.rpartition("@")
-    # ``user:password@``: the password (a user name is an identity, and hiding a name like
-    # "user" would blank that word in every text); a lone ``token@`` is the credential itself.
-    user, colon, password = userinfo.partition(":")
-    found = [password if colon else user] if at else []
-    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if is_secret_name(k)]
-    variants = {f for v in found for f in (v, unquote(v), quote(v, safe=""), quote_plus(v))}
+    found: list[str] = []
+    readings = _userinfos(url)
+    for _, userinfo, _ in readings:
+        # ``user:password@``: the password (a user name is an identity, and hiding a name like
+        # "user" would blank that word in every text); a lone ``token@`` is the credential.
+        user, colon, password = userinfo.partition(":")
+        found.append(password if colon else user)
+    found += [m.group(2) for m in _secret_params(readings[0][2] if readings else url)]
+    decoded = {d for v in found for d in (v, unquote(v), unquote_plus(v))}
+    variants = {f for d in decoded for f in (d, quote(d, safe=""), quote_plus(d))}
     return sorted((v for v in variants if len(v) >= _MIN_URL_SECRET), key=len, reverse=True)
 
 
