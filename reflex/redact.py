@@ -6,8 +6,11 @@ config.json, events, results, error lines, log records and tracker params, tags 
 ever see redacted forms:
 
 * :func:`redact_url`: the URL with its credentials replaced by ``***``;
-* :func:`scrub`: a text with the credentials of the given URLs and the value of every
-  secret-named environment variable (``OPENAI_API_KEY``, ...) replaced by ``***``;
+* :func:`scrub`: a text with the credentials of the given URLs, of every URL written in it
+  and the value of every secret-named environment variable (``OPENAI_API_KEY``, ...) replaced
+  by ``***``;
+* :func:`redact_argv` and :func:`redacted_argv`: a command line with every URL's credentials
+  (whatever option it is the value of) and every ``token=...`` value replaced by ``***``;
 * :func:`redact_data`: the same for nested JSON-like data, where a string under a secret-named
   key is replaced whole;
 * :class:`ScrubFilter` and :func:`scrubbed_logs`: the same for log records (message, arguments,
@@ -23,8 +26,9 @@ import contextlib
 import logging
 import os
 import re
+import sys
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
@@ -33,8 +37,11 @@ __all__ = [
     "ScrubFilter",
     "env_secrets",
     "is_secret_name",
+    "credential_urls",
+    "redact_argv",
     "redact_data",
     "redact_url",
+    "redacted_argv",
     "scrub",
     "scrubbed_logs",
     "url_secrets",
@@ -131,6 +138,51 @@ def url_secrets(url: str | None) -> list[str]:
     return sorted((v for v in variants if len(v) >= _MIN_URL_SECRET), key=len, reverse=True)
 
 
+# A URL written in a text: a scheme, ``://`` and everything up to the next white space (a
+# password may hold quotes and brackets, so they do not end it).
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S+")
+
+
+def _redact_urls_in(text: str) -> str:
+    """``text`` with every URL written in it redacted (:func:`redact_url`)."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda m: redact_url(m[0]) or m[0], text)
+
+
+def credential_urls(texts: Iterable[str]) -> list[str]:
+    """The URLs written in ``texts`` (e.g. a command line's tokens) that carry credentials."""
+    return [m[0] for text in texts for m in _URL_IN_TEXT.finditer(text) if redact_url(m[0]) != m[0]]
+
+
+def redact_argv(argv: list[str], *urls: str | None) -> list[str]:
+    """A command line safe to record: in every token, whatever the option (``--opt=value``,
+    ``--opt value`` or a positional), every URL with credentials is redacted, the
+    credentials of ``urls`` and secret environment values are scrubbed, and a
+    ``NAME=VALUE`` token with a secret-named NAME (``token=...``) keeps only its name."""
+    secrets = _secrets((*urls, *credential_urls(argv)))
+    out = []
+    for token in argv:
+        name, eq, _ = token.partition("=")
+        if eq and is_secret_name(name.lstrip("-")):
+            out.append(f"{name}={REDACTED}")
+        else:
+            out.append(_replace(token, secrets))
+    return out
+
+
+@contextlib.contextmanager
+def redacted_argv(*urls: str | None) -> Iterator[None]:
+    """Inside the block ``sys.argv`` is :func:`redact_argv`'s form (for a tracker that records
+    the command line when its run starts: W&B's ``args``, MLflow's ``mlflow.source.name``)."""
+    saved = list(sys.argv)
+    sys.argv[:] = redact_argv(saved, *urls)
+    try:
+        yield
+    finally:
+        sys.argv[:] = saved
+
+
 def env_secrets() -> list[str]:
     """The values of secret-named environment variables (``OPENAI_API_KEY``, ...), longest
     first. Read on every call: a key exported after the run started is still hidden."""
@@ -150,7 +202,7 @@ def _secrets(urls: tuple[str | None, ...]) -> list[str]:
 def _replace(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, REDACTED)
-    return text
+    return _redact_urls_in(text)  # a URL no caller named (a driver's message quoting its DSN)
 
 
 def scrub(text: str, *urls: str | None) -> str:

@@ -25,6 +25,7 @@ from reflex.api import (
     iteration_row,
     recorded_initial_val,
     recorded_iterations,
+    redacted_argv,
     run_params,
     run_path,
     save_tracker_state,
@@ -125,18 +126,9 @@ class WandbCallback(GuardedCallback):
             saved = {}  # another project: a new W&B run (e.g. aevyra-reflex sync elsewhere)
         resuming = self.run_id is not None or bool(saved.get("run_id"))
         self.run_id = self.run_id or saved.get("run_id") or secrets.token_hex(4)
-        run: Any = wandb.init(
-            project=self.project,
-            entity=self.entity,
-            name=self.run_name or _default_name(config),
-            tags=[*self.tags, config.strategy],
-            mode=self.mode,  # type: ignore[arg-type]  # wandb checks the value itself
-            config=run_params(config),
-            id=self.run_id,
-            resume="allow",  # a resumed reflex run continues the same W&B run
-            reinit="create_new",  # never finish or reuse a run the caller has open
-            dir=self.dir,
-        )
+        # W&B records the command line (its ``args``): never a credential in it.
+        with redacted_argv(*self._urls):
+            run = self._init(config)
         self.run = run
         run.define_metric("iteration")
         run.define_metric("*", step_metric="iteration")
@@ -155,6 +147,20 @@ class WandbCallback(GuardedCallback):
             self._initial_val(recorded_initial_val(self._run_dir))
         if resuming:
             self._catch_up()
+
+    def _init(self, config: RunConfig) -> Any:
+        return wandb.init(
+            project=self.project,
+            entity=self.entity,
+            name=self.run_name or _default_name(config),
+            tags=[*self.tags, config.strategy],
+            mode=self.mode,  # type: ignore[arg-type]  # wandb checks the value itself
+            config=run_params(config),
+            id=self.run_id,
+            resume="allow",  # a resumed reflex run continues the same W&B run
+            reinit="create_new",  # never finish or reuse a run the caller has open
+            dir=self.dir,
+        )
 
     @staticmethod
     def _on_record(run: Any, earlier: list[str]) -> dict[int, set[str]]:

@@ -68,7 +68,7 @@ def _target_source(config: RunConfig) -> str:
 
 def _urls(config: RunConfig) -> tuple[str | None, ...]:
     """The run's URLs whose credentials no tracker may see (scrubbed from every text)."""
-    return (config.api_base, config.reasoning_base_url)
+    return (config.api_base, config.reasoning_base_url, config.cache_url)
 
 
 def run_params(config: RunConfig) -> dict[str, ParamValue]:

@@ -23,7 +23,7 @@ import click
 
 from reflex.data.files import file_problem, output_problem
 from reflex.errors import ConfigurationError, ReflexError
-from reflex.redact import scrub, scrubbed_logs
+from reflex.redact import credential_urls, redact_argv, scrub, scrubbed_logs
 
 if TYPE_CHECKING:
     from reflex.plugins import Registry
@@ -78,11 +78,13 @@ def handle_interrupts() -> Iterator[None]:
 
 @contextlib.contextmanager
 def hidden_credentials(*urls: str | None) -> Iterator[None]:
-    """Keep the credentials of ``urls`` (``--api-base`` and the like) out of what the process
-    shows: while the block runs every log record of every logger is scrubbed, the command line
-    is scrubbed in place (W&B records ``sys.argv`` with its run), and the traceback of an error
-    that escapes the block (``-v``) is scrubbed when the interpreter prints it."""
-    sys.argv[:] = [scrub(arg, *urls) for arg in sys.argv]
+    """Keep the credentials of ``urls`` (``--api-base`` and the like) and of every URL on the
+    command line (``--cache-url``, ``--mlflow-tracking-uri``, any option's) out of what the
+    process shows: while the block runs every log record of every logger is scrubbed, the
+    command line is redacted in place (W&B records ``sys.argv`` with its run), and the
+    traceback of an error that escapes the block (``-v``) is scrubbed when it is printed."""
+    urls = (*urls, *credential_urls(sys.argv))
+    sys.argv[:] = redact_argv(sys.argv, *urls)
     try:
         with scrubbed_logs(*urls):
             yield
