@@ -147,7 +147,16 @@ def _redact_urls_in(text: str) -> str:
     """``text`` with every URL written in it redacted (:func:`redact_url`)."""
     if "://" not in text:
         return text
-    return _URL_IN_TEXT.sub(lambda m: redact_url(m[0]) or m[0], text)
+    return _URL_IN_TEXT.sub(lambda m: _redact_written_url(m[0]), text)
+
+
+def _redact_written_url(url: str) -> str:
+    """:func:`redact_url`, but a userinfo already scrubbed (``user:***@``) keeps its user."""
+    readings = _userinfos(url)
+    if readings and readings[0][1].partition(":")[2] == REDACTED:
+        head, userinfo, rest = readings[0]
+        return f"{head}{userinfo}{_redact_params(rest)}"
+    return redact_url(url) or url
 
 
 def credential_urls(texts: Iterable[str]) -> list[str]:

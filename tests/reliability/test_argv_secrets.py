@@ -46,9 +46,9 @@ def test_redact_argv_hides_every_url_credential_whatever_the_option() -> None:
     assert clean == [
         "train.py",
         "--cache-url",
-        "postgresql://***@db.internal:5432/cache",
-        "--mlflow-tracking-uri=http://***@mlflow.internal:5000",
-        "--queue=redis://***@q.internal:6379/0",
+        "postgresql://reflex:***@db.internal:5432/cache",
+        "--mlflow-tracking-uri=http://me:***@mlflow.internal:5000",
+        "--queue=redis://:***@q.internal:6379/0",
         "token=***",
     ]
     assert redact_argv(["optimize", "d.jsonl", "-m", "openai/x"]) == [
@@ -144,8 +144,8 @@ def test_cli_cache_and_tracker_passwords_in_no_byte_written(
     assert done.returncode == 0, done.stderr
     [sync_dir] = (tmp_path / "wandb_dir" / "wandb").glob("offline-run-*")
     args_seen = recorded_args(str(sync_dir))
-    assert "postgresql://***@127.0.0.1:" in " ".join(args_seen)
-    assert any(a.startswith("--mlflow-tracking-uri=http://***@127.0.0.1:") for a in args_seen)
+    assert "postgresql://reflex:***@127.0.0.1:" in args_seen[args_seen.index("--cache-url") + 1]
+    assert any(a.startswith("--mlflow-tracking-uri=http://me:***@127.0.0.1:") for a in args_seen)
     leaks = {c: every_file_mentioning(tmp_path, c) for c in CANARIES[:2]}
     assert {c: files for c, files in leaks.items() if files} == {}
     assert [c for c in CANARIES if c in done.stdout + done.stderr] == []
