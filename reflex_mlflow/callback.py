@@ -78,6 +78,7 @@ class MLflowCallback(GuardedCallback):
     """
 
     tracker = "MLflow"
+    state_key = "mlflow"
 
     def __init__(
         self,

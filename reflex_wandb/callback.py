@@ -33,7 +33,7 @@ from reflex.api import (
     summary_metrics,
     tracker_state,
 )
-from reflex_wandb.offline import logged_keys
+from reflex_wandb.offline import logged_artifacts, logged_keys
 
 if TYPE_CHECKING:
     from reflex.api import EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
@@ -53,6 +53,7 @@ class WandbCallback(GuardedCallback):
     """
 
     tracker = "W&B"
+    state_key = "wandb"
 
     def __init__(
         self,
@@ -82,6 +83,8 @@ class WandbCallback(GuardedCallback):
         self._done: set[int] = set()  # steps the W&B run holds (baseline 0, iterations)
         self._running = RunningTotals()  # best_score_*, total_* after each iteration
         self._at_zero: set[str] = set()  # keys the run holds at 0: score_test, score_val
+        self._earlier: list[str] = []  # the run's earlier offline directories
+        self._saved: dict[str, Any] = {}  # its .trackers.json entry when the run started
 
     def _has_run(self) -> bool:
         return self.run is not None
@@ -133,6 +136,7 @@ class WandbCallback(GuardedCallback):
         run.define_metric("iteration")
         run.define_metric("*", step_metric="iteration")
         earlier = [str(d) for d in saved.get("sync_dirs", []) if d != run.settings.sync_dir]
+        self._earlier, self._saved = earlier, saved
         if resuming:
             on_record = self._on_record(run, earlier)
             self._done, self._at_zero = set(on_record), on_record.get(0, set())
@@ -259,6 +263,8 @@ class WandbCallback(GuardedCallback):
 
     def _log_best_prompt(self, result: OptimizationResult) -> None:
         run = self._run()
+        if self._holds_best_prompt(run, result.run_id):
+            return  # a replay or a second sync: the W&B run has this artifact already
         metadata = {
             "reflex_run_id": result.run_id,
             "final_score_test": result.final.mean_score if result.final else None,
@@ -268,6 +274,20 @@ class WandbCallback(GuardedCallback):
         with artifact.new_file("best_prompt.txt", encoding="utf-8") as handle:
             handle.write(result.best_prompt)
         run.log_artifact(artifact)
+        self._save(best_prompt_of=result.run_id)
+
+    def _holds_best_prompt(self, run: Any, reflex_run_id: str | None) -> bool:
+        """Whether the W&B run already has this reflex run's ``best-prompt``: on disk in its
+        earlier offline files (what a killed process wrote, not what it meant to), or, online,
+        as the run directory recorded when it was logged."""
+        if not reflex_run_id:
+            return False
+        if run.settings.mode == "offline":
+            return any(
+                name == "best-prompt" and meta.get("reflex_run_id") == reflex_run_id
+                for name, meta in logged_artifacts(self._earlier)
+            )
+        return bool(self._saved.get("best_prompt_of") == reflex_run_id)
 
     def _finish(self, exit_code: int) -> None:
         self._run().finish(exit_code=exit_code)

@@ -322,11 +322,23 @@ class GuardedCallback(Callback):
     """
 
     tracker: ClassVar[str] = "tracker"
+    # The tracker's entry in the run's .trackers.json (``"mlflow"``), if it keeps one.
+    state_key: ClassVar[str | None] = None
     breaker: ClassVar[int] = 2
 
     _off: bool = False
     _failures: int = 0
+    _failed: tuple[str, ...] = ()  # one line per failed hook call, scrubbed
     _urls: tuple[str | None, ...] = ()
+
+    def missed(self) -> list[str]:
+        """What did not reach the tracker: one line per hook call that failed (``on_run_start:
+        ConnectionError: ...``), plus one when logging switched off; empty when every call
+        landed. ``aevyra-reflex sync`` fails on a non-empty list."""
+        lines = list(self._failed)
+        if self._off:
+            lines.append("logging was switched off: the rest of the run was not sent")
+        return lines
 
     def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
         self._urls = (*self._tracker_urls(), *_urls(config))
@@ -374,6 +386,10 @@ class GuardedCallback(Callback):
                 hook,
                 type(exc).__name__,
                 self._scrub(str(exc))[:500],
+            )
+            self._failed = (
+                *self._failed,
+                f"{hook}: {type(exc).__name__}: {self._scrub(str(exc))}"[:300],
             )
             self._failures = self._failures + 1 if self._is_outage(exc) else 0
             if not self._has_run():
