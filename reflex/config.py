@@ -127,6 +127,9 @@ class BaseRunConfig(BaseModel):
     # (self-hosted and unpriced models then have a cost, and max_cost binds on them).
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     run_dir: str = ".reflex"
+    # Folders the run creates under run_dir: private (0700, files 0600), or group-readable
+    # (0750, files 0640) for a team's shared folder; existing folders keep their mode.
+    shared_run_dir: bool = False
     cache_namespace: str = "default"
     # Beyond one machine (docs/scaling.md): a LiteLLM Router config (the proxy's model_list YAML
     # path, or the mapping itself) and a shared response cache (redis://..., postgresql://...).

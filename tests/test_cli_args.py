@@ -92,6 +92,7 @@ def every_option(f: dict[str, Path], tmp_path: Path) -> list[str]:
         *["--max-reasoning-calls", "20", "--max-cost", "1.5", "--max-seconds", "60"],
         *["--max-total-calls", "900", "--price", "fake/task=0.2:0.6", "--retry-window", "30"],
         *["--cache-namespace", "other", "--run-dir", str(tmp_path / "runs"), "--resume"],
+        "--shared-run-dir",
         *["--resume-from", "abc", "-o", str(tmp_path / "best.md")],
         *["--results-json", str(tmp_path / "r.json"), "-v"],
     ]
@@ -152,6 +153,7 @@ def test_every_setting_reaches_the_builder(files: dict[str, Path], tmp_path: Pat
         "retry_window": 30.0,
         "cache_namespace": "other",
         "run_dir": str(tmp_path / "runs"),
+        "shared_run_dir": True,
     }
     assert {k: getattr(config, k) for k in expected} == expected
     assert config.pipeline == f"{files['pipeline']}:run"
