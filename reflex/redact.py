@@ -38,6 +38,8 @@ __all__ = [
     "env_secrets",
     "is_secret_name",
     "credential_urls",
+    "data_secrets",
+    "hidden_values",
     "redact_argv",
     "redact_data",
     "redact_url",
@@ -203,8 +205,46 @@ def env_secrets() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+# Literal secrets hidden while a :func:`hidden_values` block runs (a router config's API keys).
+_HIDDEN: list[str] = []
+
+
+@contextlib.contextmanager
+def hidden_values(values: Iterable[str]) -> Iterator[None]:
+    """Inside the block every scrub also hides ``values`` (secrets that are no URL and no
+    environment value, e.g. a router config's literal ``api_key``)."""
+    added = [v for v in dict.fromkeys(values) if len(v) >= _MIN_URL_SECRET]
+    _HIDDEN.extend(added)
+    try:
+        yield
+    finally:
+        for value in added:
+            _HIDDEN.remove(value)
+
+
+def data_secrets(data: Any) -> list[str]:
+    """The credentials inside JSON-like ``data`` (a router config): every string under a
+    secret-named key (``api_key``, ``redis_password``) and every URL's credentials."""
+    found: list[str] = []
+
+    def walk(key: str | None, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(str(k), v)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                walk(None, v)
+        elif isinstance(value, str):
+            if key is not None and is_secret_name(key):
+                found.append(value)
+            found.extend(s for m in _URL_IN_TEXT.finditer(value) for s in url_secrets(m[0]))
+
+    walk(None, data)
+    return found
+
+
 def _secrets(urls: tuple[str | None, ...]) -> list[str]:
-    found = {s for url in urls for s in url_secrets(url)} | set(env_secrets())
+    found = {s for url in urls for s in url_secrets(url)} | set(env_secrets()) | set(_HIDDEN)
     return sorted(found, key=len, reverse=True)  # longest first: no half-replaced secret
 
 

@@ -157,3 +157,38 @@ def test_cli_cache_and_tracker_passwords_in_no_byte_written(
     [run] = client.search_runs([exp.experiment_id])
     recorded = json.dumps([run.data.params, run.data.tags, run.info.run_name])
     assert not any(c in recorded for c in CANARIES)
+
+
+def test_router_config_secrets_are_hidden_while_the_command_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A router config's literal api_key, an os.environ/ reference (resolved: a secret even
+    # though its variable's name is not secret-named) and a password in a deployment's URL.
+    import logging
+
+    from reflex.cli.common import hidden_credentials, router_secrets
+    from reflex.redact import scrub
+
+    monkeypatch.setenv("TEAM_DEPLOYMENT_REF", "RTENVCANARY3344")
+    config = tmp_path / "router.yaml"
+    config.write_text(
+        "model_list:\n"
+        "  - model_name: team\n"
+        "    litellm_params:\n"
+        "      model: openai/task\n"
+        "      api_key: RTKEYCANARY1122\n"
+        "      api_base: http://svc:RTPWCANARY5566@127.0.0.1:9/v1\n"
+        "  - model_name: other\n"
+        "    litellm_params:\n"
+        "      model: openai/other\n"
+        "      api_key: os.environ/TEAM_DEPLOYMENT_REF\n",
+        encoding="utf-8",
+    )
+    canaries = ("RTKEYCANARY1122", "RTENVCANARY3344", "RTPWCANARY5566")
+    monkeypatch.setattr(sys, "argv", ["aevyra-reflex", "optimize", "--router-config", str(config)])
+    line = "deployment failed: key=RTKEYCANARY1122 ref=RTENVCANARY3344 pw=RTPWCANARY5566"
+    with caplog.at_level(logging.WARNING), hidden_credentials(values=router_secrets(config)):
+        logging.getLogger("LiteLLM Router").warning(line)
+        tracker_text = scrub(line)  # what a tracker callback sends (its error tag, ...)
+    assert not any(c in caplog.text or c in tracker_text for c in canaries), caplog.text
+    assert scrub(line) == line  # hidden for the command's duration only
