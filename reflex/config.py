@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
-from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -138,6 +137,9 @@ class BaseRunConfig(BaseModel):
     # (self-hosted and unpriced models then have a cost, and max_cost binds on them).
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     run_dir: str = ".reflex"
+    # Folders the run creates under run_dir: private (0700, files 0600), or group-readable
+    # (0750, files 0640) for a team's shared folder; existing folders keep their mode.
+    shared_run_dir: bool = False
     cache_namespace: str = "default"
     # Beyond one machine (docs/scaling.md): a LiteLLM Router config (the proxy's model_list YAML
     # path, or the mapping itself) and a shared response cache (redis://..., postgresql://...).
@@ -170,10 +172,8 @@ class BaseRunConfig(BaseModel):
 
     @field_serializer("cache_url")
     def _cache_url(self, value: str | None) -> str | None:
-        # Kept as given when it holds no password or query (sqlite:////abs/path must survive
-        # for check/export to read the cache back); else redacted like the API bases.
-        if value and urlsplit(value).password is None and "?" not in value:
-            return value
+        # redact_url keeps every character but the credentials, so a URL without any
+        # (sqlite:////abs/path) survives for check/export to read the cache back.
         return redact_url(value)
 
     @field_serializer("api_base", "reasoning_base_url")

@@ -311,8 +311,13 @@ class PromptOptimizer:
     def set_max_workers(self, n: int) -> PromptOptimizer:
         return self._set(max_workers=n)
 
-    def set_run_dir(self, path: str | Path) -> PromptOptimizer:
-        return self._set(run_dir=str(path))
+    def set_run_dir(self, path: str | Path, *, shared: bool | None = None) -> PromptOptimizer:
+        """Where runs are recorded (default ``.reflex``). The folders a run creates there are
+        private (0700, files 0600); ``shared=True`` makes them group-readable (0750, files
+        0640) for a team's shared folder. ``None`` keeps the current setting."""
+        if shared is None:
+            return self._set(run_dir=str(path))
+        return self._set(run_dir=str(path), shared_run_dir=shared)
 
     def set_router(self, config: str | Path | Mapping[str, Any]) -> PromptOptimizer:
         """Route models through a LiteLLM Router: its YAML file or the mapping (docs/scaling.md)."""

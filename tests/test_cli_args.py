@@ -93,6 +93,7 @@ def every_option(f: dict[str, Path], tmp_path: Path) -> list[str]:
         *["--max-total-calls", "900", "--price", "fake/task=0.2:0.6", "--retry-window", "30"],
         *["--max-response-mb", "32"],
         *["--cache-namespace", "other", "--run-dir", str(tmp_path / "runs"), "--resume"],
+        "--shared-run-dir",
         *["--resume-from", "abc", "-o", str(tmp_path / "best.md")],
         *["--results-json", str(tmp_path / "r.json"), "-v"],
     ]
@@ -154,6 +155,7 @@ def test_every_setting_reaches_the_builder(files: dict[str, Path], tmp_path: Pat
         "max_response_mb": 32.0,
         "cache_namespace": "other",
         "run_dir": str(tmp_path / "runs"),
+        "shared_run_dir": True,
     }
     assert {k: getattr(config, k) for k in expected} == expected
     assert config.pipeline == f"{files['pipeline']}:run"

@@ -69,7 +69,7 @@ def _target_source(config: RunConfig) -> str:
 
 def _urls(config: RunConfig) -> tuple[str | None, ...]:
     """The run's URLs whose credentials no tracker may see (scrubbed from every text)."""
-    return (config.api_base, config.reasoning_base_url)
+    return (config.api_base, config.reasoning_base_url, config.cache_url)
 
 
 def run_params(config: RunConfig) -> dict[str, ParamValue]:
@@ -327,11 +327,23 @@ class GuardedCallback(Callback):
     """
 
     tracker: ClassVar[str] = "tracker"
+    # The tracker's entry in the run's .trackers.json (``"mlflow"``), if it keeps one.
+    state_key: ClassVar[str | None] = None
     breaker: ClassVar[int] = 2
 
     _off: bool = False
     _failures: int = 0
+    _failed: tuple[str, ...] = ()  # one line per failed hook call, scrubbed
     _urls: tuple[str | None, ...] = ()
+
+    def missed(self) -> list[str]:
+        """What did not reach the tracker: one line per hook call that failed (``on_run_start:
+        ConnectionError: ...``), plus one when logging switched off; empty when every call
+        landed. ``aevyra-reflex sync`` fails on a non-empty list."""
+        lines = list(self._failed)
+        if self._off:
+            lines.append("logging was switched off: the rest of the run was not sent")
+        return lines
 
     def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
         self._urls = (*self._tracker_urls(), *_urls(config))
@@ -379,6 +391,10 @@ class GuardedCallback(Callback):
                 hook,
                 type(exc).__name__,
                 self._scrub(str(exc))[:500],
+            )
+            self._failed = (
+                *self._failed,
+                f"{hook}: {type(exc).__name__}: {self._scrub(str(exc))}"[:300],
             )
             self._failures = self._failures + 1 if self._is_outage(exc) else 0
             if not self._has_run():

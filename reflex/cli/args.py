@@ -105,6 +105,7 @@ class OptimizeArgs:
     cache_url: str | None
     router_config: Path | None
     run_dir: str
+    shared_run_dir: bool
     resume: bool
     resume_from: str | None
     # Output.

@@ -114,6 +114,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         temperature=args.temperature,
         max_tokens=args.max_tokens,
         run_dir=args.run_dir,
+        shared_run_dir=args.shared_run_dir,
         allow_degenerate_seed=args.allow_degenerate_seed,
         strict_leakage=args.strict_leakage,
         overfit_gap=args.overfit_gap,

@@ -26,7 +26,7 @@ def _shared_params() -> list[click.Parameter]:
 
 
 def _run(**params: Any) -> None:
-    from reflex.cli.common import hidden_credentials
+    from reflex.cli.common import hidden_credentials, router_secrets
 
     args = CompareArgs.from_params(params)
 
@@ -35,7 +35,7 @@ def _run(**params: Any) -> None:
         format="%(levelname)s %(name)s: %(message)s",
     )
     urls = (args.run.api_base, args.run.reasoning_base_url, args.run.judge_api_base)
-    with hidden_credentials(*urls):
+    with hidden_credentials(*urls, values=router_secrets(args.run.router_config)):
         _compare(args)
 
 

@@ -251,6 +251,13 @@ def _run() -> list[click.Parameter]:
         ),
         o(["--run-dir"], default=".reflex", show_default=True, type=RunDir()),
         o(
+            ["--shared-run-dir"],
+            is_flag=True,
+            help="Make the folders a run creates group-readable (0750, files 0640), for a "
+            "team's shared --run-dir; by default they are private (0700, files 0600): they "
+            "hold prompts, dataset rows and model answers.",
+        ),
+        o(
             ["--resume"],
             is_flag=True,
             help="Continue the latest unfinished run for this dataset and prompt.",

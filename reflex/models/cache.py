@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -54,6 +56,13 @@ class _NotACache(Exception):
     """A sqlite file whose ``responses`` table is someone else's."""
 
 
+def _create_like_folder(path: Path) -> None:
+    """Create the empty cache file with its folder's read/write bits (0600 in a private run
+    folder, as :func:`reflex.data.files.file_mode_in`); SQLite gives -wal/-shm the same."""
+    mode = stat.S_IMODE(path.parent.stat().st_mode) & 0o666
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, mode))
+
+
 class ResponseCache:
     """sqlite-backed cache; ``path=None`` keeps it in memory (for one process only)."""
 
@@ -90,6 +99,8 @@ class ResponseCache:
     def _open(self, path: Path | None) -> sqlite3.Connection:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                _create_like_folder(path)
         target = str(path) if path is not None else ":memory:"
         # One connection guarded by a lock: calls arrive from the event-loop thread and callers.
         db = sqlite3.connect(target, timeout=30.0, check_same_thread=False)

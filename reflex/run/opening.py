@@ -90,7 +90,11 @@ class RunPlan:
     def open_session(self, prompt: str, max_iterations: int) -> Session:
         """The run's record on disk (new, or reopened on resume) and its session."""
         resume = self.resume
-        store = RunStore(self.config.run_dir, run_id=resume.run_id if resume else None)
+        store = RunStore(
+            self.config.run_dir,
+            run_id=resume.run_id if resume else None,
+            shared=self.config.shared_run_dir,
+        )
         config = self.config.model_copy(update={"run_id": store.run_id, "resumed": bool(resume)})
         if resume is None:
             self._write_run_files(store, config, prompt)  # max_iterations as the user set it

@@ -45,6 +45,7 @@ MUTABLE_ON_RESUME = {
     "run_id",
     "resumed",
     "dataset_name",
+    "shared_run_dir",  # only the mode of folders made from now on
 }
 
 
