@@ -10,15 +10,19 @@ the owner run, the last write winning. Two machines evaluating the same prompts 
 from __future__ import annotations
 
 import json
+import logging
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from reflex.errors import ConfigurationError, StorageError
-from reflex.models.cache import CachedResponse, ResponseCache
+from reflex.models.cache import MAX_COUNT, CachedResponse, ResponseCache, clip_count
 from reflex.redact import redact_url
 
 __all__ = ["RedisCache", "SqlCache", "open_cache"]
+
+logger = logging.getLogger(__name__)
 
 _SCHEMES = (
     "redis://, rediss://, unix://, postgresql://, mysql://, sqlite:///, or any SQLAlchemy URL"
@@ -51,24 +55,43 @@ def _unavailable(url: str, exc: BaseException, what: str) -> StorageError:
     )
 
 
-def _row(response: CachedResponse) -> dict[str, Any]:
+# A SQL INTEGER column is 32 bits in PostgreSQL and MySQL: larger token counts are clipped.
+_SQL_COUNT = 2**31 - 1
+# PostgreSQL text cannot hold NUL: such an answer (and one that starts with the marker, so
+# reading back is unambiguous) is stored as the marker + its JSON string, which escapes NUL.
+_ESCAPED = "reflex-nul:"
+
+
+def _row(response: CachedResponse, limit: int = MAX_COUNT) -> dict[str, Any]:
     return {
         "text": response.text,
-        "prompt_tokens": response.prompt_tokens,
-        "completion_tokens": response.completion_tokens,
+        "prompt_tokens": clip_count(response.prompt_tokens, limit),
+        "completion_tokens": clip_count(response.completion_tokens, limit),
         "cost": response.cost,
         "owner": response.owner,
     }
 
 
-def _response(row: dict[str, Any]) -> CachedResponse:
+def _response(row: Mapping[str, Any]) -> CachedResponse:
+    cost = row.get("cost")
+    owner = row.get("owner")
     return CachedResponse(
         str(row["text"]),
         int(row.get("prompt_tokens") or 0),
         int(row.get("completion_tokens") or 0),
-        None if row.get("cost") is None else float(row["cost"]),
-        row.get("owner"),
+        None if cost is None else float(cost),
+        None if owner is None else str(owner),
     )
+
+
+def _escape(text: str) -> str:
+    if "\x00" in text or text.startswith(_ESCAPED):
+        return _ESCAPED + json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def _unescape(text: str) -> str:
+    return str(json.loads(text.removeprefix(_ESCAPED))) if text.startswith(_ESCAPED) else text
 
 
 class RedisCache(ResponseCache):
@@ -86,6 +109,7 @@ class RedisCache(ResponseCache):
         self.path = None
         self.url = url
         self._closing = False
+        self._warned = False
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         try:
             self._db: Any = redis.Redis.from_url(url)
@@ -98,7 +122,26 @@ class RedisCache(ResponseCache):
             blob = self._db.get(self.PREFIX + key)
         except self._errors as exc:
             raise _unavailable(self.url, exc, "redis-server") from exc
-        return None if blob is None else _response(json.loads(blob))
+        if blob is None:
+            return None
+        try:
+            row = json.loads(blob)
+            return _response(row)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            # Someone else's value under our prefix (or a damaged one): a miss, said once; the
+            # answer paid for next replaces it.
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "response cache %s: the value under %s%s is not a cached answer (%s: %s); "
+                    "treating it and any like it as a miss (the new answer replaces it)",
+                    redact_url(self.url),
+                    self.PREFIX,
+                    key,
+                    type(exc).__name__,
+                    str(exc)[:80],
+                )
+            return None
 
     def _put(self, key: str, response: CachedResponse) -> None:
         try:
@@ -161,10 +204,14 @@ class SqlCache(ResponseCache):
                 row = db.execute(table.select().where(table.c.key == key)).mappings().first()
         except self._errors as exc:
             raise _unavailable(self.url, exc, "the database") from exc
-        return None if row is None else _response(dict(row))
+        if row is None:
+            return None
+        found = dict(row)
+        return _response({**found, "text": _unescape(str(found["text"]))})
 
     def _put(self, key: str, response: CachedResponse) -> None:
-        table, values = self._table, _row(response)
+        table, values = self._table, _row(response, _SQL_COUNT)
+        values["text"] = _escape(response.text)
         try:
             with self._engine.begin() as db:
                 done = db.execute(table.update().where(table.c.key == key).values(**values))
