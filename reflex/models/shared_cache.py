@@ -20,7 +20,7 @@ from reflex.errors import ConfigurationError, StorageError
 from reflex.models.cache import MAX_COUNT, CachedResponse, ResponseCache, clip_count
 from reflex.redact import redact_url
 
-__all__ = ["RedisCache", "SqlCache", "open_cache"]
+__all__ = ["RedisCache", "SqlCache", "check_cache_url", "open_cache"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,19 +36,92 @@ def open_cache(url: str | None, default: Path, *, read_only: bool = False) -> Re
     cache (Redis, a SQL server) lives outside the run directory and is opened as usual."""
     if not url:
         return ResponseCache(default, read_only=read_only)
-    scheme = url.partition("://")[0].lower()
-    if not scheme or "://" not in url:
-        raise ConfigurationError(f"--cache-url {redact_url(url)!r} is not a URL; use {_SCHEMES}")
+    scheme = check_cache_url(url)
     if scheme == "sqlite":
-        path = url.partition(":///")[2]
-        return ResponseCache(Path(path) if path else default, read_only=read_only)
+        return ResponseCache(Path(url.partition(":///")[2]), read_only=read_only)
     if scheme in ("redis", "rediss", "unix"):
         return RedisCache(url)
     return SqlCache(url)
 
 
+def check_cache_url(url: str) -> str:
+    """The scheme of ``url``, or ConfigurationError (one line, the fix) for a URL that cannot
+    name a cache: no scheme, ``sqlite://x`` (two slashes), a sqlite file in a folder that does
+    not exist (no folder is made outside the run directory), a Redis or SQLAlchemy URL their
+    own parsers refuse (a bad port, ``?socket_timeout=abc``), an unknown database scheme.
+    Makes no connection."""
+    shown = str(redact_url(url))
+    scheme = url.partition("://")[0].lower()
+    if not scheme or "://" not in url or not scheme.replace("+", "").isalnum():
+        raise ConfigurationError(f"--cache-url {shown!r} is not a URL; use {_SCHEMES}")
+    if scheme == "sqlite":
+        path = url.partition("://")[2]
+        if not path.startswith("/") or not path.strip("/"):
+            raise ConfigurationError(
+                f"--cache-url {shown!r}: write sqlite:///relative/file.db (three slashes) or "
+                "sqlite:////absolute/file.db (four)"
+            )
+        _folder_exists(Path(path[1:]), shown)
+    elif scheme in ("redis", "rediss", "unix"):
+        _parse_redis(url, shown)
+    else:
+        _parse_sql(url, shown)
+    return scheme
+
+
+def _folder_exists(path: Path, shown: str) -> None:
+    if not path.parent.is_dir():
+        raise ConfigurationError(
+            f"--cache-url {shown!r}: the folder {path.parent} does not exist; create it first "
+            "(a cache outside the run directory gets no folder made for it)"
+        )
+
+
+def _parse_redis(url: str, shown: str) -> None:
+    try:
+        from redis import connection
+    except ImportError as exc:
+        raise ConfigurationError(
+            "--cache-url redis://... needs the redis client: pip install 'aevyra-reflex[redis]'"
+        ) from exc
+    try:
+        parse: Any = connection.parse_url  # untyped in redis
+        parse(url)
+    except (ValueError, TypeError) as exc:
+        raise ConfigurationError(f"--cache-url {shown!r}: {_first_line(exc)}") from None
+
+
+def _parse_sql(url: str, shown: str) -> None:
+    try:
+        import sqlalchemy as sa
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"--cache-url {shown}: an unknown scheme, or a SQL database URL, which needs "
+            f"SQLAlchemy and the database's driver: pip install 'aevyra-reflex[postgres]' "
+            f"(the schemes: {_SCHEMES})"
+        ) from exc
+    try:
+        parsed = sa.engine.make_url(_driver_url(url))
+        parsed.get_dialect()
+    except sa.exc.NoSuchModuleError:
+        raise ConfigurationError(
+            f"--cache-url {shown!r}: no database dialect {url.partition('://')[0]!r}; use "
+            f"{_SCHEMES}"
+        ) from None
+    except (sa.exc.ArgumentError, ValueError, TypeError) as exc:
+        raise ConfigurationError(f"--cache-url {shown!r}: {_first_line(exc)}") from None
+    except ImportError:  # the dialect's driver: SqlCache says which extra to install
+        return
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        _folder_exists(Path(parsed.database), shown)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def _unavailable(url: str, exc: BaseException, what: str) -> StorageError:
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    first = _first_line(exc)
     return StorageError(
         f"response cache {redact_url(url)} is unavailable: {first}; start {what} or fix "
         "--cache-url (or leave it out for the run directory's sqlite file)"
@@ -116,6 +189,9 @@ class RedisCache(ResponseCache):
             self._db.ping()
         except self._errors as exc:
             raise _unavailable(url, exc, "redis-server") from exc
+        except (ValueError, TypeError) as exc:  # a URL option redis refuses only when used
+            shown = redact_url(url)
+            raise ConfigurationError(f"--cache-url {shown!r}: {_first_line(exc)}") from None
 
     def get(self, key: str) -> CachedResponse | None:
         try:

@@ -32,7 +32,10 @@ def wrong(request: ChatRequest) -> str:
 @pytest.fixture
 def servers() -> Iterator[tuple[Endpoint, Endpoint]]:
     with ExitStack() as stack:
-        yield stack.enter_context(serve(responder=right)), stack.enter_context(serve(responder=wrong))
+        yield (
+            stack.enter_context(serve(responder=right)),
+            stack.enter_context(serve(responder=wrong)),
+        )
 
 
 def _score(tmp_path: Path, run_dir: str, cache_url: str | None) -> float:
