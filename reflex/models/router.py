@@ -64,12 +64,36 @@ def load_router_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]
         if not isinstance(params, Mapping) or not item.get("model_name") or not params.get("model"):
             raise ConfigurationError(
                 f"{where}: model_list[{index}] needs model_name and litellm_params.model, "
-                f"got keys {sorted(item) if isinstance(item, Mapping) else item!r}"
+                f"got keys {sorted(map(str, item)) if isinstance(item, Mapping) else item!r}"
             )
+    models = _env(models, where)
+    for index, item in enumerate(models):
+        _check_limits(item, f"{where}: model_list[{index}] ({item['model_name']})")
     settings = data.get("router_settings") or {}
     if not isinstance(settings, Mapping):
         raise ConfigurationError(f"{where}: router_settings must be a mapping, got {settings!r}")
-    return {"model_list": _env(models, where), "router_settings": _env(dict(settings), where)}
+    return {"model_list": models, "router_settings": _env(dict(settings), where)}
+
+
+def _check_limits(item: Mapping[str, Any], where: str) -> None:
+    """``rpm`` / ``tpm`` (where LiteLLM and the pacing read them): positive finite numbers."""
+    import math
+
+    for part in (item, item["litellm_params"], item.get("model_info") or {}):
+        if not isinstance(part, Mapping):
+            raise ConfigurationError(f"{where}: model_info must be a mapping, got {part!r}")
+        for name in ("rpm", "tpm"):
+            value = part.get(name)
+            if value is None:
+                continue
+            try:
+                number = float(value)
+            except (TypeError, ValueError, OverflowError):
+                number = math.nan
+            if isinstance(value, bool) or not (0 < number < math.inf):
+                raise ConfigurationError(
+                    f"{where}: {name} {value!r} is not a positive number (a limit per minute)"
+                )
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

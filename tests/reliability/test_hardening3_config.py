@@ -98,7 +98,9 @@ def test_a_sqlite_cache_url_makes_no_folder_outside_the_run_dir(
 
 def _router(tmp_path: Path, settings: dict[str, Any], model: str = "fake/task") -> Path:
     path = tmp_path / "litellm.json"
-    entry = {"model_name": "tagger", "litellm_params": {"model": model}}
+    name, _, rpm = model.partition("@")  # MODEL@RPM: a deployment with that rpm
+    params: dict[str, Any] = {"model": name, **({"rpm": json.loads(rpm)} if rpm else {})}
+    entry = {"model_name": "tagger", "litellm_params": params}
     path.write_text(json.dumps({"model_list": [entry], "router_settings": settings}))
     return path
 
@@ -117,6 +119,8 @@ def _router(tmp_path: Path, settings: dict[str, Any], model: str = "fake/task") 
             ("routing_stratgy", "routing_strategy"),
         ),
         ({}, "nosuchprovider/m", ("model_list[0]", "nosuchprovider/m")),
+        ({}, 'fake/task@"x"', ("model_list[0]", "rpm 'x'")),
+        ({}, "fake/task@-5", ("model_list[0]", "rpm -5")),
         ({"redis_url": "redis://127.0.0.1:{port}/0"}, "fake/task", ("unavailable", "redis")),
         ({"redis_host": "127.0.0.1", "redis_port": "{port}"}, "fake/task", ("unavailable",)),
     ],
