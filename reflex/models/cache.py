@@ -1,4 +1,5 @@
-"""A durable response cache (sqlite) keyed by model, decoding parameters and the full messages.
+"""A durable response cache (sqlite) keyed by model, decoding parameters and the full messages
+(and the endpoint the call goes to when a setting outside the spec chose it: models/target.py).
 
 Only successful responses are stored, so a transient failure is never replayed. The cache is
 shared by every run under one run directory, so re-running the same evaluation pays nothing.

@@ -2,9 +2,12 @@
 
 ``redis://host:6379/0`` (Redis) or a SQL database URL (``postgresql://user@host/db``, any
 SQLAlchemy URL) hold the same rows as the default sqlite file (``reflex.models.cache``): the same
-keys (sha256 of namespace, model, decoding parameters and messages), only successful responses,
-the owner run, the last write winning. Two machines evaluating the same prompts pay once.
-``sqlite:///path`` opens the sqlite cache at ``path``.
+keys (sha256 of namespace, model, decoding parameters, messages and the endpoint the call goes
+to: ``reflex.models.target``), only successful responses, the owner run, the last write winning.
+Two machines evaluating the same prompts pay once. ``sqlite:///path`` opens the sqlite cache at
+``path``. A URL is checked (:func:`check_cache_url`) and the cache opened before a run folder is
+made; what a backend cannot hold as it is (NUL in PostgreSQL text, a count past a column) is
+escaped or clipped, never blamed on the database.
 """
 
 from __future__ import annotations
