@@ -124,7 +124,7 @@ class PromptOptimizer:
         alias (the name ``set_reasoning_model`` takes too).
         """
         api_base = _endpoint(api_base, base_url)
-        full = parse_model(f"{provider}/{model}" if model else provider)
+        full = parse_model(self._routed(f"{provider}/{model}" if model else provider))
         if api_base is not None:
             self._set(api_base=api_base)
         return self._set(models=[*self._settings["models"], full])
@@ -173,6 +173,7 @@ class PromptOptimizer:
         """
         from reflex.judging.judge import LLMJudge
 
+        model = self._routed(model)
         judge = LLMJudge(model, criteria=criteria, criteria_list=criteria_list, **options)
         return self.add_metric(judge, weight=weight)
 
@@ -224,7 +225,17 @@ class PromptOptimizer:
         """The reasoning model; ``api_base`` its endpoint (``base_url``: the older name)."""
         endpoint = _endpoint(api_base, base_url)
         extra = {} if temperature is None else {"reasoning_temperature": temperature}
+        model = self._routed(model)
         return self._set(reasoning_model=model, reasoning_base_url=endpoint, **extra)
+
+    def _routed(self, model: str) -> str:
+        """``router/<name>`` for a bare ``model_name`` of the Router config set (set_router)."""
+        config = self._settings.get("router_config")
+        if not config or not isinstance(model, str) or "/" in model:
+            return model
+        from reflex.models.router import routed_name
+
+        return routed_name(model, config)
 
     def set_source_model(self, model: str) -> PromptOptimizer:
         """The model the prompt was written for; reasoning prompts add migration guidance."""

@@ -79,6 +79,8 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
     from reflex.optimizer import PromptOptimizer
 
     opt = PromptOptimizer()
+    if args.router_config:  # first: a model_name given bare (-m task) is routed by name
+        opt.set_router(str(args.router_config))
     _with_data(opt, args)
     for model in args.models:
         opt.add_provider(model, api_base=args.api_base)

@@ -1,4 +1,5 @@
-"""A durable response cache (sqlite) keyed by model, decoding parameters and the full messages.
+"""A durable response cache (sqlite) keyed by model, decoding parameters and the full messages
+(and the endpoint the call goes to when a setting outside the spec chose it: models/target.py).
 
 Only successful responses are stored, so a transient failure is never replayed. The cache is
 shared by every run under one run directory, so re-running the same evaluation pays nothing.
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from reflex.errors import StorageError, storage_error
 
-__all__ = ["CachedResponse", "ResponseCache", "cache_key"]
+__all__ = ["MAX_COUNT", "CachedResponse", "ResponseCache", "cache_key", "clip_count"]
 
 _INSERT = "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)"
 _Row = tuple[str, str, int, int, float | None, str | None]
@@ -184,12 +185,22 @@ class ResponseCache:
             self._db.close()
 
 
+# The largest count an INTEGER column holds (sqlite's 64 bits): a provider reporting more
+# tokens than that (its own bug) is stored clipped, never an OverflowError mid-run.
+MAX_COUNT = 2**63 - 1
+
+
+def clip_count(value: int, limit: int = MAX_COUNT) -> int:
+    """``value`` within ``[0, limit]``: a token count any integer column can hold."""
+    return min(max(int(value), 0), limit)
+
+
 def _row(key: str, response: CachedResponse) -> _Row:
     return (
         key,
         response.text,
-        response.prompt_tokens,
-        response.completion_tokens,
+        clip_count(response.prompt_tokens),
+        clip_count(response.completion_tokens),
         response.cost,
         response.owner,
     )

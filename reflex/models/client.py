@@ -35,6 +35,7 @@ from reflex.models.retry import (
     permanent_message,
 )
 from reflex.models.spec import ModelSpec, parse_model
+from reflex.models.target import selectors
 from reflex.models.usage import Ledger, Role, priced
 from reflex.models.wire import lean_candidate
 
@@ -160,7 +161,11 @@ class ProviderClient:
         return self._serial.setdefault(provider, asyncio.Lock())
 
     def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> str:
-        return cache_key(self.namespace, spec.model, spec.cache_params(), messages)
+        """The cache key: the spec, the messages, and what outside the spec selects the answer
+        (the endpoint an environment variable chose...: ``reflex.models.target.selectors``)."""
+        params = spec.cache_params()
+        params.update(selectors(spec))
+        return cache_key(self.namespace, spec.model, params, messages)
 
     def would_pay(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> bool:
         """Whether ``complete`` would count a paid call (a miss, or a replay of our own call)."""

@@ -37,6 +37,7 @@ from reflex.models.answers import answer_text, error_in_body, token_counts
 from reflex.models.body_limit import read_capped
 from reflex.models.pricing import price
 from reflex.models.runner import LoopRunner
+from reflex.models.target import base_env, base_url
 
 if TYPE_CHECKING:
     import aiohttp
@@ -51,11 +52,11 @@ __all__ = ["LEAN_PROVIDERS", "Route", "WireAnswer", "lean_candidate", "lean_rout
 LEAN_PROVIDERS: dict[str, tuple[tuple[str, ...], str | None, tuple[str, ...]]] = {
     # provider: (base URL env vars, default base, key settings on the litellm module)
     "openai": (
-        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+        base_env("openai"),
         "https://api.openai.com/v1",
         ("openai_key",),
     ),
-    "hosted_vllm": (("HOSTED_VLLM_API_BASE",), None, ()),
+    "hosted_vllm": (base_env("hosted_vllm"), None, ()),
 }
 # Providers LiteLLM calls through the OpenAI SDK (the rest through its own HTTP handler): they
 # differ in how a lost connection or an unreadable answer is reported.
@@ -185,9 +186,10 @@ def _resolve(litellm: Any, spec: ModelSpec) -> Route | None:
         return None
     if provider not in LEAN_PROVIDERS:
         return None
-    base_env, default_base, key_settings = LEAN_PROVIDERS[provider]
-    api_base = _first(
-        spec.api_base, found_base, litellm.api_base, *map(os.environ.get, base_env), default_base
+    _, default_base, key_settings = LEAN_PROVIDERS[provider]
+    # The one resolution the cache key is made of too (reflex.models.target.selectors).
+    api_base = base_url(
+        provider, spec.api_base, found=found_base, module=litellm.api_base, default=default_base
     )
     key_sources = [getattr(litellm, name, None) for name in ("api_key", *key_settings)]
     api_key = _first(given_key, found_key, *key_sources, *map(os.environ.get, _KEY_ENV[provider]))
