@@ -107,7 +107,7 @@ from reflex.callbacks.tracking import (
     summary_metrics,
     wanted,
 )
-from reflex.redact import redact_data, redact_url, scrub
+from reflex.redact import redact_data, redact_url, redacted_argv, scrub
 from reflex.run.trackers import (
     evaluation_rows,
     recorded_initial_val,
@@ -174,6 +174,7 @@ __all__ = [
     "recorded_iterations",
     "redact_data",
     "redact_url",
+    "redacted_argv",
     "render",
     "render_chat_demos",
     "run_params",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
-from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -27,6 +26,7 @@ __all__ = [
     "RunConfig",
     "BaseRunConfig",
     "metric_specs",
+    "default_strategy",
     "redact_url",
     "validation_message",
 ]
@@ -78,6 +78,12 @@ def metric_specs(metrics: Iterable[object]) -> list[MetricSpec]:
     ]
 
 
+def default_strategy(reasoning_model: str | None) -> str:
+    """The strategy of a run that names none: ``iterative`` when a reasoning model is given,
+    else ``auto``, which then runs reasoning-free (instructions, then few-shot demos)."""
+    return "iterative" if reasoning_model else "auto"
+
+
 class BaseRunConfig(BaseModel):
     """Every run setting with its default and constraints; a :class:`RunConfig` without models.
 
@@ -105,7 +111,8 @@ class BaseRunConfig(BaseModel):
     metric_specs: list[MetricSpec] = Field(default_factory=list)
     guards: dict[str, float] = Field(default_factory=dict)
     slice_by: list[str] = Field(default_factory=list)
-    strategy: str = "iterative"
+    # "" (none named): iterative with a reasoning model, else auto (see default_strategy).
+    strategy: str = ""
     strategy_options: dict[str, Any] = Field(default_factory=dict)
     # None: 5, or with max_metric_calls, as many candidates as the search budget pays a val
     # pass for (at least 5); resolved by the engine once the splits are known.
@@ -121,6 +128,8 @@ class BaseRunConfig(BaseModel):
     # Seconds without any answer from the provider after which a call that keeps failing stops
     # retrying (reflex.models.retry.RetryPolicy.progress_window); a time budget ends it sooner.
     retry_window: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    # An answer larger than this (MiB) fails its call, not retried (reflex.models.body_limit).
+    max_response_mb: float = Field(default=16.0, gt=0, allow_inf_nan=False)
     # Processes that run LiteLLM's per-call CPU off the event loop (reflex.models.offload); 0: none.
     client_processes: int = Field(default=0, ge=0, le=64)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
@@ -128,6 +137,9 @@ class BaseRunConfig(BaseModel):
     # (self-hosted and unpriced models then have a cost, and max_cost binds on them).
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     run_dir: str = ".reflex"
+    # Folders the run creates under run_dir: private (0700, files 0600), or group-readable
+    # (0750, files 0640) for a team's shared folder; existing folders keep their mode.
+    shared_run_dir: bool = False
     cache_namespace: str = "default"
     # Beyond one machine (docs/scaling.md): a LiteLLM Router config (the proxy's model_list YAML
     # path, or the mapping itself) and a shared response cache (redis://..., postgresql://...).
@@ -160,10 +172,8 @@ class BaseRunConfig(BaseModel):
 
     @field_serializer("cache_url")
     def _cache_url(self, value: str | None) -> str | None:
-        # Kept as given when it holds no password or query (sqlite:////abs/path must survive
-        # for check/export to read the cache back); else redacted like the API bases.
-        if value and urlsplit(value).password is None and "?" not in value:
-            return value
+        # redact_url keeps every character but the credentials, so a URL without any
+        # (sqlite:////abs/path) survives for check/export to read the cache back.
         return redact_url(value)
 
     @field_serializer("api_base", "reasoning_base_url")
@@ -193,6 +203,12 @@ class BaseRunConfig(BaseModel):
     @classmethod
     def _reasoning(cls, value: str | None) -> str | None:
         return parse_model(value) if value else None
+
+    @model_validator(mode="after")
+    def _strategy(self) -> BaseRunConfig:
+        if not self.strategy:
+            self.strategy = default_strategy(self.reasoning_model)
+        return self
 
     @model_validator(mode="after")
     def _splits(self) -> BaseRunConfig:

@@ -5,6 +5,7 @@ Each call validates its input at once, so a mistake is reported where it was mad
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from reflex.run.compare import Comparison
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
+
+logger = logging.getLogger(__name__)
 
 
 class PromptOptimizer:
@@ -122,7 +125,7 @@ class PromptOptimizer:
         alias (the name ``set_reasoning_model`` takes too).
         """
         api_base = _endpoint(api_base, base_url)
-        full = parse_model(f"{provider}/{model}" if model else provider)
+        full = parse_model(self._routed(f"{provider}/{model}" if model else provider))
         if api_base is not None:
             self._set(api_base=api_base)
         return self._set(models=[*self._settings["models"], full])
@@ -171,6 +174,7 @@ class PromptOptimizer:
         """
         from reflex.judging.judge import LLMJudge
 
+        model = self._routed(model)
         judge = LLMJudge(model, criteria=criteria, criteria_list=criteria_list, **options)
         return self.add_metric(judge, weight=weight)
 
@@ -204,9 +208,12 @@ class PromptOptimizer:
             raise ConfigurationError(f"slice keys must be non-empty strings, got {keys!r}")
         return self._set(slice_by=list(dict.fromkeys(keys)))
 
-    def set_strategy(self, name: str, **options: Any) -> PromptOptimizer:
-        get_registry().strategy(name)
-        return self._set(strategy=name, strategy_options=options)
+    def set_strategy(self, name: str | None = None, **options: Any) -> PromptOptimizer:
+        """The strategy and its options; ``name=None`` keeps the default: ``iterative`` with a
+        reasoning model, else ``auto`` (reasoning-free)."""
+        if name is not None:
+            get_registry().strategy(name)
+        return self._set(strategy=name or "", strategy_options=options)
 
     def set_reasoning_model(
         self,
@@ -219,7 +226,17 @@ class PromptOptimizer:
         """The reasoning model; ``api_base`` its endpoint (``base_url``: the older name)."""
         endpoint = _endpoint(api_base, base_url)
         extra = {} if temperature is None else {"reasoning_temperature": temperature}
+        model = self._routed(model)
         return self._set(reasoning_model=model, reasoning_base_url=endpoint, **extra)
+
+    def _routed(self, model: str) -> str:
+        """``router/<name>`` for a bare ``model_name`` of the Router config set (set_router)."""
+        config = self._settings.get("router_config")
+        if not config or not isinstance(model, str) or "/" in model:
+            return model
+        from reflex.models.router import routed_name
+
+        return routed_name(model, config)
 
     def set_source_model(self, model: str) -> PromptOptimizer:
         """The model the prompt was written for; reasoning prompts add migration guidance."""
@@ -274,6 +291,11 @@ class PromptOptimizer:
         deadline whatever the window (the step ends, and the final keeps its reserve)."""
         return self._set(retry_window=seconds)
 
+    def set_max_response_mb(self, megabytes: float) -> PromptOptimizer:
+        """The largest provider answer read, in MiB (default 16; finite, > 0): a larger one
+        fails its call, not retried, instead of being read into memory whole."""
+        return self._set(max_response_mb=megabytes)
+
     def set_price(
         self, model: str, input_per_million: float, output_per_million: float
     ) -> PromptOptimizer:
@@ -301,8 +323,13 @@ class PromptOptimizer:
     def set_max_workers(self, n: int) -> PromptOptimizer:
         return self._set(max_workers=n)
 
-    def set_run_dir(self, path: str | Path) -> PromptOptimizer:
-        return self._set(run_dir=str(path))
+    def set_run_dir(self, path: str | Path, *, shared: bool | None = None) -> PromptOptimizer:
+        """Where runs are recorded (default ``.reflex``). The folders a run creates there are
+        private (0700, files 0600); ``shared=True`` makes them group-readable (0750, files
+        0640) for a team's shared folder. ``None`` keeps the current setting."""
+        if shared is None:
+            return self._set(run_dir=str(path))
+        return self._set(run_dir=str(path), shared_run_dir=shared)
 
     def set_router(self, config: str | Path | Mapping[str, Any]) -> PromptOptimizer:
         """Route models through a LiteLLM Router: its YAML file or the mapping (docs/scaling.md)."""
@@ -431,6 +458,12 @@ class PromptOptimizer:
                 prompt_spec=spec,
                 pipeline=self._pipeline,
             )
+            if not self._settings.get("strategy") and not config.reasoning_model:  # valid now
+                logger.warning(
+                    "no strategy and no reasoning model named: running %r (reasoning-free); name "
+                    "one with -s/.set_strategy(), or add a reasoning model for 'iterative'",
+                    config.strategy,
+                )
             return engine.run(text)
 
 

@@ -6,8 +6,11 @@ config.json, events, results, error lines, log records and tracker params, tags 
 ever see redacted forms:
 
 * :func:`redact_url`: the URL with its credentials replaced by ``***``;
-* :func:`scrub`: a text with the credentials of the given URLs and the value of every
-  secret-named environment variable (``OPENAI_API_KEY``, ...) replaced by ``***``;
+* :func:`scrub`: a text with the credentials of the given URLs, of every URL written in it
+  and the value of every secret-named environment variable (``OPENAI_API_KEY``, ...) replaced
+  by ``***``;
+* :func:`redact_argv` and :func:`redacted_argv`: a command line with every URL's credentials
+  (whatever option it is the value of) and every ``token=...`` value replaced by ``***``;
 * :func:`redact_data`: the same for nested JSON-like data, where a string under a secret-named
   key is replaced whole;
 * :class:`ScrubFilter` and :func:`scrubbed_logs`: the same for log records (message, arguments,
@@ -23,18 +26,24 @@ import contextlib
 import logging
 import os
 import re
+import sys
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 __all__ = [
     "REDACTED",
     "ScrubFilter",
     "env_secrets",
     "is_secret_name",
+    "credential_urls",
+    "data_secrets",
+    "hidden_values",
+    "redact_argv",
     "redact_data",
     "redact_url",
+    "redacted_argv",
     "scrub",
     "scrubbed_logs",
     "url_secrets",
@@ -58,45 +67,131 @@ def is_secret_name(name: str) -> bool:
     return _SECRET_NAME.search(name) is not None
 
 
+# ``name=value`` after ``?``, ``&``, ``;`` or ``#``: a query parameter (``&`` or ``;``
+# separated), a path parameter (``/v1;key=S``) or a fragment one (``#access_token=``). The value
+# runs to the next separator.
+_PARAM = re.compile(r"(?<=[?&;#])([^=&;#?/]+)=([^&;#]*)")
+# What may follow the ``@`` that ends a userinfo: a host (a name, an IPv4 or an ``[IPv6]``),
+# an optional port, then the path, query, fragment or the end.
+_HOST = re.compile(r"(?:\[[^\]/?#@]*\]|[^\[\]/?#@:]*)(?::\d*)?(?=[/?#]|$)")
+
+
+def _userinfos(url: str) -> list[tuple[str, str, str]]:
+    """Every ``(scheme://, userinfo, @rest)`` reading of ``url``, the preferred one first.
+
+    The userinfo ends at the last ``@`` of the URL that a host follows, not at the first ``/``,
+    ``?`` or ``#`` as RFC 3986 parses it: a password may hold those unescaped
+    (``redis://:pa/ss@h``, ``postgresql://u:p#w@h/db``; base64 passwords hold ``/``), and the
+    RFC reading would show it as a path or fragment. An ``@`` in a path or query
+    (``?user=a@b.example``) is then read as the end of a userinfo too: the redacted form loses
+    its host, which is better than a password left in clear. The other readings (an earlier
+    ``@`` a host follows) give :func:`url_secrets` the shorter passwords they imply.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme or rest.startswith("/"):  # no authority (``sqlite:////abs/path``)
+        return []
+    ats = [i for i, c in enumerate(rest) if c == "@" and _HOST.match(rest, i + 1)]
+    return [(scheme + sep, rest[:at], rest[at:]) for at in reversed(ats)]
+
+
+def _secret_params(text: str) -> list[re.Match[str]]:
+    """The ``name=value`` parameters of ``text`` whose (decoded) name is secret-named."""
+    return [m for m in _PARAM.finditer(text) if is_secret_name(unquote(m.group(1)))]
+
+
+def _redact_params(text: str) -> str:
+    return _PARAM.sub(
+        lambda m: f"{m.group(1)}={REDACTED}" if is_secret_name(unquote(m.group(1))) else m[0],
+        text,
+    )
+
+
 def redact_url(url: str | None) -> str | None:
-    """``url`` with any ``user:password@`` and secret-named query values replaced by ``***``.
+    """``url`` with any ``user:password@`` and secret-named query and path parameter values
+    (``?api-key=``, ``;key=``) replaced by ``***``; every other character kept as it is.
 
     Deterministic, so two redacted forms of the same URL compare equal (``--resume`` does).
     """
     if not url:
         return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # not a URL we can parse: keep nothing that might be a secret
-        return REDACTED
-    _, at, host = parts.netloc.rpartition("@")
-    netloc = f"{REDACTED}@{host}" if at else parts.netloc
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    query = (
-        urlencode([(k, REDACTED if is_secret_name(k) else v) for k, v in pairs], safe="*")
-        if pairs
-        else parts.query
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    readings = _userinfos(url)
+    if not readings:
+        return _redact_params(url)
+    head, _, rest = readings[0]
+    return f"{head}{REDACTED}{_redact_params(rest)}"
 
 
 def url_secrets(url: str | None) -> list[str]:
     """The credential strings inside ``url`` (its password, or a user part without one, and
-    secret query values), raw and as they appear percent-encoded, longest first."""
+    secret query and path parameter values), raw and as they appear percent-encoded, longest
+    first."""
     if not url:
         return []
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return [url]
-    userinfo, at, _ = parts.netloc.rpartition("@")
-    # ``user:password@``: the password (a user name is an identity, and hiding a name like
-    # "user" would blank that word in every text); a lone ``token@`` is the credential itself.
-    user, colon, password = userinfo.partition(":")
-    found = [password if colon else user] if at else []
-    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if is_secret_name(k)]
-    variants = {f for v in found for f in (v, unquote(v), quote(v, safe=""), quote_plus(v))}
+    found: list[str] = []
+    readings = _userinfos(url)
+    for _, userinfo, _ in readings:
+        # ``user:password@``: the password (a user name is an identity, and hiding a name like
+        # "user" would blank that word in every text); a lone ``token@`` is the credential.
+        user, colon, password = userinfo.partition(":")
+        found.append(password if colon else user)
+    found += [m.group(2) for m in _secret_params(readings[0][2] if readings else url)]
+    decoded = {d for v in found for d in (v, unquote(v), unquote_plus(v))}
+    variants = {f for d in decoded for f in (d, quote(d, safe=""), quote_plus(d))}
     return sorted((v for v in variants if len(v) >= _MIN_URL_SECRET), key=len, reverse=True)
+
+
+# A URL written in a text: a scheme, ``://`` and everything up to the next white space (a
+# password may hold quotes and brackets, so they do not end it).
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S+")
+
+
+def _redact_urls_in(text: str) -> str:
+    """``text`` with every URL written in it redacted (:func:`redact_url`)."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda m: _redact_written_url(m[0]), text)
+
+
+def _redact_written_url(url: str) -> str:
+    """:func:`redact_url`, but a userinfo already scrubbed (``user:***@``) keeps its user."""
+    readings = _userinfos(url)
+    if readings and readings[0][1].partition(":")[2] == REDACTED:
+        head, userinfo, rest = readings[0]
+        return f"{head}{userinfo}{_redact_params(rest)}"
+    return redact_url(url) or url
+
+
+def credential_urls(texts: Iterable[str]) -> list[str]:
+    """The URLs written in ``texts`` (e.g. a command line's tokens) that carry credentials."""
+    return [m[0] for text in texts for m in _URL_IN_TEXT.finditer(text) if redact_url(m[0]) != m[0]]
+
+
+def redact_argv(argv: list[str], *urls: str | None) -> list[str]:
+    """A command line safe to record: in every token, whatever the option (``--opt=value``,
+    ``--opt value`` or a positional), every URL with credentials is redacted, the
+    credentials of ``urls`` and secret environment values are scrubbed, and a
+    ``NAME=VALUE`` token with a secret-named NAME (``token=...``) keeps only its name."""
+    secrets = _secrets((*urls, *credential_urls(argv)))
+    out = []
+    for token in argv:
+        name, eq, _ = token.partition("=")
+        if eq and is_secret_name(name.lstrip("-")):
+            out.append(f"{name}={REDACTED}")
+        else:
+            out.append(_replace(token, secrets))
+    return out
+
+
+@contextlib.contextmanager
+def redacted_argv(*urls: str | None) -> Iterator[None]:
+    """Inside the block ``sys.argv`` is :func:`redact_argv`'s form (for a tracker that records
+    the command line when its run starts: W&B's ``args``, MLflow's ``mlflow.source.name``)."""
+    saved = list(sys.argv)
+    sys.argv[:] = redact_argv(saved, *urls)
+    try:
+        yield
+    finally:
+        sys.argv[:] = saved
 
 
 def env_secrets() -> list[str]:
@@ -110,15 +205,53 @@ def env_secrets() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+# Literal secrets hidden while a :func:`hidden_values` block runs (a router config's API keys).
+_HIDDEN: list[str] = []
+
+
+@contextlib.contextmanager
+def hidden_values(values: Iterable[str]) -> Iterator[None]:
+    """Inside the block every scrub also hides ``values`` (secrets that are no URL and no
+    environment value, e.g. a router config's literal ``api_key``)."""
+    added = [v for v in dict.fromkeys(values) if len(v) >= _MIN_URL_SECRET]
+    _HIDDEN.extend(added)
+    try:
+        yield
+    finally:
+        for value in added:
+            _HIDDEN.remove(value)
+
+
+def data_secrets(data: Any) -> list[str]:
+    """The credentials inside JSON-like ``data`` (a router config): every string under a
+    secret-named key (``api_key``, ``redis_password``) and every URL's credentials."""
+    found: list[str] = []
+
+    def walk(key: str | None, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(str(k), v)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                walk(None, v)
+        elif isinstance(value, str):
+            if key is not None and is_secret_name(key):
+                found.append(value)
+            found.extend(s for m in _URL_IN_TEXT.finditer(value) for s in url_secrets(m[0]))
+
+    walk(None, data)
+    return found
+
+
 def _secrets(urls: tuple[str | None, ...]) -> list[str]:
-    found = {s for url in urls for s in url_secrets(url)} | set(env_secrets())
+    found = {s for url in urls for s in url_secrets(url)} | set(env_secrets()) | set(_HIDDEN)
     return sorted(found, key=len, reverse=True)  # longest first: no half-replaced secret
 
 
 def _replace(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, REDACTED)
-    return text
+    return _redact_urls_in(text)  # a URL no caller named (a driver's message quoting its DSN)
 
 
 def scrub(text: str, *urls: str | None) -> str:

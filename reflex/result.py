@@ -157,9 +157,12 @@ class IterationRecord:
     val split or when the iteration failed). ``change`` is the train-score change against the
     prompt it was derived from. ``failed`` is an error; ``rejected`` a reason the candidate was
     not eligible (screened out before val, or a guard metric regressed). ``calls``/``tokens``/
-    ``cost`` are run totals so far. ``components``: the candidate's named prompt components
-    when the strategy edits components (see :mod:`reflex.data.prompts`), else None. ``leakage``:
-    the candidate's leakage flags (:mod:`reflex.checks.leakage`), each a ``LeakageFlag.to_dict()``.
+    ``cost`` are run totals so far (``cost`` sums the priced calls; ``cost_unknown`` counts the
+    paid calls that had no price, so a cost of 0 with all calls unpriced is unknown, not free;
+    see :func:`reflex.models.usage.cost_text`). ``components``: the candidate's named prompt
+    components when the strategy edits components (see :mod:`reflex.data.prompts`), else None.
+    ``leakage``: the candidate's leakage flags (:mod:`reflex.checks.leakage`), each a
+    ``LeakageFlag.to_dict()``.
     """
 
     iteration: int
@@ -181,6 +184,7 @@ class IterationRecord:
     elapsed_s: float = 0.0
     components: dict[str, str] | None = None
     leakage: list[dict[str, Any]] = field(default_factory=list)
+    cost_unknown: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

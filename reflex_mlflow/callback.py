@@ -34,6 +34,7 @@ from reflex.api import (
     recorded_initial_val,
     recorded_iterations,
     redact_data,
+    redacted_argv,
     run_params,
     run_path,
     run_tags,
@@ -77,6 +78,7 @@ class MLflowCallback(GuardedCallback):
     """
 
     tracker = "MLflow"
+    state_key = "mlflow"
 
     def __init__(
         self,
@@ -194,7 +196,9 @@ class MLflowCallback(GuardedCallback):
         else:
             self.experiment_id = self._experiment(client)
             name = self.run_name or _default_name(config)
-            run = client.create_run(self.experiment_id, tags=resolve_tags(tags), run_name=name)
+            with redacted_argv(*self._urls):  # mlflow.source.name is the command's argv[0]
+                context = resolve_tags(tags)
+            run = client.create_run(self.experiment_id, tags=context, run_name=name)
             self.run_id = run.info.run_id
         self.client, self.resolved_uri = client, uri
         if config.resumed:  # its val:baseline was measured before: no live hook will say it

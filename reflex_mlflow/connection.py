@@ -3,7 +3,8 @@
 MLflow's own defaults retry a request for minutes (7 retries, exponential back-off, 120 s
 timeout): a server that died mid-run would stall every hook. ``check_reachable`` refuses a
 server that does not accept connections before the run; ``bounded_requests`` caps each request
-the callback makes (no retry, 3 s), unless the user set those variables: a dead server costs
+the callback makes (no retry, 3 s; and no "View run at <URI>" line, which would print a
+password in the URI), unless the user set those variables: a dead server costs
 milliseconds per call, a hanging one 3 s, and the breaker opens after two such calls.
 """
 
@@ -25,6 +26,9 @@ REQUEST_LIMITS = {
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "0",
     "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "3",
+    # MLflow prints "View run ... at: <tracking URI>" itself when a run ends, credentials and
+    # all (and W&B records the console); the CLI prints the redacted location instead.
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 
 
@@ -41,9 +45,9 @@ def bounded_requests() -> Iterator[None]:
 
 
 def shown(uri: str) -> str:
-    """A tracking URI to print or save: a server's without credentials, a path's as it is
-    (URL redaction would collapse ``sqlite:////abs/path`` into another path)."""
-    return redact_url(uri) or "" if uri.startswith(("http://", "https://")) else uri
+    """A tracking URI to print or save, without credentials (a database URI's password too;
+    redaction keeps every other character, so ``sqlite:////abs/path`` stays as it is)."""
+    return redact_url(uri) or ""
 
 
 def check_reachable(uri: str) -> None:

@@ -25,6 +25,7 @@ from reflex.api import (
     iteration_row,
     recorded_initial_val,
     recorded_iterations,
+    redacted_argv,
     run_params,
     run_path,
     save_tracker_state,
@@ -32,7 +33,7 @@ from reflex.api import (
     summary_metrics,
     tracker_state,
 )
-from reflex_wandb.offline import logged_keys
+from reflex_wandb.offline import logged_artifacts, logged_keys
 
 if TYPE_CHECKING:
     from reflex.api import EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
@@ -52,6 +53,7 @@ class WandbCallback(GuardedCallback):
     """
 
     tracker = "W&B"
+    state_key = "wandb"
 
     def __init__(
         self,
@@ -81,6 +83,8 @@ class WandbCallback(GuardedCallback):
         self._done: set[int] = set()  # steps the W&B run holds (baseline 0, iterations)
         self._running = RunningTotals()  # best_score_*, total_* after each iteration
         self._at_zero: set[str] = set()  # keys the run holds at 0: score_test, score_val
+        self._earlier: list[str] = []  # the run's earlier offline directories
+        self._saved: dict[str, Any] = {}  # its .trackers.json entry when the run started
 
     def _has_run(self) -> bool:
         return self.run is not None
@@ -125,22 +129,14 @@ class WandbCallback(GuardedCallback):
             saved = {}  # another project: a new W&B run (e.g. aevyra-reflex sync elsewhere)
         resuming = self.run_id is not None or bool(saved.get("run_id"))
         self.run_id = self.run_id or saved.get("run_id") or secrets.token_hex(4)
-        run: Any = wandb.init(
-            project=self.project,
-            entity=self.entity,
-            name=self.run_name or _default_name(config),
-            tags=[*self.tags, config.strategy],
-            mode=self.mode,  # type: ignore[arg-type]  # wandb checks the value itself
-            config=run_params(config),
-            id=self.run_id,
-            resume="allow",  # a resumed reflex run continues the same W&B run
-            reinit="create_new",  # never finish or reuse a run the caller has open
-            dir=self.dir,
-        )
+        # W&B records the command line (its ``args``): never a credential in it.
+        with redacted_argv(*self._urls):
+            run = self._init(config)
         self.run = run
         run.define_metric("iteration")
         run.define_metric("*", step_metric="iteration")
         earlier = [str(d) for d in saved.get("sync_dirs", []) if d != run.settings.sync_dir]
+        self._earlier, self._saved = earlier, saved
         if resuming:
             on_record = self._on_record(run, earlier)
             self._done, self._at_zero = set(on_record), on_record.get(0, set())
@@ -155,6 +151,20 @@ class WandbCallback(GuardedCallback):
             self._initial_val(recorded_initial_val(self._run_dir))
         if resuming:
             self._catch_up()
+
+    def _init(self, config: RunConfig) -> Any:
+        return wandb.init(
+            project=self.project,
+            entity=self.entity,
+            name=self.run_name or _default_name(config),
+            tags=[*self.tags, config.strategy],
+            mode=self.mode,  # type: ignore[arg-type]  # wandb checks the value itself
+            config=run_params(config),
+            id=self.run_id,
+            resume="allow",  # a resumed reflex run continues the same W&B run
+            reinit="create_new",  # never finish or reuse a run the caller has open
+            dir=self.dir,
+        )
 
     @staticmethod
     def _on_record(run: Any, earlier: list[str]) -> dict[int, set[str]]:
@@ -253,6 +263,8 @@ class WandbCallback(GuardedCallback):
 
     def _log_best_prompt(self, result: OptimizationResult) -> None:
         run = self._run()
+        if self._holds_best_prompt(run, result.run_id):
+            return  # a replay or a second sync: the W&B run has this artifact already
         metadata = {
             "reflex_run_id": result.run_id,
             "final_score_test": result.final.mean_score if result.final else None,
@@ -262,6 +274,20 @@ class WandbCallback(GuardedCallback):
         with artifact.new_file("best_prompt.txt", encoding="utf-8") as handle:
             handle.write(result.best_prompt)
         run.log_artifact(artifact)
+        self._save(best_prompt_of=result.run_id)
+
+    def _holds_best_prompt(self, run: Any, reflex_run_id: str | None) -> bool:
+        """Whether the W&B run already has this reflex run's ``best-prompt``: on disk in its
+        earlier offline files (what a killed process wrote, not what it meant to), or, online,
+        as the run directory recorded when it was logged."""
+        if not reflex_run_id:
+            return False
+        if run.settings.mode == "offline":
+            return any(
+                name == "best-prompt" and meta.get("reflex_run_id") == reflex_run_id
+                for name, meta in logged_artifacts(self._earlier)
+            )
+        return bool(self._saved.get("best_prompt_of") == reflex_run_id)
 
     def _finish(self, exit_code: int) -> None:
         self._run().finish(exit_code=exit_code)

@@ -19,7 +19,7 @@ from typing import Any
 
 from wandb.proto import wandb_internal_pb2 as pb
 
-__all__ = ["logged_keys", "logged_steps", "records"]
+__all__ = ["logged_artifacts", "logged_keys", "logged_steps", "records"]
 
 BLOCK = 32768
 HEADER = 7
@@ -75,4 +75,20 @@ def logged_keys(sync_dirs: Iterable[str | Path]) -> dict[int, set[str]]:
                 step = json.loads(keys["iteration"].value_json) if "iteration" in keys else None
                 if isinstance(step, int | float):
                     found.setdefault(int(step), set()).update(keys)
+    return found
+
+
+def logged_artifacts(sync_dirs: Iterable[str | Path]) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, metadata)`` of every artifact on disk in these offline run directories."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for sync_dir in sync_dirs:
+        for path in Path(sync_dir).glob("run-*.wandb"):
+            for record in records(path):
+                if record.WhichOneof("record_type") != "artifact":
+                    continue
+                try:
+                    metadata = json.loads(record.artifact.metadata or "{}")
+                except ValueError:
+                    metadata = {}
+                found.append((record.artifact.name, metadata if isinstance(metadata, dict) else {}))
     return found

@@ -287,7 +287,7 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
             child[name] = proposal.prompt
             changed.append(name)
             label = "" if ctx.prompt_spec.is_single else f"[{name}] "
-            notes.append(label + (proposal.diagnosis or proposal.edit))
+            notes.append(label + (proposal.diagnosis or proposal.edit or proposal.reasoning))
         return child, changed, "\n".join(notes), None
 
     def _brief(

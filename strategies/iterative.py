@@ -127,7 +127,7 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
         proposal, error = ask(ctx, "iterative: revise the prompt", messages, parse)
         if proposal is None:
             return None, "", error
-        return proposal, proposal.diagnosis, None
+        return proposal, proposal.reasoning, None
 
     def _brief(
         self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot, log: list[_Edit]

@@ -150,7 +150,7 @@ class StructuralStrategy(BaseStrategy[StructuralOptions]):
         if proposal is None:
             return None, f"free-form restructure failed: {error}"
         self.seen.add(proposal.prompt.strip())
-        return proposal.prompt, f"free-form: {proposal.edit or proposal.diagnosis}".strip()
+        return proposal.prompt, f"free-form: {proposal.edit or proposal.reasoning}".strip()
 
     def _round(
         self,

@@ -60,7 +60,7 @@ def test_price_gives_an_unpriced_model_a_cost_and_max_cost_binds(tmp_path: Path)
         .configure(max_iterations=5, early_stopping_patience=None)
     )
     unpriced = base.set_run_dir(tmp_path / "a").set_budget(max_cost=0.01).run(START)
-    assert unpriced.usage["total"]["cost"] == 0.0 and unpriced.usage["total"]["cost_unknown"]
+    assert unpriced.usage["total"]["cost"] is None and unpriced.usage["total"]["cost_unknown"]
     assert unpriced.stop is not StopReason.BUDGET  # nothing could be counted against it
     [warning] = [w for w in unpriced.warnings if w["kind"] == "unpriced_calls"]
     assert "--max-cost $0.01 was not enforced" in warning["message"]

@@ -49,11 +49,18 @@ def test_a_raising_plain_callback_is_a_warning_naming_it(
     with caplog.at_level(logging.WARNING):
         result = builder(tmp_path).run(START, callbacks=[Flaky(), recorder])
     assert result.completed and recorder.hooks[-1] == "on_run_end"
-    warnings = [r.getMessage() for r in caplog.records if "Flaky.on_iteration" in r.getMessage()]
-    assert len(warnings) == len(result.iterations) and "tracker down" in warnings[0]
+    warnings = [r.getMessage() for r in caplog.records if "Flaky" in r.getMessage()]
+    n = len(result.iterations)
+    assert n > 1 and len(warnings) == 2  # the first failure, then the run-end summary
+    assert "Flaky.on_iteration" in warnings[0] and "tracker down" in warnings[0]
+    assert warnings[1] == f"callback Flaky failed {n} times in hooks on_iteration ({n})"
     events = (Path(str(result.run_dir)) / "events.jsonl").read_text("utf-8").splitlines()
     failures = [e for e in map(json.loads, events) if e["type"] == "callback_failure"]
-    assert {(e["callback"], e["hook"]) for e in failures} == {("Flaky", "on_iteration")}
+    assert [(e["callback"], e["hook"]) for e in failures] == [("Flaky", "on_iteration")]
+    summary = [e for e in map(json.loads, events) if e["type"] == "callback_failures"]
+    assert [(e["callback"], e["failures"], e["hooks"]) for e in summary] == [
+        ("Flaky", n, {"on_iteration": n})
+    ]
 
 
 def test_an_object_whose_attribute_lookup_raises_never_stops_the_run(

@@ -128,7 +128,7 @@ CASES: dict[str, tuple[Any, type[Exception], list[str]]] = {
         ["'nope'", "available: ", "exact_match, f1"],
     ),
     "iterative without reasoning model": (
-        lambda d, p, b: [str(d), str(p), "-m", "fake/task"],
+        lambda d, p, b: [str(d), str(p), "-m", "fake/task", "-s", "iterative"],
         ConfigurationError,
         ["--reasoning-model", "iterative"],
     ),

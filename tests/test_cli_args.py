@@ -91,7 +91,9 @@ def every_option(f: dict[str, Path], tmp_path: Path) -> list[str]:
         *["--max-workers", "3", "--client-processes", "2", "--max-calls", "500"],
         *["--max-reasoning-calls", "20", "--max-cost", "1.5", "--max-seconds", "60"],
         *["--max-total-calls", "900", "--price", "fake/task=0.2:0.6", "--retry-window", "30"],
+        *["--max-response-mb", "32"],
         *["--cache-namespace", "other", "--run-dir", str(tmp_path / "runs"), "--resume"],
+        "--shared-run-dir",
         *["--resume-from", "abc", "-o", str(tmp_path / "best.md")],
         *["--results-json", str(tmp_path / "r.json"), "-v"],
     ]
@@ -150,8 +152,10 @@ def test_every_setting_reaches_the_builder(files: dict[str, Path], tmp_path: Pat
         "max_workers": 3,
         "client_processes": 2,
         "retry_window": 30.0,
+        "max_response_mb": 32.0,
         "cache_namespace": "other",
         "run_dir": str(tmp_path / "runs"),
+        "shared_run_dir": True,
     }
     assert {k: getattr(config, k) for k in expected} == expected
     assert config.pipeline == f"{files['pipeline']}:run"

@@ -136,6 +136,7 @@ def test_reasoning_model_required_before_any_call(fake_model: FakeModel, tmp_pat
         .set_dataset(make_rows())
         .add_provider("fake/task")
         .add_metric("exact_match")
+        .set_strategy("iterative")  # named: without a strategy the run is auto (reasoning-free)
         .set_run_dir(tmp_path)
     )
     with pytest.raises(ConfigurationError, match="--reasoning-model"):

@@ -147,6 +147,75 @@ def test_docs_exist() -> None:
         assert (DOCS / f"{name}.md").is_file()
 
 
+# --- links and field lists in the docs ------------------------------------------------------
+
+DOC_FILES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted(DOCS.glob("*.md"))]
+_LINK = re.compile(r"\]\(([^)\s]+)\)")  # [text](target) and ![alt](target)
+# A project document named in the text: DESIGN.md, README.md, docs/cli.md (not a user's
+# prompt.md in an example command line).
+_MENTION = re.compile(r"(?<![\w/.-])((?:docs/)?[A-Z][A-Z_]*\.md|docs/[\w.-]+\.md)\b")
+_FIELD_LISTS = {"field", "property", "method", "option", "fixture", "code"}
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's anchors for the headings of ``path``: lower case, spaces to ``-``, punctuation
+    other than ``-`` and ``_`` dropped."""
+    headings = re.findall(r"^#+ (.+)$", _read(path), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def _broken_references(doc: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", _read(doc), flags=re.DOTALL)  # code blocks are not prose
+    broken = []
+    for target in _LINK.findall(text):
+        if re.match(r"[a-z][a-z+.-]*:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        resolved = doc.parent / path if path else doc
+        if not resolved.exists() or (anchor and anchor not in _anchors(resolved)):
+            broken.append(target)
+    broken += [
+        name
+        for name in _MENTION.findall(text)
+        if not (doc.parent / name).exists() and not (ROOT / name).exists()
+    ]
+    return broken
+
+
+@pytest.mark.parametrize("doc", DOC_FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_and_named_document_exists(doc: Path) -> None:
+    assert not _broken_references(doc), f"{doc.relative_to(ROOT)}: {_broken_references(doc)}"
+
+
+def test_a_missing_document_is_caught(tmp_path: Path) -> None:
+    doc = tmp_path / "x.md"
+    doc.write_text(
+        "# Top\nsee DESIGN.md and [cli](cli.md) and [here](#top) and [gone](#nowhere)\n",
+        encoding="utf-8",
+    )
+    assert _broken_references(doc) == ["cli.md", "#nowhere", "DESIGN.md"]
+
+
+def _field_tables(text: str) -> Iterator[tuple[str, list[str]]]:
+    """(header's first cell, the first cells of the rows) of every markdown table in ``text``."""
+    rows: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            rows.append(line.split("|")[1].strip())
+            continue
+        if len(rows) > 2:
+            yield rows[0], rows[2:]
+        rows = []
+
+
+@pytest.mark.parametrize("doc", DOC_FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_a_field_list_names_each_field_once(doc: Path) -> None:
+    for header, names in _field_tables(_read(doc)):
+        if header in _FIELD_LISTS:
+            twice = sorted({n for n in names if names.count(n) > 1})
+            assert not twice, f"{doc.relative_to(ROOT)}: a {header} table lists {twice} twice"
+
+
 # --- public API -------------------------------------------------------------------------------
 
 

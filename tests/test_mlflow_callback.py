@@ -80,7 +80,9 @@ def test_full_run_is_logged(fake_model: FakeModel, tmp_path: Path, uri: str) -> 
         log_prompt_each_iter=True,
         dataset=dataset,
     )
-    result = builder(tmp_path).set_dataset(dataset).run(START, callbacks=[callback])
+    # priced, so the cost is logged (an unpriced run logs none: unknown, not 0)
+    priced = builder(tmp_path).set_dataset(dataset).set_price("fake/task", 1.0, 2.0)
+    result = priced.run(START, callbacks=[callback])
     client = MlflowClient(tracking_uri=uri)
     run = only_run(uri)
     run_id = run.info.run_id

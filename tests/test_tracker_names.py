@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 import wandb
 from mlflow import MlflowClient
-from test_resume import START, STRATEGIES, builder, reasoner_variants
+from test_resume import START, STRATEGIES, reasoner_variants
+from test_resume import builder as unpriced_builder
 from wandb_reader import load_run
 
-from reflex import OptimizationResult
+from reflex import OptimizationResult, PromptOptimizer
 from reflex.testing import FakeModel
 from reflex_mlflow import MLflowCallback
 from reflex_wandb import WandbCallback
@@ -57,6 +58,16 @@ def doc_rows() -> list[Row]:
 
 
 ROWS = doc_rows()
+
+
+def builder(run_dir: Path, strategy: str) -> PromptOptimizer:
+    """test_resume's run with both fake models priced, so every cost name has a value (an
+    unpriced run logs no cost: it is unknown, not 0)."""
+    return (
+        unpriced_builder(run_dir, strategy)
+        .set_price("fake/task", 1.0, 2.0)
+        .set_price("fake/reasoner", 3.0, 4.0)
+    )
 
 
 def test_the_table_is_complete() -> None:
@@ -378,7 +389,7 @@ KILLED_RUN = """
 import os, signal, sys
 sys.path[:0] = [{tests!r}]
 from pathlib import Path
-from test_resume import START, builder, reasoner_variants
+from test_tracker_names import START, builder, reasoner_variants
 from reflex.testing import FakeModel
 from reflex_mlflow import MLflowCallback
 from reflex_wandb import WandbCallback

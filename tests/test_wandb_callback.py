@@ -50,7 +50,8 @@ def test_offline_run_is_logged(fake_model: FakeModel, tmp_path: Path) -> None:
         log_prompt_each_iter=True,
         dir=str(tmp_path),
     )
-    result = builder(tmp_path).run(START, callbacks=[callback])
+    # priced, so the cost is logged (an unpriced run logs none: unknown, not 0)
+    result = builder(tmp_path).set_price("fake/task", 1.0, 2.0).run(START, callbacks=[callback])
     run = read_back(callback)
     assert run["name"] == "opt-1" and set(run["tags"]) == {"nightly", "iterative"}
     assert run["exit_code"] == 0

@@ -12,7 +12,8 @@ helpers for tracker adapters are in :mod:`reflex.callbacks.tracking`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from reflex.redact import scrub
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from reflex.config import RunConfig
     from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
 
-__all__ = ["AnyCallback", "Callback", "CallbackDispatcher", "FailureListener"]
+__all__ = ["AnyCallback", "Callback", "CallbackDispatcher", "FailureListener", "SummaryListener"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +30,8 @@ logger = logging.getLogger(__name__)
 AnyCallback: TypeAlias = object
 # (callback class name, hook, the exception it raised)
 FailureListener = Callable[[str, str, Exception], None]
+# (callback class name, how many times it failed in the run, failures per hook)
+SummaryListener = Callable[[str, int, Mapping[str, int]], None]
 Hook = Literal[
     "on_run_start",
     "on_baseline",
@@ -76,16 +79,28 @@ class Callback:
 class CallbackDispatcher:
     """One typed method per hook: each calls, in order, every callback that has that hook.
 
-    A callback that raises, in the hook or already when its method is looked up, is logged as
-    a warning naming it and the hook (and reported to ``on_failure``); the others still hear
-    the hook and the run goes on. Only ``Exception`` is caught: Ctrl-C still stops the run.
+    A callback that raises, in the hook or already when its method is looked up, does not stop
+    the others from hearing the hook, nor the run. Its first failure is logged as a warning
+    naming it, the hook and the error (and reported to ``on_failure``); its later failures are
+    only counted, so a callback that raises in every hook costs one warning, not one per call.
+    It is never switched off: a plain callback failing in one hook (a progress bar) may still
+    do its work in another (``on_run_end``). When the run ends (``run_end``/``run_error``),
+    each callback that failed gets one summary warning, "failed N times in hooks ...", also
+    reported to ``on_summary``. Only ``Exception`` is caught: Ctrl-C still stops the run.
     """
 
     def __init__(
-        self, callbacks: Sequence[AnyCallback], on_failure: FailureListener | None = None
+        self,
+        callbacks: Sequence[AnyCallback],
+        on_failure: FailureListener | None = None,
+        on_summary: SummaryListener | None = None,
     ) -> None:
         self.callbacks = list(callbacks)
         self._on_failure = on_failure
+        self._on_summary = on_summary
+        # index of the callback in ``callbacks`` -> failures per hook (in the order first seen)
+        self._failures: dict[int, dict[str, int]] = {}
+        self._lock = threading.Lock()  # progress hooks may come from the model thread
 
     def run_start(self, config: RunConfig, initial_prompt: str) -> None:
         self._call("on_run_start", config, initial_prompt)
@@ -101,9 +116,11 @@ class CallbackDispatcher:
 
     def run_end(self, result: OptimizationResult) -> None:
         self._call("on_run_end", result)
+        self._summarize()
 
     def run_error(self, error: BaseException, partial: OptimizationResult | None) -> None:
         self._call("on_run_error", error, partial)
+        self._summarize()
 
     def evaluation_start(self, label: str, total: int) -> None:
         self._call("on_evaluation_start", label, total)
@@ -115,17 +132,49 @@ class CallbackDispatcher:
         self._call("on_evaluation_end", label, snapshot)
 
     def _call(self, hook: Hook, *args: object) -> None:
-        for callback in self.callbacks:
+        for index, callback in enumerate(self.callbacks):
             try:
                 # Inside the guard: a callback may lack the hook, or its lookup may raise.
                 method = getattr(callback, hook, None)
                 if method is not None:
                     method(*args)
             except Exception as exc:  # noqa: BLE001 - a tracker must never break a run
-                self._failed(type(callback).__name__, hook, exc)
+                self._failed(index, type(callback).__name__, hook, exc)
 
-    def _failed(self, name: str, hook: Hook, exc: Exception) -> None:
+    def _failed(self, index: int, name: str, hook: Hook, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {scrub(str(exc))}"  # it may echo a secret it was given
-        logger.warning("callback %s.%s failed: %s", name, hook, error)
+        with self._lock:
+            hooks = self._failures.setdefault(index, {})
+            first = not hooks
+            hooks[hook] = hooks.get(hook, 0) + 1
+        if not first:
+            logger.debug("callback %s.%s failed again: %s", name, hook, error)
+            return
+        logger.warning(
+            "callback %s.%s failed: %s (its further failures are counted, not logged)",
+            name,
+            hook,
+            error,
+        )
         if self._on_failure is not None:
             self._on_failure(name, hook, exc)
+
+    def _summarize(self) -> None:
+        """One warning (and ``on_summary``) per callback that failed, then start counting anew."""
+        with self._lock:
+            failures, self._failures = self._failures, {}
+        for index, hooks in sorted(failures.items()):
+            name, total = type(self.callbacks[index]).__name__, sum(hooks.values())
+            where = ", ".join(f"{hook} ({count})" for hook, count in hooks.items())
+            logger.warning(
+                "callback %s failed %d time%s in hooks %s",
+                name,
+                total,
+                "" if total == 1 else "s",
+                where,
+            )
+            if self._on_summary is not None:
+                try:
+                    self._on_summary(name, total, dict(hooks))
+                except Exception as exc:  # noqa: BLE001 - e.g. a full disk at the run's end
+                    logger.warning("could not record callback %s's failures: %s", name, exc)

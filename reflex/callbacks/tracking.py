@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from reflex.callbacks import Callback
+from reflex.models.usage import known_cost
 from reflex.redact import is_secret_name, redact_data, redact_url, scrub
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def _target_source(config: RunConfig) -> str:
 
 def _urls(config: RunConfig) -> tuple[str | None, ...]:
     """The run's URLs whose credentials no tracker may see (scrubbed from every text)."""
-    return (config.api_base, config.reasoning_base_url)
+    return (config.api_base, config.reasoning_base_url, config.cache_url)
 
 
 def run_params(config: RunConfig) -> dict[str, ParamValue]:
@@ -129,8 +130,12 @@ def baseline_metrics(snapshot: EvalSnapshot) -> dict[str, float]:
 
 
 def iteration_metrics(record: IterationRecord) -> dict[str, float]:
-    """Train (``score_train``, ``score_<metric>``), val, and the run's tokens and cost so far."""
-    metrics: dict[str, float] = {"tokens": float(record.tokens), "cost_usd": record.cost}
+    """Train (``score_train``, ``score_<metric>``), val, and the run's tokens and cost so far
+    (no ``cost_usd`` while every paid call was unpriced: its cost is unknown, not 0)."""
+    metrics: dict[str, float] = {"tokens": float(record.tokens)}
+    cost = known_cost(record.cost, record.calls, record.cost_unknown)
+    if cost is not None:
+        metrics["cost_usd"] = cost
     if record.score is not None:
         metrics["score_train"] = record.score
     if record.val_score is not None:
@@ -211,9 +216,9 @@ class RunningTotals:
     the best prompt so far (its train score when the run has no val split): the initial
     prompt's val score (:meth:`seed_val`) until a candidate beats it; ``total_iterations``:
     iterations so far; ``total_tokens``/``total_cost_usd``: the run's totals so far (the
-    record's own). A name with no value yet (no score measured so far) is left out. Feeding an
-    iteration again (a resumed run's catch-up, then its live hook) returns the values it had
-    the first time.
+    record's own; no cost while every paid call was unpriced). A name with no value yet (no
+    score measured so far) is left out. Feeding an iteration again (a resumed run's catch-up,
+    then its live hook) returns the values it had the first time.
     """
 
     def __init__(self) -> None:
@@ -241,7 +246,7 @@ class RunningTotals:
             "best_score_val": self._best_val,
             "total_iterations": float(len(self._seen) + 1),
             "total_tokens": float(record.tokens),
-            "total_cost_usd": float(record.cost),
+            "total_cost_usd": known_cost(record.cost, record.calls, record.cost_unknown),
         }
         self._seen[record.iteration] = {k: v for k, v in values.items() if v is not None}
         return self._seen[record.iteration]
@@ -322,11 +327,23 @@ class GuardedCallback(Callback):
     """
 
     tracker: ClassVar[str] = "tracker"
+    # The tracker's entry in the run's .trackers.json (``"mlflow"``), if it keeps one.
+    state_key: ClassVar[str | None] = None
     breaker: ClassVar[int] = 2
 
     _off: bool = False
     _failures: int = 0
+    _failed: tuple[str, ...] = ()  # one line per failed hook call, scrubbed
     _urls: tuple[str | None, ...] = ()
+
+    def missed(self) -> list[str]:
+        """What did not reach the tracker: one line per hook call that failed (``on_run_start:
+        ConnectionError: ...``), plus one when logging switched off; empty when every call
+        landed. ``aevyra-reflex sync`` fails on a non-empty list."""
+        lines = list(self._failed)
+        if self._off:
+            lines.append("logging was switched off: the rest of the run was not sent")
+        return lines
 
     def on_run_start(self, config: RunConfig, initial_prompt: str) -> None:
         self._urls = (*self._tracker_urls(), *_urls(config))
@@ -374,6 +391,10 @@ class GuardedCallback(Callback):
                 hook,
                 type(exc).__name__,
                 self._scrub(str(exc))[:500],
+            )
+            self._failed = (
+                *self._failed,
+                f"{hook}: {type(exc).__name__}: {self._scrub(str(exc))}"[:300],
             )
             self._failures = self._failures + 1 if self._is_outage(exc) else 0
             if not self._has_run():

@@ -75,7 +75,7 @@ class OptimizeArgs:
     overfit_gap: float
     slice_by: tuple[str, ...]
     # Strategy.
-    strategy: str
+    strategy: str | None
     strategy_options: tuple[str, ...]
     reasoning_model: str | None
     reasoning_base_url: str | None
@@ -100,10 +100,12 @@ class OptimizeArgs:
     prices: tuple[str, ...]
     max_seconds: float | None
     retry_window: float
+    max_response_mb: float
     cache_namespace: str
     cache_url: str | None
     router_config: Path | None
     run_dir: str
+    shared_run_dir: bool
     resume: bool
     resume_from: str | None
     # Output.

@@ -64,6 +64,7 @@ def _with_scoring(opt: PromptOptimizer, args: OptimizeArgs) -> None:
 
 def _with_strategy(opt: PromptOptimizer, args: OptimizeArgs) -> None:
     """The strategy and its options, the reasoning model and its templates."""
+    # No -s: the default (iterative with a reasoning model, else auto), as in the builder.
     opt.set_strategy(args.strategy, **pairs(args.strategy_options, "--strategy-option"))
     if args.reasoning_model:
         opt.set_reasoning_model(args.reasoning_model, base_url=args.reasoning_base_url)
@@ -78,6 +79,8 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
     from reflex.optimizer import PromptOptimizer
 
     opt = PromptOptimizer()
+    if args.router_config:  # first: a model_name given bare (-m task) is routed by name
+        opt.set_router(str(args.router_config))
     _with_data(opt, args)
     for model in args.models:
         opt.add_provider(model, api_base=args.api_base)
@@ -108,10 +111,12 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         early_stopping_patience=args.early_stopping_patience,
         max_workers=args.max_workers,
         retry_window=args.retry_window,
+        max_response_mb=args.max_response_mb,
         client_processes=args.client_processes,
         temperature=args.temperature,
         max_tokens=args.max_tokens,
         run_dir=args.run_dir,
+        shared_run_dir=args.shared_run_dir,
         allow_degenerate_seed=args.allow_degenerate_seed,
         strict_leakage=args.strict_leakage,
         overfit_gap=args.overfit_gap,

@@ -13,6 +13,7 @@ import click
 
 from reflex.cli.args import checked_params
 from reflex.cli.common import FiniteRange, InputFile
+from reflex.cli.options import judge_api_base_option
 from reflex.cli.runs import RUN_DIR
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class CheckArgs:
     metrics: tuple[str, ...]
     judge: str | None
     judge_criteria: Path | None
+    judge_api_base: str | None
     input_field: str | None
     output_field: str | None
     api_base: str | None
@@ -52,7 +54,9 @@ class CheckArgs:
 
 
 def judge_options(command: F) -> F:
-    """``--judge`` / ``--judge-criteria``: the judge of a record that does not store its own."""
+    """``--judge`` / ``--judge-criteria``: the judge of a record that does not store its own;
+    ``--judge-api-base`` (optimize's own option): where every judge's calls go."""
+    command = judge_api_base_option(command)
     command = click.option(
         "--judge-criteria",
         type=InputFile("judge criteria file"),
@@ -110,7 +114,11 @@ def judge_options(command: F) -> F:
 @judge_options
 @click.option("--input-field", default=None, help="Name of the input field.")
 @click.option("--output-field", default=None, help="Name of the reference field.")
-@click.option("--api-base", default=None, help="Base URL of the task model's endpoint.")
+@click.option(
+    "--api-base",
+    default=None,
+    help="Base URL of the task model's endpoint [record: the record's, for its models].",
+)
 @click.option(
     "--cache",
     type=InputFile("response cache", exists=False),
@@ -125,9 +133,11 @@ def check_command(**params: Any) -> None:
 
     Exit codes: 0 no regression, 1 regression (or a row errored), 2 usage or configuration error.
     """
-    from reflex.cli.common import with_errors
+    from reflex.cli.common import hidden_credentials, with_errors
 
-    with_errors(_check)(CheckArgs.from_params(params))
+    args = CheckArgs.from_params(params)
+    with hidden_credentials(args.api_base, args.judge_api_base):
+        with_errors(_check)(args)
 
 
 def _metric_list(
@@ -175,6 +185,7 @@ def _run_config(
         "prompt_mode",
         "cache_namespace",
         "max_workers",
+        "max_response_mb",
         "metric_specs",
     )
     settings = {k: config[k] for k in kept if config is not None and k in config}
@@ -183,11 +194,27 @@ def _run_config(
             models=models,
             metrics=list(weights),
             metric_weights=weights,
-            api_base=args.api_base,
+            api_base=_api_base(args, config, models),
             **settings,
         )
     except ValidationError as exc:
         raise ConfigurationError(validation_message(exc)) from None
+
+
+def _api_base(args: CheckArgs, config: Mapping[str, Any] | None, models: list[str]) -> str | None:
+    """``--api-base``, else the record's own when its models are checked (its task model may be
+    self-hosted: the provider's default host would be the wrong one)."""
+    from reflex.errors import ConfigurationError
+    from reflex.redact import REDACTED
+
+    if args.api_base is not None or config is None or models != config.get("models"):
+        return args.api_base
+    stored = config.get("api_base")
+    if stored and REDACTED in str(stored):
+        raise ConfigurationError(
+            "the record's --api-base held credentials and was stored redacted: pass --api-base URL"
+        )
+    return str(stored) if stored else None
 
 
 def _check(args: CheckArgs) -> None:
@@ -197,6 +224,7 @@ def _check(args: CheckArgs) -> None:
         compare,
         evaluate_prompt,
         load_baseline,
+        point_judges,
         rebuild_metrics,
         rows_for,
         supplied_judge,
@@ -205,7 +233,7 @@ def _check(args: CheckArgs) -> None:
     judges = supplied_judge(args.judge, args.judge_criteria)
     baseline = load_baseline(args.baseline, args.split, args.run_dir)
     config = _run_config(args, baseline.config, judges)
-    metrics = rebuild_metrics(config, judges, baseline.source)
+    metrics = point_judges(rebuild_metrics(config, judges, baseline.source), args.judge_api_base)
     dataset = load_dataset(
         args.dataset_path, input_field=args.input_field, output_field=args.output_field
     )

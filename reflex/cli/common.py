@@ -14,16 +14,24 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, TYPE_CHECKING, Any, ParamSpec, SupportsFloat, SupportsIndex
 
 import click
 
+from reflex.cli.pipes import closed_output, exit_on_closed_output
 from reflex.data.files import file_problem, output_problem
 from reflex.errors import ConfigurationError, ReflexError
-from reflex.redact import scrub, scrubbed_logs
+from reflex.redact import (
+    credential_urls,
+    data_secrets,
+    hidden_values,
+    redact_argv,
+    scrub,
+    scrubbed_logs,
+)
 
 if TYPE_CHECKING:
     from reflex.plugins import Registry
@@ -39,6 +47,7 @@ __all__ = [
     "Group",
     "RunDir",
     "hidden_credentials",
+    "router_secrets",
     "number",
     "pairs",
     "registry",
@@ -77,33 +86,55 @@ def handle_interrupts() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def hidden_credentials(*urls: str | None) -> Iterator[None]:
-    """Keep the credentials of ``urls`` (``--api-base`` and the like) out of what the process
-    shows: while the block runs every log record of every logger is scrubbed, the command line
-    is scrubbed in place (W&B records ``sys.argv`` with its run), and the traceback of an error
-    that escapes the block (``-v``) is scrubbed when the interpreter prints it."""
-    sys.argv[:] = [scrub(arg, *urls) for arg in sys.argv]
+def hidden_credentials(*urls: str | None, values: Iterable[str] = ()) -> Iterator[None]:
+    """Keep the credentials of ``urls`` (``--api-base`` and the like) and of every URL on the
+    command line (``--cache-url``, ``--mlflow-tracking-uri``, any option's) out of what the
+    process shows: while the block runs every log record of every logger is scrubbed, the
+    command line is redacted in place (W&B records ``sys.argv`` with its run), and the
+    traceback of an error that escapes the block (``-v``) is scrubbed when it is printed.
+    ``values``: literal secrets hidden the same way (:func:`router_secrets`)."""
+    urls = (*urls, *credential_urls(sys.argv))
+    values = tuple(values)
+    with hidden_values(values):
+        sys.argv[:] = redact_argv(sys.argv, *urls)
+        try:
+            with scrubbed_logs(*urls):
+                yield
+        except Exception:
+            # Wrap the hook in place now, not before the run: W&B installs its own, which
+            # prints the traceback raw, when its first run starts.
+            sys.excepthook = _scrubbing(sys.excepthook, urls, values)
+            raise
+
+
+def router_secrets(path: Path | None) -> list[str]:
+    """The API keys, passwords and URL credentials in the ``--router-config`` file (its
+    ``os.environ/`` references resolved): they are hidden like ``--api-base``'s."""
+    if path is None:
+        return []
+    from reflex.models.router import load_router_config
+
     try:
-        with scrubbed_logs(*urls):
-            yield
-    except Exception:
-        # Wrap the hook in place now, not before the run: W&B installs its own, which prints
-        # the traceback raw, when its first run starts.
-        sys.excepthook = _scrubbing(sys.excepthook, urls)
-        raise
+        return data_secrets(load_router_config(path))
+    except ReflexError:  # a bad config: the builder reports it, with the entry it is about
+        return []
 
 
 ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], None]
 
 
-def _scrubbing(hook: ExceptHook, urls: tuple[str | None, ...]) -> ExceptHook:
-    """``hook`` with everything it writes to stderr scrubbed of the credentials of ``urls``."""
+def _scrubbing(
+    hook: ExceptHook, urls: tuple[str | None, ...], values: tuple[str, ...] = ()
+) -> ExceptHook:
+    """``hook`` with everything it writes to stderr scrubbed of the credentials of ``urls``
+    and of ``values``."""
 
     def scrubbed(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
         printed = io.StringIO()
         with contextlib.redirect_stderr(printed):
             hook(kind, exc, tb)
-        sys.stderr.write(scrub(printed.getvalue(), *urls))
+        with hidden_values(values):
+            sys.stderr.write(scrub(printed.getvalue(), *urls))
 
     return scrubbed
 
@@ -133,6 +164,8 @@ def with_errors(func: Callable[P, None], *, on_interrupt: str = "interrupted") -
             click.echo(f"error: {scrub(str(exc))}", err=True)
             sys.exit(EXIT_USAGE)
         except OSError as exc:  # e.g. -o / --results-json on a full or read-only disk
+            if closed_output(exc):  # `| head` exited: not a storage problem, nothing to say
+                exit_on_closed_output()
             if verbose:
                 raise
             from reflex.errors import storage_error
@@ -162,13 +195,33 @@ class _UsageLine(click.ClickException):
 
 
 class Group(click.Group):
-    """Subcommand usage errors (bad flag, bad value, missing file) become one line, exit 2."""
+    """Subcommand usage errors (bad flag, bad value, missing file) become one line, exit 2; a
+    closed stdout (``| head``), in ``--help`` or in any command, ends quietly (reflex.cli.pipes).
+    """
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:  # --help and --version print while the command line is parsed
+            return super().make_context(info_name, args, parent, **extra)
+        except OSError as exc:
+            if closed_output(exc):
+                exit_on_closed_output()
+            raise
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise _UsageLine(exc) from None
+        except OSError as exc:  # a command without with_errors (runs, plugins, a plugin's own)
+            if closed_output(exc):
+                exit_on_closed_output()
+            raise
 
 
 def number(text: str, flag: str) -> float:

@@ -26,7 +26,7 @@ def _shared_params() -> list[click.Parameter]:
 
 
 def _run(**params: Any) -> None:
-    from reflex.cli.common import hidden_credentials
+    from reflex.cli.common import hidden_credentials, router_secrets
 
     args = CompareArgs.from_params(params)
 
@@ -34,7 +34,8 @@ def _run(**params: Any) -> None:
         level=logging.DEBUG if args.run.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    with hidden_credentials(args.run.api_base, args.run.reasoning_base_url):
+    urls = (args.run.api_base, args.run.reasoning_base_url, args.run.judge_api_base)
+    with hidden_credentials(*urls, values=router_secrets(args.run.router_config)):
         _compare(args)
 
 

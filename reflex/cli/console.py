@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reflex.callbacks import Callback
+from reflex.models.usage import cost_text
 from reflex.redact import scrub
 from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, RunEnd
 
@@ -148,7 +149,8 @@ class ConsoleReporter(Callback):
         self.console.print(
             f"iter {record.iteration:>3}  train {_fmt(record.score)} {change:<9} "
             f"val {_fmt(record.val_score)}{mark:<6} {verdict:<8} calls {record.calls} "
-            f"tokens {record.tokens:,} cost ${record.cost:.4f}",
+            f"tokens {record.tokens:,} cost "
+            f"{cost_text(record.cost, record.calls, record.cost_unknown)}",
             soft_wrap=True,
         )
 
@@ -215,9 +217,10 @@ def print_summary(result: OptimizationResult, console: Console | None = None) ->
     table.add_row("iterations", str(len(result.iterations)))
     table.add_row("stopped", scrub(result.stop_reason))
     total = result.usage.get("total", {})
+    calls, unknown = int(total.get("calls", 0)), int(total.get("cost_unknown", 0))
     table.add_row(
         "calls / tokens / cost",
-        f"{total.get('calls', 0)} / {total.get('tokens', 0):,} / ${total.get('cost', 0.0):.4f}",
+        f"{calls} / {total.get('tokens', 0):,} / {cost_text(total.get('cost'), calls, unknown)}",
     )
     for warning in result.warnings:
         table.add_row(

@@ -34,6 +34,7 @@ class ExportArgs:
     api_base: str | None
     judge: str | None
     judge_criteria: Path | None
+    judge_api_base: str | None
     run_dir: str
     verbose: bool
 
@@ -92,9 +93,11 @@ def export_command(**params: Any) -> None:
     Rollouts come from the run's response cache; rows not there would be paid calls, which
     need --allow-calls. RUN: a run id (prefix), a run folder or a result.json.
     """
-    from reflex.cli.common import with_errors
+    from reflex.cli.common import hidden_credentials, with_errors
 
-    with_errors(_export)(ExportArgs.from_params(params))
+    args = ExportArgs.from_params(params)
+    with hidden_credentials(args.api_base, args.judge_api_base):
+        with_errors(_export)(args)
 
 
 def _export(args: ExportArgs) -> None:
@@ -120,7 +123,14 @@ def _export(args: ExportArgs) -> None:
     refuse_clobbering({"--training-jsonl": args.output}, {"dataset": source, "run": path})
     dataset = load_dataset(source, input_field=args.input_field, output_field=args.output_field)
     judges = supplied_judge(args.judge, args.judge_criteria)
-    plan = plan_export(path, dataset, split, api_base=args.api_base, supplied=judges)
+    plan = plan_export(
+        path,
+        dataset,
+        split,
+        api_base=args.api_base,
+        supplied=judges,
+        judge_api_base=args.judge_api_base,
+    )
     if plan.uncached and not args.allow_calls:
         plan.close()
         raise ConfigurationError(

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from reflex.cli.common import FiniteRange, InputFile, RunDir
+from reflex.cli.common import FiniteRange, InputFile, RunDir, hidden_credentials
+from reflex.cli.options import judge_api_base_option
 from reflex.errors import ReflexError
 from reflex.judging.agreement import JudgeAgreement, measure_agreement
 from reflex.redact import redact_data, scrub, scrubbed_logs
@@ -47,6 +48,7 @@ def _show(agreement: JudgeAgreement, as_json: bool) -> None:
 @click.command("judge-check")
 @click.argument("dataset", type=InputFile("dataset file"))
 @click.option("--judge", required=True, metavar="PROVIDER/MODEL", help="The judge model.")
+@judge_api_base_option
 @click.option(
     "--judge-criteria",
     type=InputFile("judge criteria file"),
@@ -81,9 +83,11 @@ def _show(agreement: JudgeAgreement, as_json: bool) -> None:
 def judge_check(**params: Any) -> None:
     """Measure the judge's agreement with human pass/fail labels (TPR, TNR) on DATASET."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    url = params["judge_api_base"]
     try:
-        with scrubbed_logs():  # warnings and log records may quote the judge's answers
+        # Warnings and log records may quote the judge's answers, and the URL its credentials.
+        with scrubbed_logs(), hidden_credentials(url):
             agreement = measure_agreement(params)
     except ReflexError as exc:
-        raise click.ClickException(scrub(str(exc))) from None
+        raise click.ClickException(scrub(str(exc), url)) from None
     _show(agreement, params["as_json"])

@@ -12,7 +12,7 @@ import click
 
 from reflex.cli.args import OptimizeArgs
 from reflex.cli.build import build_optimizer
-from reflex.cli.common import RESUME_HINT, hidden_credentials, with_errors
+from reflex.cli.common import RESUME_HINT, hidden_credentials, router_secrets, with_errors
 from reflex.cli.options import optimize_params
 from reflex.cli.outputs import refuse_clobbering
 from reflex.data.files import atomic_write_text
@@ -35,7 +35,8 @@ def _run_optimize(args: OptimizeArgs, plugin_callbacks: list[Callback]) -> None:
 
     console = Console(stderr=True)  # progress and log records share it: no log on a live bar
     urls = (args.api_base, args.reasoning_base_url, args.judge_api_base)
-    with log_to_console(console, verbose=args.verbose), hidden_credentials(*urls):
+    routed = router_secrets(args.router_config)
+    with log_to_console(console, verbose=args.verbose), hidden_credentials(*urls, values=routed):
         _optimize(args, plugin_callbacks, console)
 
 

@@ -6,15 +6,32 @@ params become.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
 from reflex.cli.common import FiniteFloat, FiniteRange, InputFile, OutputFile, RunDir
 
-__all__ = ["optimize_params"]
+__all__ = ["judge_api_base", "judge_api_base_option", "optimize_params"]
 
 o = click.Option
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def judge_api_base() -> click.Option:
+    """``--judge-api-base``: one definition for every command that calls a judge (optimize,
+    compare, check, judge-check); its credentials are hidden like ``--api-base``'s."""
+    return o(["--judge-api-base"], help="API base URL for the judge model.")
+
+
+def judge_api_base_option(command: F) -> F:
+    """Decorator form of :func:`judge_api_base` for ``@click.command`` functions."""
+    params: list[click.Parameter] = getattr(command, "__click_params__", [])
+    params.append(judge_api_base())  # click reverses this list: decorators apply bottom-up
+    setattr(command, "__click_params__", params)  # noqa: B010  (click's own attribute)
+    return command
 
 
 def _inputs() -> list[click.Parameter]:
@@ -90,7 +107,7 @@ def _scoring() -> list[click.Parameter]:
             "`aevyra-reflex plugins`). Default: exact_match, or none when --judge is given.",
         ),
         o(["--judge"], metavar="PROVIDER/MODEL", help="Also score with this LLM judge."),
-        o(["--judge-api-base"], help="API base URL for the judge model."),
+        judge_api_base(),
         o(
             ["--judge-criteria"],
             type=InputFile("judge criteria file"),
@@ -129,7 +146,10 @@ def _scoring() -> list[click.Parameter]:
 def _strategy() -> list[click.Parameter]:
     """How the prompt is improved."""
     return [
-        o(["-s", "--strategy"], default="iterative", show_default=True, help="Strategy name."),
+        o(
+            ["-s", "--strategy"],
+            help="Strategy name [default: iterative with --reasoning-model, else auto].",
+        ),
         o(
             ["--strategy-option", "strategy_options"],
             multiple=True,
@@ -200,6 +220,15 @@ def _run() -> list[click.Parameter]:
             help="Processes that run LiteLLM's per-call CPU off the run's event loop; try the "
             "number of cores when many calls are in flight to a fast provider (0: in-process).",
         ),
+        o(
+            ["--max-response-mb"],
+            type=FiniteRange(0.0, min_open=True),
+            default=16.0,
+            show_default=True,
+            metavar="MB",
+            help="A provider answer larger than this (MiB) fails its call, not retried, "
+            "instead of being read into memory whole.",
+        ),
         *_budgets(),
         o(
             ["--cache-namespace"],
@@ -221,6 +250,13 @@ def _run() -> list[click.Parameter]:
             "YAML); a model named like a model_name there (or router/NAME) goes through it.",
         ),
         o(["--run-dir"], default=".reflex", show_default=True, type=RunDir()),
+        o(
+            ["--shared-run-dir"],
+            is_flag=True,
+            help="Make the folders a run creates group-readable (0750, files 0640), for a "
+            "team's shared --run-dir; by default they are private (0700, files 0600): they "
+            "hold prompts, dataset rows and model answers.",
+        ),
         o(
             ["--resume"],
             is_flag=True,

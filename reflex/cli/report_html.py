@@ -304,16 +304,27 @@ def _rejected(result: Record) -> str:
     return _table(["iteration", "verdict", "reason", "train"], rows)
 
 
+def _cost_cell(usage: Mapping[str, Any]) -> str:
+    """``$0.0123``, ``unpriced (37 calls)`` or ``$0.0123 + unpriced (5 calls)``."""
+    from reflex.models.usage import cost_text
+
+    cost = usage.get("cost")
+    if "cost_unknown" not in usage:  # not a role's usage (e.g. the Router's deployments)
+        return "n/a"
+    known = float(cost) if isinstance(cost, int | float) else None
+    return cost_text(known, int(usage.get("calls") or 0), int(usage.get("cost_unknown") or 0))
+
+
 def _cost(result: Record) -> str:
     usage = result.get("usage") or {}
     rows = [
-        (role, u.get("calls"), u.get("cache_hits"), u.get("tokens"), u.get("cost"))
+        (role, u.get("calls"), u.get("cache_hits"), u.get("tokens"), _cost_cell(u))
         for role, u in usage.items()
         if isinstance(u, Mapping)
     ]
     if not rows:
         return "<p>no usage recorded</p>"
-    table = _table(["role", "calls", "cache hits", "tokens", "cost ($)"], rows)
+    table = _table(["role", "calls", "cache hits", "tokens", "cost"], rows)
     if "metric_calls" in usage:
         table += f"<p>metric calls: {_num(usage['metric_calls'], 'd')}</p>"
     return table

@@ -28,6 +28,22 @@ def _fmt(value: object) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _cost(row: Mapping[str, Any]) -> str:
+    """``$0.0123``, ``unpriced (37 calls)`` or ``$0.0123 + unpriced (5 calls)``; ``-`` when
+    the run recorded no usage yet."""
+    from reflex.models.usage import cost_text
+
+    cost, unknown = row.get("cost"), int(row.get("cost_unknown") or 0)
+    if cost is None and not unknown:
+        return "-"
+    return cost_text(
+        cost if isinstance(cost, int | float) else None, int(row.get("calls") or 0), unknown
+    )
+
+
+_COST_KEYS = ("calls", "cost_unknown")  # shown within the cost
+
+
 @click.command("runs")
 @RUN_DIR
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -53,10 +69,12 @@ def runs_command(run_dir: str, as_json: bool) -> None:
         "cost",
         "dataset",
     ]
-    click.echo("  ".join(f"{c:<12}" if c != "id" else f"{c:<24}" for c in columns))
-    for row in rows:
-        cells = [_fmt(row[c]) for c in columns]
-        click.echo("  ".join(f"{v:<12}" if i else f"{v:<24}" for i, v in enumerate(cells)))
+    table = [[_cost(row) if c == "cost" else _fmt(row[c]) for c in columns] for row in rows]
+    cost = columns.index("cost")
+    widths = [24, *[12] * (len(columns) - 1)]
+    widths[cost] = max(12, *(len(cells[cost]) for cells in table))  # "unpriced (37 calls)"
+    for cells in [columns, *table]:
+        click.echo("  ".join(f"{v:<{w}}" for v, w in zip(cells, widths, strict=True)))
 
 
 def _find(run_dir: str, run_id: str) -> RunInfo:
@@ -113,8 +131,11 @@ def _show(run_id: str, run_dir: str, as_json: bool) -> None:
             )
         )
         return
-    for key, value in run.summary().items():
-        if key != "p_value":  # the paired-test line below gives it with its CI and verdict
+    summary = run.summary()
+    for key, value in summary.items():
+        if key == "cost":
+            click.echo(f"{key:<11} {_cost(summary)}")
+        elif key != "p_value" and key not in _COST_KEYS:  # p: the paired-test line below
             click.echo(f"{key:<11} {_fmt(value)}")
     if result.get("stop_reason"):
         click.echo(f"{'stopped':<11} {result['stop_reason']}")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from reflex.cli.common import hidden_credentials, with_errors
-from reflex.errors import ConfigurationError
+from reflex.errors import ConfigurationError, ReflexError
 
 if TYPE_CHECKING:
     from reflex.callbacks import Callback
@@ -31,6 +31,7 @@ def make_sync(registry: Registry) -> click.Command:
         Name the trackers with their options, e.g. --mlflow-tracking-uri URI or --wandb-mode
         offline. A tracker run the run already has (saved in its .trackers.json, same store) is
         continued with only what it lacks; otherwise a new tracker run gets the whole run.
+        A tracker the run did not reach is an error (exit 2) that names it; sync again.
         """
         from reflex.cli.optimize import print_trackers
         from reflex.run.records import resolve_run
@@ -45,8 +46,19 @@ def make_sync(registry: Registry) -> click.Command:
         folder = resolve_run(run, run_dir)
         with hidden_credentials(None, None):
             result = replay_run(folder, callbacks)
-        click.echo(f"synced run {result.run_id or folder.name}", err=True)
-        print_trackers(callbacks)
+        name = result.run_id or folder.name
+        missed = {_tracker(c): lines for c in callbacks if (lines := _missed(c))}
+        landed = [c for c in callbacks if _tracker(c) not in missed]
+        if landed:
+            click.echo(f"synced run {name} into {', '.join(map(_tracker, landed))}", err=True)
+            print_trackers(landed)
+        if missed:
+            # A sync that did not land is a failure: say what, and how to finish it.
+            what = "; ".join(f"{tracker} ({lines[0]})" for tracker, lines in missed.items())
+            raise ReflexError(
+                f"run {name} was not synced into {what}; the run directory is unchanged: make "
+                "the tracker reachable (or fix its options) and run sync again"
+            )
 
     plugin_params = [option for group in groups for option in group.options]
     params: list[click.Parameter] = [
@@ -55,3 +67,13 @@ def make_sync(registry: Registry) -> click.Command:
         *plugin_params,
     ]
     return click.Command("sync", callback=with_errors(sync), params=params, help=sync.__doc__)
+
+
+def _tracker(callback: Callback) -> str:
+    return str(getattr(callback, "tracker", type(callback).__name__))
+
+
+def _missed(callback: Callback) -> list[str]:
+    """What a tracker callback did not get to its tracker (``GuardedCallback.missed``)."""
+    missed = getattr(callback, "missed", None)
+    return list(missed()) if callable(missed) else []

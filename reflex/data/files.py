@@ -1,4 +1,9 @@
-"""Writing files so that a reader never sees half of one (checkpoints, records, outputs)."""
+"""Writing files so that a reader never sees half of one (checkpoints, records, outputs).
+
+A new file gets the read/write bits of the folder it is written into (:func:`file_mode_in`):
+a private run folder (0700) holds private files (0600), a shared one (0750) group-readable
+ones (0640), an ordinary folder (0755) the usual 0644; the umask applies on top.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,45 @@ from pathlib import Path
 
 from reflex.errors import StorageError, storage_error
 
-__all__ = ["atomic_write_text", "file_problem", "output_problem"]
+__all__ = [
+    "atomic_write_text",
+    "create_file",
+    "file_mode_in",
+    "file_problem",
+    "make_dirs",
+    "output_problem",
+]
+
+PRIVATE_DIR, SHARED_DIR = 0o700, 0o750  # a run folder: the owner only / the owner's group too
+
+
+def file_mode_in(folder: Path) -> int:
+    """The mode a new file in ``folder`` is created with: the folder's read/write bits
+    (0700 -> 0600, 0750 -> 0640, 0755 -> 0644; 1777 /tmp -> 0666, less the umask)."""
+    try:
+        return stat.S_IMODE(folder.stat().st_mode) & 0o666
+    except OSError:
+        return 0o666
+
+
+def make_dirs(path: Path, mode: int | None = None) -> None:
+    """Create ``path`` and its missing parents, each with ``mode`` (None: the mode of the
+    nearest folder that exists), less the umask. Existing folders are left as they are."""
+    missing = []
+    folder = path
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    if mode is None:
+        mode = stat.S_IMODE(folder.stat().st_mode) & 0o777 if folder.exists() else 0o777
+    for level in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            level.mkdir(mode=mode)
+
+
+def create_file(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
+    """Open ``path`` (created with :func:`file_mode_in` its folder's mode when missing); an fd."""
+    return os.open(path, flags | os.O_CREAT, file_mode_in(path.parent))
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -26,8 +69,9 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise StorageError(f"{path}: {problem}", path=str(path))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as handle:
+        make_dirs(path.parent)
+        fd = create_file(tmp, os.O_WRONLY | os.O_EXCL)
+        with open(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from reflex.data.encoding import UTF16_NO_BOM, bom_hint, looks_utf16, nul_problem
 from reflex.data.files import file_problem
 from reflex.errors import DatasetError
 
@@ -84,21 +85,21 @@ def _read_jsonl(path: Path, label: str, *, sniff: bool) -> Iterator[Row]:
     """Read JSON Lines; with ``sniff`` (unknown suffix) a first line that is not an object fails."""
     rows = 0
     with path.open("rb") as handle:
-        number = 0
+        number = offset = 0
         while raw := handle.readline(MAX_RECORD_BYTES + 1):
             number += 1
             if len(raw) > MAX_RECORD_BYTES:
                 raise DatasetError(_TOO_LONG, path=label, line=number)
             text = _decode_line(raw, label, number)
+            offset += len(raw)
             if not text.strip():
                 continue
             try:
                 value = load_json(text)
             except json.JSONDecodeError as exc:
-                problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
                 if not (sniff and not rows):
                     raise DatasetError(
-                        f"{problem}; {_json_hint(text)}", path=label, line=number
+                        _json_problem(exc, raw, offset - len(raw)), path=label, line=number
                     ) from None
                 value = None
             if sniff and not rows and not isinstance(value, dict):
@@ -132,12 +133,21 @@ def _loads(text: str) -> object:
     return value
 
 
+def _json_problem(exc: json.JSONDecodeError, raw: bytes, offset: int) -> str:
+    """The message for line ``raw`` (at byte ``offset`` of the file) that is not JSON.
+
+    A stray NUL byte is named with its column and byte offset (JSON never allows one, and
+    "invalid control character" does not say which); NULs on alternate bytes are UTF-16.
+    """
+    if b"\x00" in raw and not looks_utf16(raw):
+        return nul_problem(raw, offset) or ""
+    return f"invalid JSON: {exc.msg} (column {exc.colno}); {_json_hint(exc.doc)}"
+
+
 def _json_hint(text: str) -> str:
     """The likely cause of a line that is not JSON, when the bytes show one."""
     if "\x00" in text:
-        return (
-            "the file looks like UTF-16 without a byte-order mark (NUL bytes): re-save it as UTF-8"
-        )
+        return UTF16_NO_BOM
     if "\r" in text.rstrip("\r\n"):
         return "the lines end in CR only (old Mac line endings): convert them to LF or CRLF"
     return "each line must be one JSON object"
@@ -172,8 +182,9 @@ def _decode_line(raw: bytes, label: str, number: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
+        hint = bom_hint(raw) if number == 1 else ""
         raise DatasetError(
-            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}){hint}; "
             "re-save the file as UTF-8",
             path=label,
             line=number,
@@ -181,12 +192,15 @@ def _decode_line(raw: bytes, label: str, number: int) -> str:
 
 
 def _read_csv(path: Path, label: str, input_field: str | None) -> list[Row]:
-    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    whole = path.read_bytes()
+    data = whole.removeprefix(codecs.BOM_UTF8)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise Where(label, line).error("not valid UTF-8; re-save the file as UTF-8") from None
+        problem = f"not valid UTF-8{bom_hint(data)}; re-save the file as UTF-8"
+        raise Where(label, line).error(problem) from None
+    _check_csv_nul(data, label, len(whole) - len(data))
     # The field limit is process-wide; raise it (never lower it) to our own record limit.
     csv.field_size_limit(max(csv.field_size_limit(), MAX_RECORD_BYTES))
     # strict: an unterminated quote is an error, not a field that swallows the rest of the file.
@@ -195,6 +209,19 @@ def _read_csv(path: Path, label: str, input_field: str | None) -> list[Row]:
         return _csv_rows(reader, label, input_field)
     except csv.Error as exc:  # in the header; row errors name the row's first line below
         raise _csv_error(exc, label, reader.line_num) from None
+
+
+def _check_csv_nul(data: bytes, label: str, skipped: int) -> None:
+    """Refuse a NUL byte anywhere in the CSV ``data`` (which starts ``skipped`` bytes into the
+    file): the csv module reads it into a cell the model would be sent."""
+    at = data.find(b"\x00")
+    if at < 0:
+        return
+    start = data.rfind(b"\n", 0, at) + 1
+    end = data.find(b"\n", at)
+    raw = data[start : len(data) if end < 0 else end + 1]
+    problem = nul_problem(raw, skipped + start) or ""
+    raise Where(label, data[:start].count(b"\n") + 1).error(problem)
 
 
 def _csv_error(exc: csv.Error, label: str, line: int) -> DatasetError:

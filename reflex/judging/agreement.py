@@ -155,7 +155,12 @@ def measure_agreement(params: dict[str, Any]) -> JudgeAgreement:
     dataset = load_dataset(
         params["dataset"], input_field=params["input_field"], output_field=params["output_field"]
     )
-    judge = LLMJudge(params["judge"], criteria=params["judge_criteria"], use_reference="never")
+    judge = LLMJudge(
+        params["judge"],
+        criteria=params["judge_criteria"],
+        use_reference="never",
+        api_base=params.get("judge_api_base"),
+    )
     rows = judge_rows(list(dataset), params["label_field"], params["response_field"])
     cache = ResponseCache(Path(params["run_dir"]) / "cache.sqlite")
     client = ProviderClient(max_workers=params["max_workers"], cache=cache)

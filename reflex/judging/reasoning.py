@@ -170,6 +170,13 @@ class Proposal:
     prompt: str
     diagnosis: str = ""
     edit: str = ""
+    answer: str = ""  # the reasoning model's whole answer
+
+    @property
+    def reasoning(self) -> str:
+        """What an iteration records as its reasoning: the diagnosis, else the whole answer
+        (an answer with no diagnosis section still says why it changed the prompt)."""
+        return self.diagnosis or self.answer.strip()
 
 
 def tagged(text: str, tag: str) -> str | None:
@@ -211,7 +218,7 @@ def parse_proposal(text: str, *, current: str, forbidden: Sequence[str] = ()) ->
             raise ProposalError("the revised prompt repeats one that was already tried")
     diagnosis = tagged(text, "diagnosis") or (data or {}).get("diagnosis", "")
     edit = tagged(text, "edit") or (data or {}).get("edit", "")
-    return Proposal(prompt=prompt, diagnosis=diagnosis, edit=edit)
+    return Proposal(prompt=prompt, diagnosis=diagnosis, edit=edit, answer=text)
 
 
 def parse_prompts(text: str, *, exclude: Sequence[str] = ()) -> list[str]:

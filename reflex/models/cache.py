@@ -1,4 +1,5 @@
-"""A durable response cache (sqlite) keyed by model, decoding parameters and the full messages.
+"""A durable response cache (sqlite) keyed by model, decoding parameters and the full messages
+(and the endpoint the call goes to when a setting outside the spec chose it: models/target.py).
 
 Only successful responses are stored, so a transient failure is never replayed. The cache is
 shared by every run under one run directory, so re-running the same evaluation pays nothing.
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from reflex.errors import StorageError, storage_error
 
-__all__ = ["CachedResponse", "ResponseCache", "cache_key"]
+__all__ = ["MAX_COUNT", "CachedResponse", "ResponseCache", "cache_key", "clip_count"]
 
 _INSERT = "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)"
 _Row = tuple[str, str, int, int, float | None, str | None]
@@ -52,6 +55,13 @@ _SCHEMA = (
 
 class _NotACache(Exception):
     """A sqlite file whose ``responses`` table is someone else's."""
+
+
+def _create_like_folder(path: Path) -> None:
+    """Create the empty cache file with its folder's read/write bits (0600 in a private run
+    folder, as :func:`reflex.data.files.file_mode_in`); SQLite gives -wal/-shm the same."""
+    mode = stat.S_IMODE(path.parent.stat().st_mode) & 0o666
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, mode))
 
 
 class ResponseCache:
@@ -90,6 +100,8 @@ class ResponseCache:
     def _open(self, path: Path | None) -> sqlite3.Connection:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                _create_like_folder(path)
         target = str(path) if path is not None else ":memory:"
         # One connection guarded by a lock: calls arrive from the event-loop thread and callers.
         db = sqlite3.connect(target, timeout=30.0, check_same_thread=False)
@@ -173,12 +185,22 @@ class ResponseCache:
             self._db.close()
 
 
+# The largest count an INTEGER column holds (sqlite's 64 bits): a provider reporting more
+# tokens than that (its own bug) is stored clipped, never an OverflowError mid-run.
+MAX_COUNT = 2**63 - 1
+
+
+def clip_count(value: int, limit: int = MAX_COUNT) -> int:
+    """``value`` within ``[0, limit]``: a token count any integer column can hold."""
+    return min(max(int(value), 0), limit)
+
+
 def _row(key: str, response: CachedResponse) -> _Row:
     return (
         key,
         response.text,
-        response.prompt_tokens,
-        response.completion_tokens,
+        clip_count(response.prompt_tokens),
+        clip_count(response.completion_tokens),
         response.cost,
         response.owner,
     )

@@ -22,6 +22,7 @@ from reflex.errors import (
     TransientProviderError,
 )
 from reflex.models import providers
+from reflex.models.body_limit import DEFAULT_MAX_RESPONSE_MB, response_limit
 from reflex.models.cache import CachedResponse, ResponseCache, cache_key
 from reflex.models.deadline import call_deadline, within_deadline
 from reflex.models.litellm_call import Completion, call_once, litellm_listens
@@ -34,6 +35,7 @@ from reflex.models.retry import (
     permanent_message,
 )
 from reflex.models.spec import ModelSpec, parse_model
+from reflex.models.target import selectors
 from reflex.models.usage import Ledger, Role, priced
 from reflex.models.wire import lean_candidate
 
@@ -94,6 +96,7 @@ class ProviderClient:
         processes: int = 0,
         router: ModelRouter | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
+        max_response_mb: float = DEFAULT_MAX_RESPONSE_MB,
     ) -> None:
         if max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
@@ -131,6 +134,8 @@ class ProviderClient:
         self._entry: asyncio.Semaphore | None = None  # calls inside ``complete`` (see there)
         self._spare = max(4, -(-max_workers // 2))  # calls admitted beyond max_workers there
         self.router = router  # models named in a LiteLLM Router config go through it
+        # An answer over this many MiB fails its call (reflex.models.body_limit).
+        self.max_response_mb = max_response_mb
 
     def _limit(self, admission: bool = False) -> asyncio.Semaphore:
         # Created lazily, and again for a new loop: a semaphore that ever had to wait is bound to
@@ -156,7 +161,11 @@ class ProviderClient:
         return self._serial.setdefault(provider, asyncio.Lock())
 
     def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> str:
-        return cache_key(self.namespace, spec.model, spec.cache_params(), messages)
+        """The cache key: the spec, the messages, and what outside the spec selects the answer
+        (the endpoint an environment variable chose...: ``reflex.models.target.selectors``)."""
+        params = spec.cache_params()
+        params.update(selectors(spec))
+        return cache_key(self.namespace, spec.model, params, messages)
 
     def would_pay(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> bool:
         """Whether ``complete`` would count a paid call (a miss, or a replay of our own call)."""
@@ -314,6 +323,16 @@ class ProviderClient:
         gate: tuple[int, int] | None,
     ) -> Completion:
         """One attempt, wherever it runs, bounded by its total deadline (models.deadline)."""
+        with response_limit(self.max_response_mb):
+            return await self._attempt_capped(spec, messages, attempt, gate)
+
+    async def _attempt_capped(
+        self,
+        spec: ModelSpec,
+        messages: Sequence[Mapping[str, str]],
+        attempt: int,
+        gate: tuple[int, int] | None,
+    ) -> Completion:
         if self._routed(spec):
             assert self.router is not None
             litellm = load_litellm()  # the first import takes seconds: not inside the deadline

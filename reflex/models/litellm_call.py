@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
+from reflex.models.answers import MalformedAnswer, token_counts
+from reflex.models.body_limit import watching
 from reflex.models.wire import lean_route, send
 
 if TYPE_CHECKING:
@@ -27,10 +29,6 @@ class Completion:
     cached: bool
     attempts: int
     deployment: str | None = None  # the Router deployment that served it (reflex.models.router)
-
-
-class MalformedAnswer(Exception):
-    """A 200 answer without the parts every answer has (retried like a malformed body)."""
 
 
 class _Message(Protocol):
@@ -66,22 +64,30 @@ async def call_once(
             attempts=attempt,
         )
     quiet = _skip_litellm_logging(litellm)
-    try:
-        response: _Response = await litellm.acompletion(
-            model=spec.model, messages=list(messages), **spec.call_kwargs()
-        )
-    finally:
-        if quiet is not None:
-            quiet.var.reset(quiet)
+    with watching() as watch:  # the answer is read up to --max-response-mb
+        try:
+            response: _Response = await litellm.acompletion(
+                model=spec.model, messages=list(messages), **spec.call_kwargs()
+            )
+        except Exception as exc:
+            if watch.tripped is not None:  # LiteLLM wrapped it ("Connection error." ...)
+                raise watch.tripped from exc
+            if any(sign in str(exc) for sign in _UNREADABLE):  # as the lean transport says it
+                raise MalformedAnswer(
+                    "the provider's answer is not a chat completion (LiteLLM: invalid response "
+                    "object)"
+                ) from exc
+            raise
+        finally:
+            if quiet is not None:
+                quiet.var.reset(quiet)
     if not response.choices or getattr(response.choices[0], "message", None) is None:
         raise MalformedAnswer("the provider's answer has no choices[0].message")
     choice = response.choices[0]
     text = choice.message.content
     if text is None:
         text = ""
-    usage = getattr(response, "usage", None)
-    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    prompt_tokens, completion_tokens = usage_of(response)
     return Completion(
         str(text),
         prompt_tokens,
@@ -90,6 +96,21 @@ async def call_once(
         cached=False,
         attempts=attempt,
     )
+
+
+# What LiteLLM says of a 200 answer it cannot read as a completion (a malformed usage ...).
+_UNREADABLE = ("Invalid response object", "Empty or invalid response from LLM endpoint")
+
+
+def usage_of(response: object) -> tuple[int, int]:
+    """(prompt, completion) tokens of LiteLLM's response, checked as the lean transport checks
+    them (:func:`reflex.models.answers.token_counts`)."""
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return 0, 0
+    counts = {name: getattr(usage, name, None) for name in ("prompt_tokens", "completion_tokens")}
+    prompt_tokens, completion_tokens, _ = token_counts(counts)
+    return prompt_tokens, completion_tokens
 
 
 _LITELLM_CALLBACK_LISTS = (

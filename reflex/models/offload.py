@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from reflex.models.body_limit import current_limit
 from reflex.models.deadline import CallDeadlineExceeded, within_deadline
 from reflex.models.litellm_call import Completion
 from reflex.models.offload_protocol import (
@@ -211,7 +212,8 @@ class OffloadPool:
             if environment != worker.environment:
                 send(worker.sock, worker.lock, 0, ("env", environment))
                 worker.environment = environment
-            message = ("call", plain_spec(spec), plain_messages(messages), attempt, slots)
+            limit = current_limit()  # --max-response-mb, in bytes
+            message = ("call", plain_spec(spec), plain_messages(messages), attempt, slots, limit)
             send(worker.sock, worker.lock, rid, message)
             if worker.gone:  # it died as the call was handed over: its reader may have missed it
                 raise OSError("client process exited")

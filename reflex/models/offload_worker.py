@@ -26,6 +26,7 @@ import threading
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from reflex.models.body_limit import response_limit
 from reflex.models.litellm_call import Completion, call_once
 from reflex.models.offload_protocol import RemoteError, describe, receive, send
 
@@ -145,13 +146,17 @@ def serve(sock: socket.socket) -> None:
     tasks: dict[int, asyncio.Task[None]] = {}
 
     async def answer(
-        rid: int, spec: ModelSpec, messages: list[dict[str, str]], attempt: int, gate: Gate | None
+        rid: int,
+        spec: ModelSpec,
+        messages: list[dict[str, str]],
+        attempt: int,
+        gate: Gate | None,
+        limit: int,
     ) -> None:
         try:
-            reply: tuple[str, Completion | RemoteError] = (
-                "ok",
-                await caller(spec, messages, attempt, gate),
-            )
+            with response_limit(limit / 2**20):  # the run's --max-response-mb
+                done = await caller(spec, messages, attempt, gate)
+            reply: tuple[str, Completion | RemoteError] = ("ok", done)
         except Exception as exc:  # noqa: BLE001 - carried to the run, which classifies it
             reply = ("error", describe(exc))
         finally:

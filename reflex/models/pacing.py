@@ -13,11 +13,16 @@ the routing strategy picks one of them, and the pacer's pre-call check waits for
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from reflex.redact import redact_url
+
 __all__ = ["Pacing", "install_pacer", "interval_of", "local_pacing", "redis_pacing"]
+
+logger = logging.getLogger(__name__)
 
 _PREFIX = "reflex:pace:"
 # KEYS[1] the deployment's TAT; ARGV[1] the interval (s). Returns the wait (s) as a string.
@@ -74,6 +79,8 @@ class _RedisPacing:
     def __init__(self, url: str) -> None:
         self.url = url
         self._scripts: dict[int, tuple[Any, Any]] = {}
+        self._local = _LocalPacing()  # while Redis does not answer
+        self._warned = False
 
     def _script(self, which: int) -> Any:
         """The (peek, reserve) Lua scripts, run by EVALSHA through this loop's client."""
@@ -88,12 +95,36 @@ class _RedisPacing:
         return self._scripts[loop][which]
 
     async def waits(self, ids: Sequence[str]) -> list[float]:
-        found = await self._script(0)(keys=[_PREFIX + i for i in ids])
-        return [float(v) for v in found]
+        try:
+            found = await self._script(0)(keys=[_PREFIX + i for i in ids])
+            return [float(v) for v in found]
+        except Exception as exc:  # noqa: BLE001 - classified in _down
+            return await self._down(exc).waits(ids)
 
     async def reserve(self, deployment: str, interval: float) -> float:
-        found = await self._script(1)(keys=[_PREFIX + deployment], args=[f"{interval:.6f}"])
-        return float(found)
+        try:
+            found = await self._script(1)(keys=[_PREFIX + deployment], args=[f"{interval:.6f}"])
+            return float(found)
+        except Exception as exc:  # noqa: BLE001 - classified in _down
+            return await self._down(exc).reserve(deployment, interval)
+
+    def _down(self, exc: Exception) -> Pacing:
+        """Redis stopped answering mid-run: pace in this process, and say so once (the run
+        goes on; other processes no longer share the limits until Redis is back)."""
+        import redis
+
+        if not isinstance(exc, (redis.RedisError, OSError)):
+            raise exc
+        if not self._warned:
+            self._warned = True
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            logger.warning(
+                "router pacing: Redis %s is unavailable (%s); each deployment is paced in this "
+                "process only, not shared with other processes, until Redis answers again",
+                redact_url(self.url),
+                first,
+            )
+        return self._local
 
 
 def local_pacing() -> Pacing:

@@ -55,10 +55,12 @@ def check_models(
     (a ``router/NAME`` missing from the config is refused here).
     """
     if router_config:
+        from reflex.models.client import load_litellm
         from reflex.models.router import ModelRouter
 
         router = ModelRouter(router_config)
         specs = [s for s in specs if router.group(s) is None]
+        router.check(load_litellm())  # its strategy, providers and Redis: not at the first call
     remote = [s for s in specs if not providers.is_custom(s.model.partition("/")[0])]
     for spec in remote:  # first the keys, which need no LiteLLM (its import takes seconds)
         _check_key(spec)

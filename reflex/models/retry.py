@@ -36,6 +36,7 @@ _PERMANENT_CLASSES = {
     "UnsupportedParamsError",
     "InvalidRequestError",
     "BudgetExceededError",
+    "ResponseTooLarge",  # over --max-response-mb: the provider would send it again
 }
 _TRANSIENT_CLASSES = {
     "RateLimitError",
@@ -210,7 +211,9 @@ def permanent_message(model: str, exc: BaseException, api_base: str | None = Non
     """The one-line message for a failure that is not retried, with the fix."""
     text = first_line(exc, api_base)
     lowered = text.lower()
-    if "api key" in lowered or "credentials" in lowered or "authentication" in lowered:
+    if error_name(exc) == "ResponseTooLarge":
+        hint = "raise --max-response-mb if such answers are expected, or check --api-base"
+    elif "api key" in lowered or "credentials" in lowered or "authentication" in lowered:
         hint = "set the provider's API key in the environment (e.g. OPENAI_API_KEY)"
     elif "quota" in lowered or "billing" in lowered:
         hint = "check the provider account's quota and billing"

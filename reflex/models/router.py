@@ -22,13 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reflex.errors import ConfigurationError
-from reflex.models.litellm_call import Completion, _cost
+from reflex.models.answers import MalformedAnswer
+from reflex.models.body_limit import watching
+from reflex.models.litellm_call import Completion, _cost, usage_of
 from reflex.models.pacing import Pacing, install_pacer, local_pacing, redis_pacing
 
 if TYPE_CHECKING:
     from reflex.models.spec import ModelSpec
 
-__all__ = ["ModelRouter", "load_router_config", "redis_url_of"]
+__all__ = ["ModelRouter", "check_router", "load_router_config", "redis_url_of", "routed_name"]
 
 PREFIX = "router/"
 # Router settings we own: retries are ours (classified, counted, run-wide back-off).
@@ -64,12 +66,36 @@ def load_router_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]
         if not isinstance(params, Mapping) or not item.get("model_name") or not params.get("model"):
             raise ConfigurationError(
                 f"{where}: model_list[{index}] needs model_name and litellm_params.model, "
-                f"got keys {sorted(item) if isinstance(item, Mapping) else item!r}"
+                f"got keys {sorted(map(str, item)) if isinstance(item, Mapping) else item!r}"
             )
+    models = _env(models, where)
+    for index, item in enumerate(models):
+        _check_limits(item, f"{where}: model_list[{index}] ({item['model_name']})")
     settings = data.get("router_settings") or {}
     if not isinstance(settings, Mapping):
         raise ConfigurationError(f"{where}: router_settings must be a mapping, got {settings!r}")
-    return {"model_list": _env(models, where), "router_settings": _env(dict(settings), where)}
+    return {"model_list": models, "router_settings": _env(dict(settings), where)}
+
+
+def _check_limits(item: Mapping[str, Any], where: str) -> None:
+    """``rpm`` / ``tpm`` (where LiteLLM and the pacing read them): positive finite numbers."""
+    import math
+
+    for part in (item, item["litellm_params"], item.get("model_info") or {}):
+        if not isinstance(part, Mapping):
+            raise ConfigurationError(f"{where}: model_info must be a mapping, got {part!r}")
+        for name in ("rpm", "tpm"):
+            value = part.get(name)
+            if value is None:
+                continue
+            try:
+                number = float(value)
+            except (TypeError, ValueError, OverflowError):
+                number = math.nan
+            if isinstance(value, bool) or not (0 < number < math.inf):
+                raise ConfigurationError(
+                    f"{where}: {name} {value!r} is not a positive number (a limit per minute)"
+                )
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -105,6 +131,97 @@ def redis_url_of(settings: Mapping[str, Any]) -> str | None:
     )
 
 
+def routed_name(model: str, config: str | Path | Mapping[str, Any]) -> str:
+    """``router/<model>`` when ``model`` (no provider) is a ``model_name`` of ``config``."""
+    if "/" in model:
+        return model
+    names = {str(m["model_name"]) for m in load_router_config(config)["model_list"]}
+    return PREFIX + model if model in names else model
+
+
+def check_router(litellm: Any, config: Mapping[str, Any], where: str = "router config") -> None:
+    """ConfigurationError (one line, the entry) for what the Router would refuse at its first
+    call: an unknown ``router_settings`` key or ``routing_strategy``, a deployment whose
+    provider LiteLLM does not know; StorageError for a ``redis_url`` nothing answers at."""
+    import difflib
+    import inspect
+
+    from reflex.models import providers
+
+    settings = config["router_settings"]
+    known = set(inspect.signature(litellm.Router).parameters) - {"model_list"}
+    for name in settings:
+        if name not in known:
+            close = difflib.get_close_matches(str(name), sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ConfigurationError(
+                f"{where}: router_settings.{name} is not a LiteLLM Router setting{hint}"
+            )
+    strategy = settings.get("routing_strategy")
+    if strategy is not None and strategy not in _strategies():
+        raise ConfigurationError(
+            f"{where}: router_settings.routing_strategy {strategy!r} is not a LiteLLM routing "
+            f"strategy; use one of {', '.join(sorted(_strategies()))}"
+        )
+    for index, item in enumerate(config["model_list"]):
+        params = item["litellm_params"]
+        model = str(params["model"])
+        if providers.is_custom(model.partition("/")[0]):
+            continue
+        try:
+            litellm.get_llm_provider(
+                model=model,
+                custom_llm_provider=params.get("custom_llm_provider"),
+                api_base=params.get("api_base"),
+            )
+        except Exception:  # noqa: BLE001 - LiteLLM's BadRequestError: it cannot route this model
+            raise ConfigurationError(
+                f"{where}: model_list[{index}] ({item['model_name']}): litellm_params.model "
+                f"{model!r} names no LiteLLM provider; write it as provider/model "
+                "(https://docs.litellm.ai/docs/providers)"
+            ) from None
+    url = redis_url_of(settings)
+    if url:
+        ping_redis(url, f"{where}: router_settings redis")
+
+
+def _strategies() -> set[str]:
+    import typing
+
+    from litellm.types.litellm_params import RoutingStrategyName
+    from litellm.types.router import RoutingStrategy
+
+    return {*typing.get_args(RoutingStrategyName), *(s.value for s in RoutingStrategy)}
+
+
+def ping_redis(url: str, what: str) -> None:
+    """One PING (5 s at most) to the Redis the Router and its pacing share; errors name it."""
+    from reflex.errors import StorageError
+    from reflex.redact import redact_url
+
+    shown = redact_url(url)
+    try:
+        import redis
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"{what} needs the redis client: pip install 'aevyra-reflex[redis]'"
+        ) from exc
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+    except (ValueError, TypeError) as exc:
+        raise ConfigurationError(f"{what} {shown!r}: {exc}") from None
+    try:
+        client.ping()
+    except (redis.RedisError, OSError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StorageError(
+            f"{what} {shown} is unavailable: {first}; start redis-server or remove redis_url "
+            "(redis_host) from router_settings (pacing then stays in this process)"
+        ) from None
+    finally:
+        client.close()
+
+
 class ModelRouter:
     """One LiteLLM Router for a run's routed models (built on the first call, in its loop)."""
 
@@ -113,6 +230,11 @@ class ModelRouter:
         self.names = {str(m["model_name"]) for m in self.config["model_list"]}
         self._router: Any = None
         self._pacing: Pacing | None = None
+        self.where = str(config) if isinstance(config, (str, Path)) else "router config"
+
+    def check(self, litellm: Any) -> None:
+        """The whole config as the Router will read it, before any call (see check_router)."""
+        check_router(litellm, self.config, self.where)
 
     def group(self, spec: ModelSpec) -> str | None:
         """The model group ``spec`` names, or None when it is not routed."""
@@ -149,7 +271,13 @@ class ModelRouter:
         assert group is not None
         kwargs = {k: v for k, v in spec.call_kwargs().items() if k != "api_base"}
         router = self._build(litellm)
-        response = await router.acompletion(model=group, messages=list(messages), **kwargs)
+        with watching() as watch:  # the answer is read up to --max-response-mb
+            try:
+                response = await router.acompletion(model=group, messages=list(messages), **kwargs)
+            except Exception as exc:
+                if watch.tripped is not None:
+                    raise watch.tripped from exc
+                raise
         hidden = getattr(response, "_hidden_params", None) or {}
         served = hidden.get("model_id") or hidden.get("api_base")
         return completion_of(litellm, response, attempt, str(served) if served else None)
@@ -157,12 +285,16 @@ class ModelRouter:
 
 def completion_of(litellm: Any, response: Any, attempt: int, deployment: str | None) -> Completion:
     """A Router response as a :class:`Completion` (usage and cost read as ``call_once`` does)."""
-    text = response.choices[0].message.content
-    usage = getattr(response, "usage", None)
+    choices = getattr(response, "choices", None)
+    message = getattr(choices[0], "message", None) if choices else None
+    if message is None:
+        raise MalformedAnswer("the provider's answer has no choices[0].message")
+    text = getattr(message, "content", None)
+    prompt_tokens, completion_tokens = usage_of(response)
     return Completion(
         "" if text is None else str(text),
-        int(getattr(usage, "prompt_tokens", 0) or 0),
-        int(getattr(usage, "completion_tokens", 0) or 0),
+        prompt_tokens,
+        completion_tokens,
         _cost(litellm, response),
         cached=False,
         attempts=attempt,

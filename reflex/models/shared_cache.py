@@ -2,23 +2,30 @@
 
 ``redis://host:6379/0`` (Redis) or a SQL database URL (``postgresql://user@host/db``, any
 SQLAlchemy URL) hold the same rows as the default sqlite file (``reflex.models.cache``): the same
-keys (sha256 of namespace, model, decoding parameters and messages), only successful responses,
-the owner run, the last write winning. Two machines evaluating the same prompts pay once.
-``sqlite:///path`` opens the sqlite cache at ``path``.
+keys (sha256 of namespace, model, decoding parameters, messages and the endpoint the call goes
+to: ``reflex.models.target``), only successful responses, the owner run, the last write winning.
+Two machines evaluating the same prompts pay once. ``sqlite:///path`` opens the sqlite cache at
+``path``. A URL is checked (:func:`check_cache_url`) and the cache opened before a run folder is
+made; what a backend cannot hold as it is (NUL in PostgreSQL text, a count past a column) is
+escaped or clipped, never blamed on the database.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from reflex.errors import ConfigurationError, StorageError
-from reflex.models.cache import CachedResponse, ResponseCache
+from reflex.models.cache import MAX_COUNT, CachedResponse, ResponseCache, clip_count
 from reflex.redact import redact_url
 
-__all__ = ["RedisCache", "SqlCache", "open_cache"]
+__all__ = ["RedisCache", "SqlCache", "check_cache_url", "open_cache"]
+
+logger = logging.getLogger(__name__)
 
 _SCHEMES = (
     "redis://, rediss://, unix://, postgresql://, mysql://, sqlite:///, or any SQLAlchemy URL"
@@ -32,43 +39,135 @@ def open_cache(url: str | None, default: Path, *, read_only: bool = False) -> Re
     cache (Redis, a SQL server) lives outside the run directory and is opened as usual."""
     if not url:
         return ResponseCache(default, read_only=read_only)
-    scheme = url.partition("://")[0].lower()
-    if not scheme or "://" not in url:
-        raise ConfigurationError(f"--cache-url {redact_url(url)!r} is not a URL; use {_SCHEMES}")
+    scheme = check_cache_url(url)
     if scheme == "sqlite":
-        path = url.partition(":///")[2]
-        return ResponseCache(Path(path) if path else default, read_only=read_only)
+        return ResponseCache(Path(url.partition(":///")[2]), read_only=read_only)
     if scheme in ("redis", "rediss", "unix"):
         return RedisCache(url)
     return SqlCache(url)
 
 
+def check_cache_url(url: str) -> str:
+    """The scheme of ``url``, or ConfigurationError (one line, the fix) for a URL that cannot
+    name a cache: no scheme, ``sqlite://x`` (two slashes), a sqlite file in a folder that does
+    not exist (no folder is made outside the run directory), a Redis or SQLAlchemy URL their
+    own parsers refuse (a bad port, ``?socket_timeout=abc``), an unknown database scheme.
+    Makes no connection."""
+    shown = str(redact_url(url))
+    scheme = url.partition("://")[0].lower()
+    if not scheme or "://" not in url or not scheme.replace("+", "").isalnum():
+        raise ConfigurationError(f"--cache-url {shown!r} is not a URL; use {_SCHEMES}")
+    if scheme == "sqlite":
+        path = url.partition("://")[2]
+        if not path.startswith("/") or not path.strip("/"):
+            raise ConfigurationError(
+                f"--cache-url {shown!r}: write sqlite:///relative/file.db (three slashes) or "
+                "sqlite:////absolute/file.db (four)"
+            )
+        _folder_exists(Path(path[1:]), shown)
+    elif scheme in ("redis", "rediss", "unix"):
+        _parse_redis(url, shown)
+    else:
+        _parse_sql(url, shown)
+    return scheme
+
+
+def _folder_exists(path: Path, shown: str) -> None:
+    if not path.parent.is_dir():
+        raise ConfigurationError(
+            f"--cache-url {shown!r}: the folder {path.parent} does not exist; create it first "
+            "(a cache outside the run directory gets no folder made for it)"
+        )
+
+
+def _parse_redis(url: str, shown: str) -> None:
+    try:
+        from redis import connection
+    except ImportError as exc:
+        raise ConfigurationError(
+            "--cache-url redis://... needs the redis client: pip install 'aevyra-reflex[redis]'"
+        ) from exc
+    try:
+        parse: Any = connection.parse_url  # untyped in redis
+        parse(url)
+    except (ValueError, TypeError) as exc:
+        raise ConfigurationError(f"--cache-url {shown!r}: {_first_line(exc)}") from None
+
+
+def _parse_sql(url: str, shown: str) -> None:
+    try:
+        import sqlalchemy as sa
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"--cache-url {shown}: an unknown scheme, or a SQL database URL, which needs "
+            f"SQLAlchemy and the database's driver: pip install 'aevyra-reflex[postgres]' "
+            f"(the schemes: {_SCHEMES})"
+        ) from exc
+    try:
+        parsed = sa.engine.make_url(_driver_url(url))
+        parsed.get_dialect()
+    except sa.exc.NoSuchModuleError:
+        raise ConfigurationError(
+            f"--cache-url {shown!r}: no database dialect {url.partition('://')[0]!r}; use "
+            f"{_SCHEMES}"
+        ) from None
+    except (sa.exc.ArgumentError, ValueError, TypeError) as exc:
+        raise ConfigurationError(f"--cache-url {shown!r}: {_first_line(exc)}") from None
+    except ImportError:  # the dialect's driver: SqlCache says which extra to install
+        return
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        _folder_exists(Path(parsed.database), shown)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def _unavailable(url: str, exc: BaseException, what: str) -> StorageError:
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    first = _first_line(exc)
     return StorageError(
         f"response cache {redact_url(url)} is unavailable: {first}; start {what} or fix "
         "--cache-url (or leave it out for the run directory's sqlite file)"
     )
 
 
-def _row(response: CachedResponse) -> dict[str, Any]:
+# A SQL INTEGER column is 32 bits in PostgreSQL and MySQL: larger token counts are clipped.
+_SQL_COUNT = 2**31 - 1
+# PostgreSQL text cannot hold NUL: such an answer (and one that starts with the marker, so
+# reading back is unambiguous) is stored as the marker + its JSON string, which escapes NUL.
+_ESCAPED = "reflex-nul:"
+
+
+def _row(response: CachedResponse, limit: int = MAX_COUNT) -> dict[str, Any]:
     return {
         "text": response.text,
-        "prompt_tokens": response.prompt_tokens,
-        "completion_tokens": response.completion_tokens,
+        "prompt_tokens": clip_count(response.prompt_tokens, limit),
+        "completion_tokens": clip_count(response.completion_tokens, limit),
         "cost": response.cost,
         "owner": response.owner,
     }
 
 
-def _response(row: dict[str, Any]) -> CachedResponse:
+def _response(row: Mapping[str, Any]) -> CachedResponse:
+    cost = row.get("cost")
+    owner = row.get("owner")
     return CachedResponse(
         str(row["text"]),
         int(row.get("prompt_tokens") or 0),
         int(row.get("completion_tokens") or 0),
-        None if row.get("cost") is None else float(row["cost"]),
-        row.get("owner"),
+        None if cost is None else float(cost),
+        None if owner is None else str(owner),
     )
+
+
+def _escape(text: str) -> str:
+    if "\x00" in text or text.startswith(_ESCAPED):
+        return _ESCAPED + json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def _unescape(text: str) -> str:
+    return str(json.loads(text.removeprefix(_ESCAPED))) if text.startswith(_ESCAPED) else text
 
 
 class RedisCache(ResponseCache):
@@ -86,19 +185,42 @@ class RedisCache(ResponseCache):
         self.path = None
         self.url = url
         self._closing = False
+        self._warned = False
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         try:
             self._db: Any = redis.Redis.from_url(url)
             self._db.ping()
         except self._errors as exc:
             raise _unavailable(url, exc, "redis-server") from exc
+        except (ValueError, TypeError) as exc:  # a URL option redis refuses only when used
+            shown = redact_url(url)
+            raise ConfigurationError(f"--cache-url {shown!r}: {_first_line(exc)}") from None
 
     def get(self, key: str) -> CachedResponse | None:
         try:
             blob = self._db.get(self.PREFIX + key)
         except self._errors as exc:
             raise _unavailable(self.url, exc, "redis-server") from exc
-        return None if blob is None else _response(json.loads(blob))
+        if blob is None:
+            return None
+        try:
+            row = json.loads(blob)
+            return _response(row)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            # Someone else's value under our prefix (or a damaged one): a miss, said once; the
+            # answer paid for next replaces it.
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "response cache %s: the value under %s%s is not a cached answer (%s: %s); "
+                    "treating it and any like it as a miss (the new answer replaces it)",
+                    redact_url(self.url),
+                    self.PREFIX,
+                    key,
+                    type(exc).__name__,
+                    str(exc)[:80],
+                )
+            return None
 
     def _put(self, key: str, response: CachedResponse) -> None:
         try:
@@ -161,10 +283,14 @@ class SqlCache(ResponseCache):
                 row = db.execute(table.select().where(table.c.key == key)).mappings().first()
         except self._errors as exc:
             raise _unavailable(self.url, exc, "the database") from exc
-        return None if row is None else _response(dict(row))
+        if row is None:
+            return None
+        found = dict(row)
+        return _response({**found, "text": _unescape(str(found["text"]))})
 
     def _put(self, key: str, response: CachedResponse) -> None:
-        table, values = self._table, _row(response)
+        table, values = self._table, _row(response, _SQL_COUNT)
+        values["text"] = _escape(response.text)
         try:
             with self._engine.begin() as db:
                 done = db.execute(table.update().where(table.c.key == key).values(**values))

@@ -15,7 +15,8 @@ def parse_model(value: str) -> str:
     provider, _, name = value.partition("/")
     if not provider or not name:
         raise ConfigurationError(
-            f"model {value!r} has no provider: write it as provider/model, e.g. openai/gpt-4o-mini"
+            f"model {value!r} has no provider: write it as provider/model, e.g. "
+            f"openai/gpt-4o-mini (a model_name of a --router-config: router/{value or 'NAME'})"
         )
     return value
 

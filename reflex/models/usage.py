@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from reflex.models.litellm_call import Completion
 
-__all__ = ["ROLES", "Ledger", "Role", "Usage", "priced"]
+__all__ = ["ROLES", "Ledger", "Role", "Usage", "cost_text", "known_cost", "priced"]
 
 Role = Literal["task", "judge", "reasoning"]
 ROLES: tuple[Role, ...] = ("task", "judge", "reasoning")
@@ -47,9 +47,30 @@ class Usage:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def to_dict(self) -> dict[str, float]:
-        """Every field plus ``tokens`` (counts are ints, costs floats)."""
-        return {**asdict(self), "tokens": self.tokens}
+    def to_dict(self) -> dict[str, float | None]:
+        """Every field plus ``tokens`` (counts are ints, costs floats); ``cost`` is None when
+        every paid call was unpriced (unknown, not zero)."""
+        data: dict[str, float | None] = {**asdict(self), "tokens": self.tokens}
+        data["cost"] = known_cost(self.cost, self.calls, self.cost_unknown)
+        return data
+
+
+def known_cost(cost: float | None, calls: int, unknown: int) -> float | None:
+    """``cost`` (the sum of the priced calls), or None when every one of ``calls`` paid calls
+    was unpriced: then the cost is unknown, and 0 would be a false zero."""
+    if cost is None or (unknown > 0 and unknown >= calls):
+        return None
+    return cost
+
+
+def cost_text(cost: float | None, calls: int, unknown: int) -> str:
+    """``$0.0123``; ``unpriced (37 calls)`` when no paid call had a price; ``$0.0123 +
+    unpriced (5 calls)`` when some had none (``cost`` sums the priced ones)."""
+    unpriced = f"unpriced ({unknown} call{'' if unknown == 1 else 's'})"
+    known = known_cost(cost, calls, unknown)
+    if known is None:
+        return unpriced if unknown else "$0.0000"
+    return f"${known:.4f}" + (f" + {unpriced}" if unknown else "")
 
 
 class Ledger:
@@ -114,11 +135,11 @@ class Ledger:
                 total.cached_cost += usage.cached_cost
             return total
 
-    def to_dict(self) -> dict[str, dict[str, float]]:
+    def to_dict(self) -> dict[str, dict[str, float | None]]:
         out = {role: usage.to_dict() for role, usage in self.by_role.items()}
         out["total"] = self.total().to_dict()
         if self.deployments:
-            served: dict[str, float] = {}
+            served: dict[str, float | None] = {}
             with self._lock:
                 served.update(self.deployments)  # counts (ints), as the roles' counts are
             out["deployments"] = served
@@ -133,6 +154,8 @@ class Ledger:
             for role in ROLES:
                 saved = dict(data.get(role, {}))
                 saved.pop("tokens", None)
+                if saved.get("cost") is None:  # every call unpriced: the priced sum is 0
+                    saved["cost"] = 0.0
                 self.by_role[role] = Usage(**saved)
             served = data.get("deployments", {})
             self.deployments = {str(k): int(v) for k, v in served.items()}

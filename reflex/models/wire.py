@@ -12,6 +12,13 @@ of the usage (``cost_per_token``). Only the request itself goes over one shared 
 session per event loop. Every other provider, every call with a parameter outside
 :data:`_PLAIN_PARAMS`, and every call made while a LiteLLM callback is registered (someone reads
 LiteLLM's logging) takes LiteLLM's full path. ``REFLEX_LEAN_TRANSPORT=0`` turns this off.
+
+The session takes its proxy from the environment (``HTTP(S)_PROXY``, ``NO_PROXY``), resolved
+with the route, but never credentials from ``~/.netrc``: aiohttp's ``trust_env`` adds those as
+basic auth, which collides with the provider's key (every call failed with "set the provider's
+API key" under a ``default`` entry). Answers are read up to ``--max-response-mb``
+(:mod:`reflex.models.body_limit`) and checked as LiteLLM's path checks them
+(:mod:`reflex.models.answers`).
 """
 
 from __future__ import annotations
@@ -26,8 +33,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from reflex.models.answers import answer_text, error_in_body, token_counts
+from reflex.models.body_limit import read_capped
 from reflex.models.pricing import price
 from reflex.models.runner import LoopRunner
+from reflex.models.target import base_env, base_url
 
 if TYPE_CHECKING:
     import aiohttp
@@ -42,11 +52,11 @@ __all__ = ["LEAN_PROVIDERS", "Route", "WireAnswer", "lean_candidate", "lean_rout
 LEAN_PROVIDERS: dict[str, tuple[tuple[str, ...], str | None, tuple[str, ...]]] = {
     # provider: (base URL env vars, default base, key settings on the litellm module)
     "openai": (
-        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+        base_env("openai"),
         "https://api.openai.com/v1",
         ("openai_key",),
     ),
-    "hosted_vllm": (("HOSTED_VLLM_API_BASE",), None, ()),
+    "hosted_vllm": (base_env("hosted_vllm"), None, ()),
 }
 # Providers LiteLLM calls through the OpenAI SDK (the rest through its own HTTP handler): they
 # differ in how a lost connection or an unreadable answer is reported.
@@ -77,6 +87,8 @@ class Route:
     headers: Mapping[str, str]
     params: Mapping[str, object]  # the request body without ``messages``
     timeout: float
+    proxy: str | None = None  # from HTTP(S)_PROXY / NO_PROXY, as aiohttp's trust_env reads them
+    proxy_auth: Any = None  # an aiohttp.BasicAuth from the proxy URL's user:password
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,11 @@ _SETTING_ENV = (
     "OPENAI_API_BASE",
     "HOSTED_VLLM_API_BASE",
     "HOSTED_VLLM_API_KEY",
+    *(
+        name
+        for base in ("http", "https", "no")
+        for name in (f"{base}_proxy", f"{base.upper()}_PROXY")
+    ),
 )
 _SETTING_NAMES = ("api_key", "api_base", "drop_params", "openai_key", "ssl_verify")
 
@@ -169,9 +186,10 @@ def _resolve(litellm: Any, spec: ModelSpec) -> Route | None:
         return None
     if provider not in LEAN_PROVIDERS:
         return None
-    base_env, default_base, key_settings = LEAN_PROVIDERS[provider]
-    api_base = _first(
-        spec.api_base, found_base, litellm.api_base, *map(os.environ.get, base_env), default_base
+    _, default_base, key_settings = LEAN_PROVIDERS[provider]
+    # The one resolution the cache key is made of too (reflex.models.target.selectors).
+    api_base = base_url(
+        provider, spec.api_base, found=found_base, module=litellm.api_base, default=default_base
     )
     key_sources = [getattr(litellm, name, None) for name in ("api_key", *key_settings)]
     api_key = _first(given_key, found_key, *key_sources, *map(os.environ.get, _KEY_ENV[provider]))
@@ -258,7 +276,28 @@ def _build(
     params.update(merged)
     if params.get("stream") is False:  # what LiteLLM sends for a non-streaming call
         del params["stream"]
-    return Route(model, provider, str(url), dict(headers), params, spec.timeout)
+    proxy, proxy_auth = _env_proxy(str(url))
+    return Route(model, provider, str(url), dict(headers), params, spec.timeout, proxy, proxy_auth)
+
+
+def _env_proxy(url: str) -> tuple[str | None, Any]:
+    """The proxy (and its credentials) aiohttp's ``trust_env`` would pick for ``url``, read
+    from the environment alone: ``~/.netrc`` never adds credentials (see the module's text)."""
+    from urllib.request import getproxies, proxy_bypass
+
+    from aiohttp.helpers import strip_auth_from_url
+    from yarl import URL
+
+    parts = urlsplit(url)
+    if parts.hostname is None or proxy_bypass(parts.hostname):
+        return None, None
+    proxy = getproxies().get(parts.scheme)
+    if not proxy:
+        return None, None
+    bare, auth = strip_auth_from_url(URL(proxy))
+    if bare.scheme != "http":  # aiohttp takes plain-HTTP proxies only (it warns and skips)
+        return None, None
+    return str(bare), auth
 
 
 _SESSIONS: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
@@ -268,7 +307,7 @@ def _new_session() -> aiohttp.ClientSession:
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-    return aiohttp.ClientSession(connector=connector, trust_env=True)
+    return aiohttp.ClientSession(connector=connector, trust_env=False)  # proxy: per route
 
 
 @contextlib.asynccontextmanager
@@ -304,10 +343,17 @@ async def send(
     try:
         async with (
             _session() as session,
-            session.post(route.url, data=data, headers=route.headers, timeout=timeout) as response,
+            session.post(
+                route.url,
+                data=data,
+                headers=route.headers,
+                timeout=timeout,
+                proxy=route.proxy,
+                proxy_auth=route.proxy_auth,
+            ) as response,
         ):
-            status, raw = response.status, await response.read()
-            headers = response.headers
+            status, headers = response.status, response.headers
+            raw = await read_capped(response, _where(route))
     except asyncio.TimeoutError as exc:
         raise litellm.Timeout(
             message=f"Request timed out after {route.timeout} seconds.",
@@ -322,6 +368,12 @@ async def send(
     if status >= 400:
         raise _provider_error(route, status, raw.decode("utf-8", "replace"), headers)
     return _answer(litellm, route, raw, status, headers)
+
+
+def _where(route: Route) -> str:
+    parts = urlsplit(route.url)  # no credentials, no query
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}{parts.path}"
 
 
 def _provider_error(
@@ -350,9 +402,7 @@ def _answer(
 ) -> WireAnswer:
     try:
         payload = json.loads(raw)
-        text = payload["choices"][0]["message"].get("content")
-        usage = payload.get("usage") or {}
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+    except ValueError as exc:
         # As LiteLLM reports an unreadable answer: the SDK's parse error as a 500, or its HTTP
         # handler's "Unable to get json response" with the answer's own status.
         if route.provider in _SDK_PATH:
@@ -360,7 +410,10 @@ def _answer(
         text = raw.decode("utf-8", "replace")
         message = f"Unable to get json response - {exc}, Original Response: {text}"
         raise _provider_error(route, status, message, headers) from exc
-    prompt_tokens = int(usage.get("prompt_tokens") or 0)
-    completion_tokens = int(usage.get("completion_tokens") or 0)
+    failed = error_in_body(payload)
+    if failed is not None:  # 200 with the provider's error: its status and words, as LiteLLM
+        raise _provider_error(route, failed[0], failed[1], headers)
+    text = answer_text(payload)
+    prompt_tokens, completion_tokens, usage = token_counts(payload.get("usage"))
     cost = price(litellm, route.model, route.provider, usage)
-    return WireAnswer("" if text is None else str(text), prompt_tokens, completion_tokens, cost)
+    return WireAnswer(text, prompt_tokens, completion_tokens, cost)

@@ -47,7 +47,7 @@ class RunSummary:
     final: float | None
     metric_calls: int
     tokens: int
-    cost: float
+    cost: float | None  # None: every paid call was unpriced
     stop_reason: str
     run_dir: str | None
     per_example: dict[str, float] = field(default_factory=dict, repr=False)
@@ -65,7 +65,7 @@ class StrategySummary:
     sd: float | None
     mean_calls: float
     mean_tokens: float
-    mean_cost: float
+    mean_cost: float | None  # over the runs with a known cost; None when none had one
     p_vs_best: float | None
     is_best: bool
     dataset: str = "dataset"
@@ -115,7 +115,7 @@ class Comparison:
             lines.append(
                 (f"| {s.dataset} " if several else "")
                 + f"| {s.strategy} | {_fmt(s.mean)} | {_fmt(s.sd)} | {s.mean_calls:.0f} | "
-                f"{s.mean_tokens:.0f} | ${s.mean_cost:.4f} | {p} |"
+                f"{s.mean_tokens:.0f} | {_money(s.mean_cost)} | {p} |"
             )
         return "\n".join(lines)
 
@@ -148,7 +148,7 @@ def _summarize_run(cell: Cell, result: OptimizationResult) -> RunSummary:
         final=final.mean_score if final else None,
         metric_calls=int(result.usage.get("metric_calls", 0)),
         tokens=int(total.get("tokens", 0)),
-        cost=float(total.get("cost", 0.0)),
+        cost=None if total.get("cost") is None else float(total["cost"]),
         stop_reason=result.stop_reason,
         run_dir=result.run_dir,
         per_example={f"{seed}:{k}": v for k, v in (final.per_example() if final else {}).items()},
@@ -201,13 +201,22 @@ def _summarize_dataset(
                 sd=stdev(finals) if len(finals) > 1 else None,
                 mean_calls=fmean([r.metric_calls for r in rs]) if rs else 0.0,
                 mean_tokens=fmean([r.tokens for r in rs]) if rs else 0.0,
-                mean_cost=fmean([r.cost for r in rs]) if rs else 0.0,
+                mean_cost=_mean_cost(rs),
                 p_vs_best=None if name == best else _paired_p(pooled[name], pooled[best], 0),
                 is_best=name == best,
                 dataset=dataset,
             )
         )
     return out
+
+
+def _mean_cost(runs: Sequence[RunSummary]) -> float | None:
+    known = [r.cost for r in runs if r.cost is not None]
+    return fmean(known) if known else None
+
+
+def _money(cost: float | None) -> str:
+    return "unpriced" if cost is None else f"${cost:.4f}"
 
 
 def _grid_datasets(

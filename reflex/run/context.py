@@ -432,5 +432,6 @@ class RunContext:
             calls=total.calls,
             tokens=total.tokens,
             cost=total.cost,
+            cost_unknown=total.cost_unknown,
             elapsed_s=round(time.monotonic() - self._started, 3),
         )

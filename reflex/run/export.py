@@ -20,7 +20,13 @@ from reflex.models.shared_cache import open_cache
 from reflex.redact import REDACTED
 from reflex.result import EvalSnapshot, RunEnd
 from reflex.run.evaluate import Evaluator, render_messages
-from reflex.run.gate import build_evaluator, paid_calls, rebuild_metrics, run_evaluation
+from reflex.run.gate import (
+    build_evaluator,
+    paid_calls,
+    point_judges,
+    rebuild_metrics,
+    run_evaluation,
+)
 from reflex.run.records import read_json
 from reflex.types import Example, Metric
 
@@ -76,11 +82,13 @@ def plan_export(
     *,
     api_base: str | None = None,
     supplied: Sequence[Metric] = (),
+    judge_api_base: str | None = None,
 ) -> ExportPlan:
     """Check the run and dataset, build the evaluator and count the uncached calls.
 
     The run's metrics are rebuilt from its config.json (:func:`reflex.run.gate.rebuild_metrics`);
-    ``supplied`` fills in those it could not record (e.g. an older run's judge).
+    ``supplied`` fills in those it could not record (e.g. an older run's judge);
+    ``judge_api_base`` is where every judge's calls go (the record keeps the URL redacted).
     """
     meta = read_json(run / "run.json")
     result = read_json(run / "result.json")
@@ -95,7 +103,7 @@ def plan_export(
     if not ids:
         raise ConfigurationError(f"run {run.name} has no {split} rows")
     config = _config(read_json(run / "config.json"), api_base)
-    metrics = rebuild_metrics(config, supplied, f"run {run.name}")
+    metrics = point_judges(rebuild_metrics(config, supplied, f"run {run.name}"), judge_api_base)
     # Read-only: counting and reading cached rollouts writes nothing into the run directory.
     evaluator = build_evaluator(config, metrics, run.parent.parent / "cache.sqlite", read_only=True)
     examples = [dataset.by_id(str(i)) for i in ids]

@@ -10,7 +10,7 @@ through the engine's own path (:class:`~reflex.models.client.ProviderClient` and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from reflex.models.preflight import check_models, judge_specs
 from reflex.models.router import ModelRouter
 from reflex.models.runner import LoopRunner
 from reflex.models.shared_cache import open_cache
+from reflex.redact import REDACTED
 from reflex.result import EvalSnapshot, best_val_of
 from reflex.run.evaluate import Evaluator, render_messages
 from reflex.run.records import read_json, resolve_run
@@ -36,6 +37,7 @@ __all__ = [
     "evaluate_prompt",
     "load_baseline",
     "paid_calls",
+    "point_judges",
     "rebuild_metrics",
     "rows_for",
     "run_evaluation",
@@ -159,15 +161,50 @@ def rebuild_metrics(
     return [stored.get(n) or given.get(n) or _by_name(n, source) for n in config.metrics]
 
 
-def supplied_judge(model: str | None, criteria: str | Path | None) -> list[Metric]:
-    """The judge given as ``--judge``/``--judge-criteria`` (for records that lack one)."""
+def supplied_judge(
+    model: str | None, criteria: str | Path | None, api_base: str | None = None
+) -> list[Metric]:
+    """The judge given as ``--judge``/``--judge-criteria``/``--judge-api-base`` (for records
+    that lack one)."""
     if model is None:
         if criteria is not None:
             raise ConfigurationError("--judge-criteria needs --judge PROVIDER/MODEL")
         return []
     from reflex.judging.judge import LLMJudge
 
-    return [LLMJudge(model, criteria=criteria)]
+    return [LLMJudge(model, criteria=criteria, api_base=api_base)]
+
+
+def point_judges(metrics: Sequence[Metric], api_base: str | None) -> list[Metric]:
+    """``metrics`` with every judge's calls sent to ``api_base`` (``--judge-api-base``).
+
+    A record's judge is rebuilt with the URL its config.json stored, redacted (or none: the
+    provider's default host), so a self-hosted judge needs the URL again. Without a judge among
+    ``metrics`` the flag would do nothing, and without the flag a judge whose stored URL was
+    redacted would call a broken one: a ConfigurationError says so.
+    """
+    if api_base is None:
+        redacted = [
+            spec.model for spec in judge_specs(metrics) if REDACTED in (spec.api_base or "")
+        ]
+        if redacted:
+            raise ConfigurationError(
+                f"the judge {redacted[0]}'s URL held credentials and was stored redacted: pass "
+                "--judge-api-base URL"
+            )
+        return list(metrics)
+    pointed = 0
+    for metric in metrics:
+        spec = getattr(metric, "judge", None)  # what judge_specs reads: an LLMJudge's model
+        if isinstance(spec, ModelSpec):
+            setattr(metric, "judge", replace(spec, api_base=api_base))  # noqa: B010
+            pointed += 1
+    if not pointed:
+        raise ConfigurationError(
+            "--judge-api-base: no judge to send it to (the metrics have no LLM judge); pass "
+            "--judge PROVIDER/MODEL, or drop --judge-api-base"
+        )
+    return list(metrics)
 
 
 def _by_name(name: str, source: str) -> Metric:
@@ -219,6 +256,7 @@ def build_evaluator(
         router=ModelRouter(config.router_config) if config.router_config else None,
         cache_namespace=config.cache_namespace,
         seed=config.seed,
+        max_response_mb=config.max_response_mb,
     )
     return Evaluator(
         client=client,

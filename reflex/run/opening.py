@@ -18,11 +18,12 @@ from reflex.data.pipeline import Pipeline
 from reflex.data.prompts import PromptSpec
 from reflex.data.splits import Split
 from reflex.errors import ConfigurationError
+from reflex.models.cache import ResponseCache
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.retry import RetryPolicy, error_name
 from reflex.models.router import ModelRouter
 from reflex.models.runner import LoopRunner
-from reflex.models.shared_cache import open_cache
+from reflex.models.shared_cache import check_cache_url, open_cache
 from reflex.redact import scrub
 from reflex.run.budget import Budget
 from reflex.run.evaluate import Evaluator
@@ -39,7 +40,10 @@ __all__ = ["RunPlan", "check_cache_file", "reasoning_spec", "task_spec"]
 def check_cache_file(url: str | None) -> None:
     """Refuse, before any call or write, a ``sqlite:///`` cache URL naming a FIFO, a device, a
     socket or a directory: sqlite would fail on it mid-run with a bare "disk I/O error"."""
-    if not url or not url.lower().startswith("sqlite:///"):
+    if not url:
+        return
+    check_cache_url(url)  # the URL's form: one line, before anything is made
+    if not url.lower().startswith("sqlite:///"):
         return
     path = url.partition(":///")[2]
     what = f"--cache-url {url}: the sqlite file {path}"
@@ -90,8 +94,22 @@ class RunPlan:
 
     def open_session(self, prompt: str, max_iterations: int) -> Session:
         """The run's record on disk (new, or reopened on resume) and its session."""
+        # The cache first: one that cannot be opened (an unreachable server) leaves no run
+        # folder behind for ``runs`` to list as interrupted.
+        cache = open_cache(self.config.cache_url, Path(self.config.run_dir) / "cache.sqlite")
+        try:
+            return self._session(cache, prompt, max_iterations)
+        except BaseException:
+            cache.close()
+            raise
+
+    def _session(self, cache: ResponseCache, prompt: str, max_iterations: int) -> Session:
         resume = self.resume
-        store = RunStore(self.config.run_dir, run_id=resume.run_id if resume else None)
+        store = RunStore(
+            self.config.run_dir,
+            run_id=resume.run_id if resume else None,
+            shared=self.config.shared_run_dir,
+        )
         config = self.config.model_copy(update={"run_id": store.run_id, "resumed": bool(resume)})
         if resume is None:
             self._write_run_files(store, config, prompt)  # max_iterations as the user set it
@@ -99,11 +117,14 @@ class RunPlan:
             store.write_json("run.json", {**self.meta(store, prompt), "resumed_at": time.time()})
         config = config.model_copy(update={"max_iterations": max_iterations})
         urls = (config.api_base, config.reasoning_base_url, config.cache_url)  # never written
-        client = _client(config, store, urls, lambda **fields: session.event("retry", **fields))
+        client = _client(config, cache, urls, lambda **fields: session.event("retry", **fields))
         dispatcher = CallbackDispatcher(
             self.callbacks,
             on_failure=lambda name, hook, exc: store.event(
                 "callback_failure", callback=name, hook=hook, error=scrub(str(exc), *urls)
+            ),
+            on_summary=lambda name, failures, hooks: store.event(
+                "callback_failures", callback=name, failures=failures, hooks=hooks
             ),
         )
         if resume is not None:  # the retries of earlier segments are only in events.jsonl
@@ -173,7 +194,10 @@ class RunPlan:
 
 
 def _client(
-    config: RunConfig, store: RunStore, urls: Sequence[str | None], on_retry: Callable[..., None]
+    config: RunConfig,
+    cache: ResponseCache,
+    urls: Sequence[str | None],
+    on_retry: Callable[..., None],
 ) -> ProviderClient:
     """The provider client: its cache, router, prices, and each retry logged as an event."""
 
@@ -184,13 +208,14 @@ def _client(
     return ProviderClient(
         max_workers=config.max_workers,
         processes=config.client_processes,
-        cache=open_cache(config.cache_url, store.cache_path),
+        cache=cache,
         cache_namespace=config.cache_namespace,
         seed=config.seed,
-        owner=store.run_id,
+        owner=config.run_id,
         router=ModelRouter(config.router_config) if config.router_config else None,
         prices=config.prices,
         retry=RetryPolicy(progress_window=config.retry_window),
+        max_response_mb=config.max_response_mb,
         on_retry=retried,
     )
 

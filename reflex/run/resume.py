@@ -42,9 +42,11 @@ MUTABLE_ON_RESUME = {
     "client_processes",
     "budget",
     "retry_window",
+    "max_response_mb",
     "run_id",
     "resumed",
     "dataset_name",
+    "shared_run_dir",  # only the mode of folders made from now on
 }
 
 
@@ -91,7 +93,9 @@ class RunInfo:
             else max(vals, default=None),
             "final": (result.get("final") or {}).get("mean_score"),
             "p_value": (result.get("significance") or {}).get("p_value"),
-            "cost": usage.get("cost"),
+            "cost": usage.get("cost"),  # null: every paid call was unpriced
+            "calls": usage.get("calls"),
+            "cost_unknown": usage.get("cost_unknown"),  # paid calls with no price
             "started": self.meta.get("started"),
         }
 

@@ -11,6 +11,9 @@ Layout::
                         checkpoint.json latest engine state, replaced atomically
                         prompts/     every prompt that was recorded, by iteration
                         result.json  the final OptimizationResult (schema_version'd)
+
+Folders it creates are private (0700; files in them 0600), or group-readable for a team's
+shared folder (``shared``: 0750, files 0640); a folder that exists already keeps its mode.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from reflex.data.files import atomic_write_text
+from reflex.data.files import PRIVATE_DIR, SHARED_DIR, atomic_write_text, create_file, make_dirs
 from reflex.errors import storage_error
 
 __all__ = ["RunStore"]
@@ -33,12 +36,16 @@ _LOGS = ("events.jsonl", "evaluations.jsonl", "reflections.jsonl")  # appended t
 class RunStore:
     """Creates one run's directory and writes its files."""
 
-    def __init__(self, run_dir: str | Path, run_id: str | None = None) -> None:
+    def __init__(
+        self, run_dir: str | Path, run_id: str | None = None, *, shared: bool = False
+    ) -> None:
         self.root = Path(run_dir)
         self.run_id = run_id or _new_run_id()
         self.path = self.root / "runs" / self.run_id
         try:
-            self.path.mkdir(parents=True, exist_ok=run_id is not None)
+            if run_id is None and self.path.exists():
+                raise FileExistsError(self.path)
+            make_dirs(self.path, SHARED_DIR if shared else PRIVATE_DIR)
         except FileExistsError:
             raise
         except OSError as exc:
@@ -86,7 +93,7 @@ class RunStore:
         lines = "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows)
         target = self.path / name
         try:
-            with self._lock, open(target, "a", encoding="utf-8") as handle:
+            with self._lock, open(create_file(target), "a", encoding="utf-8") as handle:
                 handle.write(lines)
         except OSError as exc:
             raise storage_error(target, exc) from exc

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reflex.callbacks.tracking import INITIAL_VAL_LABEL
+from reflex.callbacks.tracking import INITIAL_VAL_LABEL, GuardedCallback
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset, load_dataset
 from reflex.data.files import atomic_write_text
@@ -200,4 +200,18 @@ def replay_run(run: Path, callbacks: Sequence[object]) -> OptimizationResult:
         dispatcher.run_end(result)
     else:
         dispatcher.run_error(ReflexError(result.stop_reason or "the run did not finish"), result)
+    for callback in callbacks:
+        if isinstance(callback, GuardedCallback) and callback.state_key and not callback.missed():
+            _gap_filled(run, callback.state_key)
     return result
+
+
+def _gap_filled(run: Path, tracker: str) -> None:
+    """A replay reached ``tracker`` whole: its ``.trackers.json`` entry no longer says it
+    missed part of the run (``missed``, ``offline_in`` are dropped)."""
+    data = _read_json(run / TRACKERS_FILE)
+    entry = data.get(tracker) if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(entry, dict) or "missed" not in entry:
+        return
+    data[tracker] = {k: v for k, v in entry.items() if k not in ("missed", "offline_in")}
+    atomic_write_text(run / TRACKERS_FILE, json.dumps(data, indent=2, default=str))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from reflex.data.json_types import JSONDict
 
-__all__ = ["ChatRequest", "Responder", "completion", "echo"]
+__all__ = ["ChatRequest", "Reply", "Responder", "completion", "echo"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,15 @@ def _is(message: JSONDict, role: str) -> bool:
 
 
 Responder = Callable[[ChatRequest], str]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A scripted HTTP answer (status, body, headers) sent instead of a completion."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def echo(request: ChatRequest) -> str:

@@ -38,9 +38,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from reflex.testing.chat import ChatRequest, Responder, completion, echo
+from reflex.testing.chat import ChatRequest, Reply, Responder, completion, echo
 from reflex.testing.faults import EXTRA_KINDS, FAULT_KINDS, PERMANENT_KINDS, FaultPlan
-from reflex.testing.http import Request, error_body, read_request, send, send_raw, send_slowly
+from reflex.testing.http import (
+    Request,
+    error_body,
+    read_request,
+    send,
+    send_padded,
+    send_raw,
+    send_slowly,
+)
 from reflex.testing.ratelimit import RateLimit
 
 __all__ = [
@@ -51,6 +59,7 @@ __all__ = [
     "Endpoint",
     "EndpointServer",
     "FaultPlan",
+    "Reply",
     "Stats",
     "echo",
     "main",
@@ -98,8 +107,10 @@ class EndpointServer:
         gate: threading.Event | None = None,
         capture: list[Request] | None = None,
         limit: RateLimit | None = None,
+        reply: Reply | None = None,
     ) -> None:
         self.latency = latency
+        self.reply = reply  # sent instead of every completion (faults still come first)
         self.capture = capture  # every chat request (headers and body) is appended here
         self.gate = gate
         self.limit = limit  # R requests/s: 429 + Retry-After above it (reflex.testing.ratelimit)
@@ -199,6 +210,8 @@ class EndpointServer:
             text = self.responder(request)
             with self._lock:
                 self._stats.completions += 1
+            if (reply := self.reply) is not None:
+                return await send_raw(writer, reply.status, reply.body, reply.headers)
             return await send(writer, 200, completion(request, text, self.usage))
         finally:
             with self._lock:
@@ -232,6 +245,11 @@ class EndpointServer:
         if kind == "trickle":
             body = json.dumps(completion(request, self.responder(request), self.usage)).encode()
             return await send_slowly(writer, 200, body, self.faults.drip)
+        if kind == "huge":  # a valid answer whose content is huge_mb MiB of "x"
+            marker = "@@pad@@"
+            body = json.dumps(completion(request, marker, self.usage)).encode()
+            head, _, tail = body.partition(marker.encode())
+            return await send_padded(writer, 200, head, int(self.faults.huge_mb * 2**20), tail)
         if kind in ("no-choices", "null-message"):
             broken = completion(request, "", self.usage)
             broken["choices"] = [] if kind == "no-choices" else [{"index": 0, "message": None}]
@@ -273,10 +291,12 @@ def serve(
     gate: threading.Event | None = None,
     capture: list[Request] | None = None,
     limit: RateLimit | None = None,
+    reply: Reply | None = None,
 ) -> Iterator[Endpoint]:
     """Run an endpoint on a background thread for the ``with`` block; yields its base URL.
 
-    ``capture``: a list that receives every chat request as it arrives (headers and body).
+    ``capture``: a list that receives every chat request as it arrives (headers and body);
+    ``reply``: a scripted answer sent instead of every completion.
     """
     server = EndpointServer(
         latency=latency,
@@ -286,6 +306,7 @@ def serve(
         gate=gate,
         capture=capture,
         limit=limit,
+        reply=reply,
     )
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="reflex-endpoint", daemon=True)
@@ -313,6 +334,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--retry-after", type=float, default=0.05)
     parser.add_argument("--hang", type=float, default=30.0)
+    parser.add_argument("--huge-mb", type=float, default=100.0, help="size of a huge answer")
     parser.add_argument("--max-per-request", type=int, default=None)
     parser.add_argument("--usage", type=int, nargs=2, metavar=("PROMPT", "COMPLETION"))
     parser.add_argument("--rate-limit", type=float, default=None, help="requests/s, 429 above")
@@ -326,6 +348,7 @@ async def _serve_forever(args: argparse.Namespace) -> None:
         seed=args.seed,
         retry_after=args.retry_after,
         hang=args.hang,
+        huge_mb=args.huge_mb,
         max_per_request=args.max_per_request,
     )
     usage = (args.usage[0], args.usage[1]) if args.usage else None

@@ -7,7 +7,8 @@ request gets a fresh draw. Faults: ``429`` (no advice), ``429-retry-after`` (Ret
 ``malformed`` (200 with broken JSON), ``empty`` (200 with empty content), ``drop`` (closes the
 connection without an answer). Only when named (not in the default mix): ``trickle`` (the
 headers, then the answer one byte every ``drip`` seconds), ``no-choices`` and ``null-message``
-(200 with ``choices: []`` or a null message); and the permanent ``400``, ``401``, ``404``.
+(200 with ``choices: []`` or a null message), ``huge`` (200 with an answer of ``huge_mb`` MiB,
+streamed); and the permanent ``400``, ``401``, ``404``.
 :mod:`reflex.testing.endpoint` serves them.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 __all__ = ["EXTRA_KINDS", "FAULT_KINDS", "PERMANENT_KINDS", "FaultPlan"]
 
 FAULT_KINDS = ("429", "429-retry-after", "500", "503", "timeout", "malformed", "empty", "drop")
-EXTRA_KINDS = ("trickle", "no-choices", "null-message")  # served only when named
+EXTRA_KINDS = ("trickle", "no-choices", "null-message", "huge")  # served only when named
 # Permanent failures a test can script or choose explicitly (never drawn by default).
 PERMANENT_KINDS = ("400", "401", "404")
 
@@ -40,6 +41,7 @@ class FaultPlan:
     retry_after: float = 0.05
     hang: float = 30.0
     drip: float = 0.05
+    huge_mb: float = 100.0
     max_per_request: int | None = None
     script: Sequence[str | None] = ()
 

@@ -9,7 +9,15 @@ from dataclasses import dataclass
 
 from reflex.data.json_types import JSONLike
 
-__all__ = ["Request", "error_body", "read_request", "send", "send_raw", "send_slowly"]
+__all__ = [
+    "Request",
+    "error_body",
+    "read_request",
+    "send",
+    "send_padded",
+    "send_raw",
+    "send_slowly",
+]
 
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}
 _REASONS |= {401: "Unauthorized", 500: "Internal Server Error", 503: "Service Unavailable"}
@@ -83,12 +91,29 @@ async def send_slowly(writer: asyncio.StreamWriter, status: int, body: bytes, dr
     return True
 
 
+async def send_padded(
+    writer: asyncio.StreamWriter, status: int, head: bytes, pad: int, tail: bytes
+) -> bool:
+    """``head``, ``pad`` bytes of ``x`` and ``tail`` as one body, written 1 MiB at a time (a
+    huge answer without building it in memory), its end the connection's; returns False."""
+    writer.write(_head(status, b"", {"Content-Length": "", "Connection": "close"}) + head)
+    chunk = b"x" * min(pad, 1 << 20)
+    while pad > 0:
+        writer.write(chunk[:pad])
+        pad -= len(chunk)
+        await writer.drain()
+    writer.write(tail)
+    await writer.drain()
+    return False
+
+
 def _head(status: int, body: bytes, headers: dict[str, str] | None) -> bytes:
-    lines = [
-        f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
-        "Content-Type: application/json",
-        f"Content-Length: {len(body)}",
-        "Connection: keep-alive",
-        *(f"{name}: {value}" for name, value in (headers or {}).items()),
-    ]
+    fields = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+    fields["Connection"] = "keep-alive"
+    for name, value in (headers or {}).items():  # a given header replaces the default one
+        fields = {k: v for k, v in fields.items() if k.lower() != name.lower()}
+        if value:  # an empty value leaves the header out
+            fields[name] = value
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
+    lines += [f"{name}: {value}" for name, value in fields.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")

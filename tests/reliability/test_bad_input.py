@@ -491,7 +491,7 @@ CASES: list[Case] = [
     ),
     Case(
         "strategy needs a reasoning model",
-        (*GOOD, "-m", "fake/task"),
+        (*GOOD, "-m", "fake/task", "-s", "iterative"),
         ("'iterative' needs a reasoning model", "--reasoning-model"),
     ),
 ]

@@ -1,10 +1,11 @@
-"""Property-based tests (hypothesis): the readers and the CLI's numeric options, on random input.
+"""Property-based tests (hypothesis): the readers and the CLI's options, on random input.
 
 Readers: random JSONL / CSV bytes (binary junk, JSON fragments, deep nesting, huge numbers,
 lone surrogate escapes, BOMs, CR-only endings) either load or raise one ``DatasetError`` line,
 never another exception. Numeric options: random values (NaN, inf, huge, negative, not numbers)
 for every numeric ``optimize`` option either run or exit 2 with one ``error:`` line and nothing
-written (no run directory, no ``-o`` file, no model call).
+written (no run directory, no ``-o`` file, no model call). The same for random ``--cache-url``
+strings and random Router config files (``--router-config``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 from conftest import make_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from services import free_port
 
 from reflex import ReflexError
 from reflex.cli import main
@@ -220,3 +222,118 @@ def test_random_dataset_files_through_the_cli_run_or_are_one_line(
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
     assert written == (False, False) and len(fake.requests) == paid, err
+
+
+# --- --cache-url and --router-config ---------------------------------------------------------
+
+_CLOSED_PORT = free_port()  # nothing listens there: every server URL below is unreachable
+_SCHEMES = ["sqlite", "SQLite", "redis", "rediss", "unix", "postgresql", "mysql", "nosuch", ""]
+_SCHEMES += ["sqlite+pysqlite", "postgresql+psycopg", "sqlite+nodriver"]
+_url_parts = st.text(alphabet="abc/.:?=&%@_-+19x\x00 ", max_size=12)
+_cache_urls = st.one_of(
+    st.text(max_size=20),
+    st.builds(
+        lambda scheme, sep, tail: f"{scheme}{sep}{tail}",
+        st.sampled_from(_SCHEMES),
+        st.sampled_from(["://", ":///", ":////", ":/", "//"]),
+        _url_parts,
+    ),
+    st.builds(
+        lambda scheme, port, tail: f"{scheme}://127.0.0.1:{port}/{tail}",
+        st.sampled_from(["redis", "rediss", "postgresql", "mysql", "nosuch"]),
+        st.sampled_from([str(_CLOSED_PORT), "0", "99999", "abc", "-1", ""]),
+        st.sampled_from(["0", "", "x", "0?socket_timeout=abc", "0?db=x", "db?sslmode=zzz"]),
+    ),
+)
+
+
+def _run_or_one_line(args: list[str], fake: FakeModel, setup: object = None) -> None:
+    """``optimize`` with ``args``: it runs (exit 0), or exits 2 with one ``error:`` line, no
+    traceback, no run folder, no ``-o`` file and no model call."""
+    fake.install()
+    paid = len(fake.requests)
+    stderr = io.StringIO()
+    with _fresh_workdir() as root, contextlib.redirect_stderr(stderr):
+        if callable(setup):
+            setup(root)
+        with pytest.raises(SystemExit) as exit_info:
+            main(["optimize", "data.jsonl", "prompt.md", *CLI_TAIL[2:], *args])
+        code = exit_info.value.code
+        written = (root / "best.md").exists(), (root / ".reflex" / "runs").exists()
+    err = stderr.getvalue()
+    assert "Traceback" not in err, err
+    if code in (0, None):
+        return
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (args, err)
+    assert written == (False, False) and len(fake.requests) == paid, (args, err)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(url=_cache_urls)
+def test_random_cache_urls_run_or_are_one_line_and_make_nothing(url: str, fake: FakeModel) -> None:
+    if "\x00" in url:  # an argv cannot hold NUL: the shell never passes one
+        url = url.replace("\x00", "")
+    _run_or_one_line(["-m", "fake/task", "--cache-url", url], fake)
+
+
+_yaml_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-5, max_value=10**20),
+    st.sampled_from(["fake/task", "nosuch/m", "openai", "", "os.environ/NOT_SET_HERE", "task"]),
+    st.text(max_size=8),
+)
+# A small valid rpm paces a run's calls seconds apart: only fast or invalid limits here.
+_limits = st.sampled_from([600_000, 1e9, "x", -5, 0, True, "os.environ/NOT_SET_HERE", float("nan")])
+_models = st.sampled_from(["fake/task", "fake/task", "nosuch/m", "openai", "", "task"])
+_deployments = st.one_of(
+    st.fixed_dictionaries(  # a well-formed entry: what is checked next is its values
+        {
+            "model_name": st.sampled_from(["task", "tagger"]),
+            "litellm_params": st.fixed_dictionaries(
+                {"model": _models}, optional={"rpm": _limits, "api_base": _yaml_scalars}
+            ),
+        },
+        optional={"model_info": st.fixed_dictionaries({}, optional={"id": _yaml_scalars})},
+    ),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "model_name": _yaml_scalars,
+            "litellm_params": st.fixed_dictionaries({}, optional={"model": _yaml_scalars})
+            | _yaml_scalars,
+        },
+    ),
+)
+_router_settings = st.fixed_dictionaries(
+    {},
+    optional={
+        "routing_strategy": st.sampled_from(["simple-shuffle", "least-busy", "nope", ""]),
+        "redis_url": st.sampled_from([f"redis://127.0.0.1:{_CLOSED_PORT}/0", "", "x://"]),
+        "num_retries": st.sampled_from([0, 3, "x"]),
+        "not_a_setting": _yaml_scalars,
+    },
+)
+_router_files = st.one_of(
+    st.fixed_dictionaries(
+        {"model_list": st.lists(_deployments, min_size=1, max_size=2)},
+        optional={"router_settings": _router_settings},
+    ).map(json.dumps),
+    st.fixed_dictionaries(
+        {}, optional={"model_list": _yaml_scalars, "router_settings": _yaml_scalars}
+    ).map(json.dumps),
+    st.text(max_size=40),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_router_files, model=st.sampled_from(["router/task", "task", "tagger", "fake/task"]))
+def test_random_router_configs_run_or_are_one_line_and_make_nothing(
+    text: str, model: str, fake: FakeModel
+) -> None:
+    def write(root: Path) -> None:
+        (root / "litellm.yaml").write_text(text, encoding="utf-8")
+
+    args = ["--router-config", "litellm.yaml", "-m", model]
+    _run_or_one_line(args, fake, write)

@@ -26,8 +26,8 @@ import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
 from mlflow.utils import rest_utils
-from test_resume import START, builder, reasoner_variants
-from test_tracker_names import Stores, check_all_rows, wandb_env  # noqa: F401 - a fixture
+from test_resume import START, reasoner_variants
+from test_tracker_names import Stores, builder, check_all_rows, wandb_env  # noqa: F401 - a fixture
 
 from reflex.cli import build_cli
 from reflex.testing import FakeModel
