@@ -5,10 +5,8 @@ Each call validates its input at once, so a mistake is reported where it was mad
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,8 +34,6 @@ if TYPE_CHECKING:
     from reflex.run.compare import Comparison
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
-
-logger = logging.getLogger(__name__)
 
 
 class PromptOptimizer:
@@ -426,45 +422,20 @@ class PromptOptimizer:
         ``resume=True`` continues the latest unfinished run for this dataset and prompt in the
         run directory; ``resume="<run id>"`` continues that run. Paid calls are not repeated.
         """
-        from reflex.run.engine import Engine
-        from reflex.run.lock import locked_run
-        from reflex.run.resume import find_resumable, load_resume
+        from reflex.run.start import start_run
 
         config = self.build_config()
         assert self._dataset is not None
-        spec = prompt_spec(prompt)
-        text = spec.render()
-        strategy_cls = get_registry().strategy(config.strategy)
-        run_id: str | None = None
-        if resume:
-            run_id = (
-                resume
-                if isinstance(resume, str)
-                else find_resumable(config.run_dir, self._dataset, text, config)
-            )
-        # One resume of a run at a time: locked before its state is read, until it ends.
-        held: AbstractContextManager[None] = (
-            locked_run(Path(config.run_dir) / "runs" / run_id) if run_id else nullcontext()
+        return start_run(
+            config,
+            self._dataset,
+            self._metrics,
+            prompt_spec(prompt),
+            callbacks,
+            pipeline=self._pipeline,
+            resume=resume,
+            strategy_named=bool(self._settings.get("strategy")),
         )
-        with held:
-            point = load_resume(config, self._dataset, text, run_id) if run_id else None
-            engine = Engine(
-                config,
-                self._dataset,
-                self._metrics,
-                strategy_cls,
-                callbacks,
-                point,
-                prompt_spec=spec,
-                pipeline=self._pipeline,
-            )
-            if not self._settings.get("strategy") and not config.reasoning_model:  # valid now
-                logger.warning(
-                    "no strategy and no reasoning model named: running %r (reasoning-free); name "
-                    "one with -s/.set_strategy(), or add a reasoning model for 'iterative'",
-                    config.strategy,
-                )
-            return engine.run(text)
 
 
 def _endpoint(api_base: str | None, base_url: str | None) -> str | None:

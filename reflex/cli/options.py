@@ -205,30 +205,7 @@ def _run() -> list[click.Parameter]:
         ),
         o(["--group-key"], help="Metadata key whose rows stay in one split."),
         o(["--seed"], type=int, default=0, show_default=True),
-        o(
-            ["--max-workers"],
-            type=int,
-            default=8,
-            show_default=True,
-            help="Model calls in flight at once, across the whole run.",
-        ),
-        o(
-            ["--client-processes"],
-            type=click.IntRange(0, 64),
-            default=0,
-            show_default=True,
-            help="Processes that run LiteLLM's per-call CPU off the run's event loop; try the "
-            "number of cores when many calls are in flight to a fast provider (0: in-process).",
-        ),
-        o(
-            ["--max-response-mb"],
-            type=FiniteRange(0.0, min_open=True),
-            default=16.0,
-            show_default=True,
-            metavar="MB",
-            help="A provider answer larger than this (MiB) fails its call, not retried, "
-            "instead of being read into memory whole.",
-        ),
+        *_calls(),
         *_budgets(),
         o(
             ["--cache-namespace"],
@@ -263,6 +240,36 @@ def _run() -> list[click.Parameter]:
             help="Continue the latest unfinished run for this dataset and prompt.",
         ),
         o(["--resume-from"], metavar="RUN_ID", help="Continue this unfinished run."),
+    ]
+
+
+def _calls() -> list[click.Parameter]:
+    """How calls are made: concurrency, client processes and the size of an answer."""
+    return [
+        o(
+            ["--max-workers"],
+            type=int,
+            default=8,
+            show_default=True,
+            help="Model calls in flight at once, across the whole run.",
+        ),
+        o(
+            ["--client-processes"],
+            type=click.IntRange(0, 64),
+            default=0,
+            show_default=True,
+            help="Processes that run LiteLLM's per-call CPU off the run's event loop; try the "
+            "number of cores when many calls are in flight to a fast provider (0: in-process).",
+        ),
+        o(
+            ["--max-response-mb"],
+            type=FiniteRange(0.0, min_open=True),
+            default=16.0,
+            show_default=True,
+            metavar="MB",
+            help="A provider answer larger than this (MiB) fails its call, not retried, "
+            "instead of being read into memory whole.",
+        ),
     ]
 
 

@@ -24,10 +24,9 @@ API key" under a ``default`` entry). Answers are read up to ``--max-response-mb`
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -36,12 +35,11 @@ from urllib.parse import urlsplit
 from reflex.models.answers import answer_text, error_in_body, token_counts
 from reflex.models.body_limit import read_capped
 from reflex.models.pricing import price
-from reflex.models.runner import LoopRunner
 from reflex.models.target import base_env, base_url
+from reflex.models.wire_session import env_proxy
+from reflex.models.wire_session import session as http_session
 
 if TYPE_CHECKING:
-    import aiohttp
-
     from reflex.models.spec import ModelSpec
 
 __all__ = ["LEAN_PROVIDERS", "Route", "WireAnswer", "lean_candidate", "lean_route", "send"]
@@ -276,58 +274,8 @@ def _build(
     params.update(merged)
     if params.get("stream") is False:  # what LiteLLM sends for a non-streaming call
         del params["stream"]
-    proxy, proxy_auth = _env_proxy(str(url))
+    proxy, proxy_auth = env_proxy(str(url))
     return Route(model, provider, str(url), dict(headers), params, spec.timeout, proxy, proxy_auth)
-
-
-def _env_proxy(url: str) -> tuple[str | None, Any]:
-    """The proxy (and its credentials) aiohttp's ``trust_env`` would pick for ``url``, read
-    from the environment alone: ``~/.netrc`` never adds credentials (see the module's text)."""
-    from urllib.request import getproxies, proxy_bypass
-
-    from aiohttp.helpers import strip_auth_from_url
-    from yarl import URL
-
-    parts = urlsplit(url)
-    if parts.hostname is None or proxy_bypass(parts.hostname):
-        return None, None
-    proxy = getproxies().get(parts.scheme)
-    if not proxy:
-        return None, None
-    bare, auth = strip_auth_from_url(URL(proxy))
-    if bare.scheme != "http":  # aiohttp takes plain-HTTP proxies only (it warns and skips)
-        return None, None
-    return str(bare), auth
-
-
-_SESSIONS: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
-
-
-def _new_session() -> aiohttp.ClientSession:
-    import aiohttp
-
-    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-    return aiohttp.ClientSession(connector=connector, trust_env=False)  # proxy: per route
-
-
-@contextlib.asynccontextmanager
-async def _session() -> AsyncIterator[aiohttp.ClientSession]:
-    """The run loop's keep-alive HTTP session (aiohttp sessions are bound to their loop).
-
-    The process's run loop (:class:`LoopRunner`) keeps one session until it closes; a call made
-    on any other event loop (which may close without telling anyone) gets its own session.
-    """
-    loop = asyncio.get_running_loop()
-    runner = LoopRunner.current()
-    if runner is None or runner.loop is not loop:
-        async with _new_session() as own:
-            yield own
-        return
-    session = _SESSIONS.get(loop)
-    if session is None or session.closed:
-        session = _SESSIONS[loop] = _new_session()
-        runner.at_close(session.close)
-    yield session
 
 
 async def send(
@@ -342,7 +290,7 @@ async def send(
     timeout = aiohttp.ClientTimeout(total=route.timeout)
     try:
         async with (
-            _session() as session,
+            http_session() as session,
             session.post(
                 route.url,
                 data=data,

@@ -1,0 +1,76 @@
+"""Starting a run from the builder: a new one, or a resumed one under its lock.
+
+Invariants: a resumed run is locked (:func:`reflex.run.lock.locked_run`) before its state is
+read and until the engine returns, so two resumes of one run never both proceed; the note that
+``auto`` runs for want of a strategy and a reasoning model comes only after the engine has
+validated the settings (bad input stays exactly one error line).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+
+from reflex.callbacks import AnyCallback
+from reflex.config import RunConfig
+from reflex.data.dataset import Dataset
+from reflex.data.pipeline import Pipeline
+from reflex.data.prompts import PromptSpec
+from reflex.plugins import get_registry
+from reflex.result import OptimizationResult
+from reflex.run.engine import Engine
+from reflex.run.lock import locked_run
+from reflex.run.resume import find_resumable, load_resume
+from reflex.types import Metric
+
+__all__ = ["start_run"]
+
+logger = logging.getLogger("reflex.optimizer")
+
+
+def start_run(
+    config: RunConfig,
+    dataset: Dataset,
+    metrics: Sequence[Metric],
+    spec: PromptSpec,
+    callbacks: Sequence[AnyCallback],
+    *,
+    pipeline: Pipeline | None,
+    resume: bool | str,
+    strategy_named: bool,
+) -> OptimizationResult:
+    """Run the engine on ``spec``; ``resume`` is False, True (the latest matching unfinished
+    run) or a run id. ``strategy_named``: the user chose the strategy (else the default's note)."""
+    text = spec.render()
+    strategy_cls = get_registry().strategy(config.strategy)
+    run_id: str | None = None
+    if resume:
+        run_id = (
+            resume
+            if isinstance(resume, str)
+            else find_resumable(config.run_dir, dataset, text, config)
+        )
+    held: AbstractContextManager[None] = (
+        locked_run(Path(config.run_dir) / "runs" / run_id) if run_id else nullcontext()
+    )
+    with held:
+        point = load_resume(config, dataset, text, run_id) if run_id else None
+        engine = Engine(
+            config,
+            dataset,
+            metrics,
+            strategy_cls,
+            callbacks,
+            point,
+            prompt_spec=spec,
+            pipeline=pipeline,
+        )
+        if not strategy_named and not config.reasoning_model:
+            logger.warning(
+                "no strategy and no reasoning model named: running %r (reasoning-free); name "
+                "one with -s/.set_strategy(), or add a reasoning model for 'iterative'",
+                config.strategy,
+            )
+        return engine.run(text)
