@@ -96,6 +96,8 @@ class RunPlan:
         """The run's record on disk (new, or reopened on resume) and its session."""
         # The cache first: one that cannot be opened (an unreachable server) leaves no run
         # folder behind for ``runs`` to list as interrupted.
+        if self.config.cache_url is None:  # the sqlite cache's folder, with the run mode
+            RunStore.make_root(self.config.run_dir, shared=self.config.shared_run_dir)
         cache = open_cache(self.config.cache_url, Path(self.config.run_dir) / "cache.sqlite")
         try:
             return self._session(cache, prompt, max_iterations)

@@ -55,6 +55,15 @@ class RunStore:
             for name in _LOGS:
                 self._repair(name)
 
+    @staticmethod
+    def make_root(run_dir: str | Path, *, shared: bool = False) -> None:
+        """Create the run directory itself (where the sqlite cache lives) with the run
+        folders' mode, before anything is put in it; an existing one keeps its mode."""
+        try:
+            make_dirs(Path(run_dir), SHARED_DIR if shared else PRIVATE_DIR)
+        except OSError as exc:
+            raise storage_error(Path(run_dir), exc) from exc
+
     def _repair(self, name: str) -> None:
         """Drop a torn last line of a JSON-lines log (a process killed mid-write), so the rows a
         resumed run appends start on a line of their own; the repair is an event itself."""
