@@ -244,3 +244,22 @@ def test_pacing_spaces_a_deployments_calls_and_picks_the_free_one(
     assert waits == pytest.approx([0.0, 0.1, 0.2])  # 60 / rpm apart
     assert free == ["b"]  # a's next slot is 0.3 s away, b is free now
     assert mixed == ["a", "c"]  # an unpaced deployment: the Router decides alone
+
+
+def test_the_router_pacer_is_no_reader_of_litellm_logging(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed once per process, the pacer used to count as a LiteLLM callback: every later
+    call of the process lost the lean transport and its client processes (test_offload failed
+    after any Router test had run in the same process)."""
+    from reflex.models import pacing
+    from reflex.models.litellm_call import _LITELLM_CALLBACK_LISTS, litellm_listens
+    from reflex.models.providers import load_litellm
+
+    litellm = load_litellm()
+    for name in _LITELLM_CALLBACK_LISTS:  # restored after the test
+        monkeypatch.setattr(litellm, name, [], raising=False)
+    monkeypatch.setattr(pacing, "_INSTALLED", [])
+    pacing.install_pacer(litellm, pacing.local_pacing(), [])
+    assert litellm.callbacks == pacing._INSTALLED != []
+    assert not litellm_listens(litellm)
+    litellm.success_callback.append(object())  # a user's logger is a reader
+    assert litellm_listens(litellm)

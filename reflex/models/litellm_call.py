@@ -125,8 +125,17 @@ _LITELLM_CALLBACK_LISTS = (
 
 
 def litellm_listens(litellm: object) -> bool:
-    """Whether a LiteLLM callback is registered (someone reads LiteLLM's per-call logging)."""
-    return any(getattr(litellm, name, None) for name in _LITELLM_CALLBACK_LISTS)
+    """Whether a LiteLLM callback is registered (someone reads LiteLLM's per-call logging).
+
+    Our own Router hooks (``reflex_internal = True``: the deployment pacer of
+    :mod:`reflex.models.pacing`) read no logging; once installed they stay for the process, and
+    counting them sent every later call of the process down LiteLLM's full path.
+    """
+    return any(
+        not getattr(callback, "reflex_internal", False)
+        for name in _LITELLM_CALLBACK_LISTS
+        for callback in getattr(litellm, name, None) or ()
+    )
 
 
 def _skip_litellm_logging(litellm: object) -> Token[bool] | None:

@@ -189,6 +189,8 @@ def install_pacer(litellm: Any, backend: Pacing, deployments: Sequence[Mapping[s
     from litellm.integrations.custom_logger import CustomLogger
 
     class _Pacer(CustomLogger):
+        reflex_internal = True  # a Router hook, no reader of LiteLLM's logging (litellm_call)
+
         async def async_filter_deployments(
             self,
             model: str,
