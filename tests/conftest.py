@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -82,6 +83,27 @@ def _isolated_registry() -> Iterator[None]:
     reset_registry()
     yield
     reset_registry()
+
+
+@pytest.fixture(autouse=True)
+def _no_router_pacer_left() -> Iterator[None]:
+    """A Router installs its pacer as a LiteLLM callback once per process; a test that made one
+    takes it away again, so later tests see LiteLLM as a fresh process does (with a callback
+    registered, LiteLLM prices custom-provider calls at $0 instead of leaving them unpriced)."""
+    yield
+    from reflex.models import pacing
+
+    litellm = sys.modules.get("litellm")
+    if litellm is None or not pacing._INSTALLED:
+        return
+    from reflex.models.litellm_call import _LITELLM_CALLBACK_LISTS
+
+    for name in _LITELLM_CALLBACK_LISTS:
+        listed = getattr(litellm, name, None)
+        if isinstance(listed, list):
+            listed[:] = [c for c in listed if c not in pacing._INSTALLED]
+    pacing._INSTALLED.clear()
+    pacing._PACED.clear()
 
 
 @pytest.fixture

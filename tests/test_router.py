@@ -263,3 +263,24 @@ def test_the_router_pacer_is_no_reader_of_litellm_logging(monkeypatch: pytest.Mo
     assert not litellm_listens(litellm)
     litellm.success_callback.append(object())  # a user's logger is a reader
     assert litellm_listens(litellm)
+
+
+def test_a_router_leaves_no_false_zero_price_behind() -> None:
+    """LiteLLM's Router registered each deployment's model with no price as $0: every later
+    call of that model in the process (and the routed calls) was priced $0, not unpriced."""
+    from reflex.models.providers import load_litellm
+
+    litellm = load_litellm()
+    free = deployments(["http://127.0.0.1:9/v1"], "free")
+    free[0]["litellm_params"]["model"] = "openai/reflex-unpriced-model"
+    paid = deployments(["http://127.0.0.1:9/v1"], "paid")
+    paid[0]["litellm_params"]["model"] = "openai/reflex-priced-model"
+    paid[0]["model_info"].update(input_cost_per_token=1e-6, output_cost_per_token=2e-6)
+    try:
+        ModelRouter({"model_list": free + paid})._build(litellm)
+        unpriced = [k for k in litellm.model_cost if "reflex-unpriced-model" in k]
+        assert unpriced == [] and "free-0" not in litellm.model_cost
+        assert litellm.model_cost["paid-0"]["input_cost_per_token"] == 1e-6  # the user's price
+    finally:
+        for key in [k for k in litellm.model_cost if "reflex-" in k or k in ("free-0", "paid-0")]:
+            litellm.model_cost.pop(key, None)

@@ -255,7 +255,9 @@ class ModelRouter:
             settings = {**self.config["router_settings"], **_FORCED}
             redis = redis_url_of(settings)
             self._pacing = redis_pacing(redis) if redis else local_pacing()
+            known = set(litellm.model_cost)
             self._router = litellm.Router(model_list=self.config["model_list"], **settings)
+            _forget_zero_prices(litellm, known)
             install_pacer(litellm, self._pacing, self._router.registry().deployments() or [])
         return self._router
 
@@ -300,3 +302,17 @@ def completion_of(litellm: Any, response: Any, attempt: int, deployment: str | N
         attempts=attempt,
         deployment=deployment,
     )
+
+
+_COST_FIELDS = ("input_cost_per_token", "output_cost_per_token")
+
+
+def _forget_zero_prices(litellm: Any, known: set[str]) -> None:
+    """Drop the price entries a new ``litellm.Router`` registered for its deployments when
+    they hold no price: LiteLLM then priced every call of such a model, routed or not and for
+    the rest of the process, at $0 instead of leaving it unpriced (a false zero). Entries
+    with a price (``model_info`` of the config) stay."""
+    for key in set(litellm.model_cost) - known:
+        entry = litellm.model_cost.get(key) or {}
+        if not any(entry.get(name) for name in _COST_FIELDS):
+            litellm.model_cost.pop(key, None)
