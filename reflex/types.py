@@ -54,6 +54,9 @@ class Example:
     ideal: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     split: str | None = None
+    # OpenAI function schemas offered with this row's request (``{"type": "function",
+    # "function": {...}}`` each); empty: the run's tools, if any (see reflex.toolcalls).
+    tools: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def input(self) -> str:
