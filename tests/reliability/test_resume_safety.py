@@ -13,15 +13,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import make_rows
+from killed_run import ROWS, RUN, interrupted_run
 
 from reflex.checks.audit import seal_run
 from reflex.cli import main
 from reflex.testing import FakeModel
-
-ROWS = "".join(json.dumps(r) + "\n" for r in make_rows(30))
-MODELS = ("-m", "fake/task", "--reasoning-model", "fake/reasoner")
-RUN = ["optimize", "data.jsonl", "prompt.md", *MODELS, "--max-iterations", "2"]
 
 
 @pytest.fixture
@@ -31,17 +27,7 @@ def interrupted(
     capsys: pytest.CaptureFixture[str],
     fake_model: FakeModel,
 ) -> Path:
-    """A finished run made to look killed before its end (no result.json, no seal)."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "data.jsonl").write_text(ROWS, encoding="utf-8")
-    (tmp_path / "prompt.md").write_text("Classify the sentiment.\n", encoding="utf-8")
-    with pytest.raises(SystemExit):
-        main(RUN)
-    capsys.readouterr()
-    (run,) = (tmp_path / ".reflex" / "runs").iterdir()
-    (run / "result.json").unlink()
-    (run / "record.sig.json").unlink()
-    return run
+    return interrupted_run(tmp_path, monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("same_settings", [True, False])

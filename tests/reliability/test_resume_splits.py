@@ -13,35 +13,21 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import make_rows
+from killed_run import RUN, interrupted_run
 
 from reflex.checks.audit import seal_run
 from reflex.cli import main
 from reflex.testing import FakeModel
 
-ROWS = "".join(json.dumps(r) + "\n" for r in make_rows(30))
-MODELS = ("-m", "fake/task", "--reasoning-model", "fake/reasoner")
-RUN = ["optimize", "data.jsonl", "prompt.md", *MODELS, "--max-iterations", "2"]
-
 
 @pytest.fixture
-def killed(
+def interrupted(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     fake_model: FakeModel,
 ) -> Path:
-    """A run made to look killed before its end (no result.json, no seal)."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "data.jsonl").write_text(ROWS, encoding="utf-8")
-    (tmp_path / "prompt.md").write_text("Classify the sentiment.\n", encoding="utf-8")
-    with pytest.raises(SystemExit):
-        main(RUN)
-    capsys.readouterr()
-    (run,) = (tmp_path / ".reflex" / "runs").iterdir()
-    (run / "result.json").unlink()
-    (run / "record.sig.json").unlink()
-    return run
+    return interrupted_run(tmp_path, monkeypatch, capsys)
 
 
 def _splits(run: Path) -> dict[str, list[str]]:
@@ -81,47 +67,47 @@ def _refused(run: Path, capsys: pytest.CaptureFixture[str], fake_model: FakeMode
 
 
 def test_train_and_test_swapped_are_refused(
-    killed: Path, capsys: pytest.CaptureFixture[str], fake_model: FakeModel
+    interrupted: Path, capsys: pytest.CaptureFixture[str], fake_model: FakeModel
 ) -> None:
-    splits = _splits(killed)
+    splits = _splits(interrupted)
     assert len(splits["train"]) != len(splits["test"])
-    _write_splits(killed, {**splits, "train": splits["test"], "test": splits["train"]})
-    line = _refused(killed, capsys, fake_model)
+    _write_splits(interrupted, {**splits, "train": splits["test"], "test": splits["train"]})
+    line = _refused(interrupted, capsys, fake_model)
     n_train, n_test = len(splits["train"]), len(splits["test"])
     assert f"train holds {n_test} ids, {n_train} at the start" in line, line
     assert f"test holds {n_train} ids, {n_test} at the start" in line, line
-    _write_splits(killed, splits)  # the ids as the run wrote them (other bytes): it resumes
+    _write_splits(interrupted, splits)  # the ids as the run wrote them (other bytes): it resumes
     with pytest.raises(SystemExit) as exit_info:
         main([*RUN, "--resume"])
     assert exit_info.value.code == 0, capsys.readouterr().err
 
 
 def test_a_swap_of_equal_sizes_is_refused_by_the_hash(
-    killed: Path, capsys: pytest.CaptureFixture[str], fake_model: FakeModel
+    interrupted: Path, capsys: pytest.CaptureFixture[str], fake_model: FakeModel
 ) -> None:
-    splits = _splits(killed)
+    splits = _splits(interrupted)
     assert len(splits["val"]) == len(splits["test"])
-    _write_splits(killed, {**splits, "val": splits["test"], "test": splits["val"]})
-    line = _refused(killed, capsys, fake_model)
+    _write_splits(interrupted, {**splits, "val": splits["test"], "test": splits["val"]})
+    line = _refused(interrupted, capsys, fake_model)
     assert "ids are not those the run started with (sha256" in line, line
 
 
 def test_without_a_split_record_the_evaluation_log_refuses_a_swap(
-    killed: Path, capsys: pytest.CaptureFixture[str], fake_model: FakeModel
+    interrupted: Path, capsys: pytest.CaptureFixture[str], fake_model: FakeModel
 ) -> None:
-    splits = _splits(killed)
-    _forget_split_record(killed)
-    _write_splits(killed, {**splits, "train": splits["test"], "test": splits["train"]})
-    line = _refused(killed, capsys, fake_model)
+    splits = _splits(interrupted)
+    _forget_split_record(interrupted)
+    _write_splits(interrupted, {**splits, "train": splits["test"], "test": splits["train"]})
+    line = _refused(interrupted, capsys, fake_model)
     assert "was evaluated as" in line and "evaluations.jsonl:" in line, line
 
 
 def test_a_sealed_run_refuses_a_splits_file_changed_since_the_seal(
-    killed: Path, capsys: pytest.CaptureFixture[str], fake_model: FakeModel
+    interrupted: Path, capsys: pytest.CaptureFixture[str], fake_model: FakeModel
 ) -> None:
-    splits = _splits(killed)
-    _forget_split_record(killed)
-    seal_run(killed)  # as a paused run is sealed; then the file is edited
-    _write_splits(killed, {**splits, "train": list(reversed(splits["train"]))})
-    line = _refused(killed, capsys, fake_model)
+    splits = _splits(interrupted)
+    _forget_split_record(interrupted)
+    seal_run(interrupted)  # as a paused run is sealed; then the file is edited
+    _write_splits(interrupted, {**splits, "train": list(reversed(splits["train"]))})
+    line = _refused(interrupted, capsys, fake_model)
     assert "changed since the record was sealed (record.sig.json)" in line, line
