@@ -9,7 +9,9 @@ from reflex.toolcalls import ToolCall, from_openai, parse_answer, render_answer,
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 _calls = st.lists(
@@ -47,7 +49,10 @@ def test_openai_entries_round_trip_and_bad_arguments_are_kept() -> None:
 
 
 def test_a_qwen_answer_with_a_malformed_block_keeps_it_as_text() -> None:
-    text = 'Sure.\n<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>\n<tool_call>{oops}</tool_call>'
+    text = (
+        'Sure.\n<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>\n'
+        "<tool_call>{oops}</tool_call>"
+    )
     content, calls = parse_answer(text)
     assert calls == [ToolCall("f", {"a": 1})]
     assert "<tool_call>{oops}</tool_call>" in content and content.startswith("Sure.")
