@@ -33,16 +33,30 @@ __all__ = [
 
 
 class BudgetConfig(BaseModel):
-    """Limits checked before work starts; ``None`` means unlimited."""
+    """Limits checked before work starts; ``None`` means unlimited.
+
+    The names are the CLI's (``--max-calls`` is ``max_calls``) and the builder's
+    (``set_budget(max_calls=...)``). A config.json written before the task-call limit had that
+    name holds ``max_metric_calls``: it is read as ``max_calls`` (and written back so).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_metric_calls: int | None = Field(default=None, gt=0)
+    # Paid task-model calls (every call a pipeline makes); judge and reasoning calls not.
+    max_calls: int | None = Field(default=None, gt=0)
     max_reasoning_calls: int | None = Field(default=None, gt=0)
-    # Every paid call of every role (task, judge, reasoning); max_metric_calls counts task calls.
+    # Every paid call of every role (task, judge, reasoning); max_calls counts task calls.
     max_total_calls: int | None = Field(default=None, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_seconds: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_names(cls, data: object) -> object:
+        if isinstance(data, Mapping) and "max_metric_calls" in data and "max_calls" not in data:
+            data = dict(data)  # an older run's config.json (both names: extra="forbid" says so)
+            data["max_calls"] = data.pop("max_metric_calls")
+        return data
 
 
 class MetricSpec(BaseModel):
@@ -114,7 +128,7 @@ class BaseRunConfig(BaseModel):
     # "" (none named): iterative with a reasoning model, else auto (see default_strategy).
     strategy: str = ""
     strategy_options: dict[str, Any] = Field(default_factory=dict)
-    # None: 5, or with max_metric_calls, as many candidates as the search budget pays a val
+    # None: 5, or with budget.max_calls, as many candidates as the search budget pays a val
     # pass for (at least 5); resolved by the engine once the splits are known.
     max_iterations: int | None = Field(default=None, ge=0)
     score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -230,14 +244,8 @@ class RunConfig(BaseRunConfig):
     models: list[str] = Field(min_length=1)
 
 
-def validation_message(exc: ValidationError, names: Mapping[str, str] | None = None) -> str:
-    """One line from a pydantic error: the field, the bad value and what is expected.
-
-    ``names`` renames fields to what the caller passed (``max_metric_calls`` is ``max_calls``).
-    """
+def validation_message(exc: ValidationError) -> str:
+    """One line from a pydantic error: the field, the bad value and what is expected."""
     first = exc.errors()[0]
-    loc = [str(p) for p in first["loc"]]
-    if loc and names:
-        loc[0] = names.get(loc[0], loc[0])
-    field = ".".join(loc) or "value"
+    field = ".".join(str(p) for p in first["loc"]) or "value"
     return f"{field}={first.get('input')!r}: {first['msg']}"
