@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from reflex.errors import ConfigurationError
-from reflex.models.client import parse_model
+from reflex.models.spec import parse_model
 from reflex.redact import redact_data, redact_url
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "MetricSpec",
     "RunConfig",
     "BaseRunConfig",
+    "default",
     "metric_specs",
     "default_strategy",
     "redact_url",
@@ -242,6 +243,15 @@ class RunConfig(BaseRunConfig):
     """Everything the engine needs besides the dataset, the metric objects and the prompt."""
 
     models: list[str] = Field(min_length=1)
+
+
+def default(name: str) -> Any:
+    """The default of run setting ``name``, written once: in :class:`BaseRunConfig`'s field.
+
+    The CLI's options, the builder's methods and the standalone defaults of lower layers
+    (``ProviderClient(max_workers=...)``, ``split_dataset(train=...)``) read it from here.
+    """
+    return BaseRunConfig.model_fields[name].get_default(call_default_factory=True)
 
 
 def validation_message(exc: ValidationError) -> str:

@@ -17,6 +17,7 @@ from reflex.config import (
     BaseRunConfig,
     BudgetConfig,
     RunConfig,
+    default,
     metric_specs,
     validation_message,
 )
@@ -257,8 +258,14 @@ class PromptOptimizer:
         return self._set(reasoning_templates=merged)
 
     def set_splits(
-        self, train: float = 0.6, val: float = 0.2, *, group_key: str | None = None
+        self,
+        train: float = default("train_split"),
+        val: float = default("val_split"),
+        *,
+        group_key: str | None = None,
     ) -> PromptOptimizer:
+        """The fractions of rows for training and validation (the rest is the test split);
+        ``group_key``: a metadata key whose rows stay in one split."""
         return self._set(train_split=train, val_split=val, group_key=group_key)
 
     def set_budget(
