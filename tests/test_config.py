@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from reflex import PromptOptimizer
 from reflex.cli import build_cli
+from reflex.cli.options import optimize_params
 from reflex.config import BaseRunConfig, BudgetConfig, RunConfig, default
 from reflex.data.splits import split_dataset
 from reflex.models.body_limit import DEFAULT_MAX_RESPONSE_MB
@@ -94,6 +95,14 @@ def test_every_cli_default_is_the_run_config_fields() -> None:
     assert {"max_workers", "train_split", "max_calls"} <= by_name["compare"]
     assert {"max_workers", "run_dir"} <= by_name["judge-check"]
     assert {"run_dir"} <= by_name["runs"] & by_name["check"] & by_name["sync"]
+
+
+def test_a_described_setting_s_help_is_its_description() -> None:
+    options = {str(p.name): p for p in optimize_params() if isinstance(p, click.Option)}
+    described = {n: f.description for n, f in RunConfig.model_fields.items() if f.description}
+    shown = {name: options[name].help for name in described if name in options}
+    assert shown == {name: described[name] for name in shown}
+    assert {"max_workers", "temperature", "overfit_gap"} <= set(shown)
 
 
 def test_standalone_defaults_below_the_config_are_its_fields() -> None:

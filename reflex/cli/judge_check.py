@@ -71,7 +71,7 @@ def _show(agreement: JudgeAgreement, as_json: bool) -> None:
     show_default=True,
     help="A judge score at or above this is a pass.",
 )
-@setting_option("--max-workers", type=click.IntRange(min=1))
+@setting_option("--max-workers", type=click.IntRange(min=1), help="Judge calls in flight at once.")
 @setting_option("--run-dir", type=RunDir(), help="Where the response cache lives.")
 @click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
 def judge_check(**params: Any) -> None:

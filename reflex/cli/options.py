@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from reflex.cli.common import FiniteFloat, FiniteRange, InputFile, OutputFile, RunDir
-from reflex.config import default
+from reflex.config import BaseRunConfig, default
 
 __all__ = [
     "judge_api_base",
@@ -30,11 +30,13 @@ F = TypeVar("F", bound=Callable[..., object])
 
 def setting(*decls: str, **kwargs: Any) -> click.Option:
     """An option for the run setting its name gives (``--max-workers``: ``max_workers``, or
-    the identifier among ``decls``): the default is the RunConfig field's, shown by --help."""
+    the identifier among ``decls``): the default is the RunConfig field's, shown by --help, and
+    so is the help text when the field has a description and ``help`` is not given."""
     name = next((d for d in decls if d.isidentifier()), None)
     name = name or next(d for d in decls if d.startswith("--"))[2:].replace("-", "_")
     value = default(name)
     flag = kwargs.get("is_flag", False)
+    kwargs.setdefault("help", BaseRunConfig.model_fields[name].description)
     return o(list(decls), default=value, show_default=value is not None and not flag, **kwargs)
 
 
@@ -78,7 +80,7 @@ def _inputs() -> list[click.Parameter]:
             help="Task model as provider/model; repeat for several.",
         ),
         o(["--api-base"], help="API base URL for the task model(s)."),
-        setting("--temperature", type=FiniteFloat(), help="Task-model temperature."),
+        setting("--temperature", type=FiniteFloat()),
         o(["--max-tokens"], type=int, help="Task-model output limit (tokens)."),
         o(["--input-field"], help="Dataset field holding the input."),
         o(["--output-field"], help="Dataset field holding the reference answer."),
@@ -100,11 +102,7 @@ def _pipeline() -> list[click.Parameter]:
             help="Rows to run, instead of DATASET: a JSON array or JSONL of input strings or "
             "{input, ideal (optional)} objects.",
         ),
-        setting(
-            "--pipeline-timeout",
-            type=FiniteFloat(),
-            help="Seconds per example; a pipeline still running then is scored as failed.",
-        ),
+        setting("--pipeline-timeout", type=FiniteFloat()),
         o(
             ["--score-trace", "trace_metrics"],
             multiple=True,
@@ -145,12 +143,7 @@ def _scoring() -> list[click.Parameter]:
             help="Reject a candidate flagged for leakage (8+ words copied from a val/test "
             "example, or an implausible val gain) instead of only recording the flag.",
         ),
-        setting(
-            "--overfit-gap",
-            type=FiniteRange(0.0, 1.0),
-            help="Warn (overfit) when the best val score is more than this above the final "
-            "test score.",
-        ),
+        setting("--overfit-gap", type=FiniteRange(0.0, 1.0)),
         o(
             ["--slice-by", "slice_by"],
             multiple=True,
@@ -193,7 +186,7 @@ def _strategy() -> list[click.Parameter]:
             "pays a val pass for (at least 5).",
         ),
         o(["--threshold"], type=FiniteFloat(), help="Stop once the best val score reaches this."),
-        setting("--batch-size", type=int, help="Train rows per iteration (minibatch)."),
+        setting("--batch-size", type=int),
         setting("--early-stopping-patience", type=int),
         o(
             ["--allow-degenerate-seed"],
@@ -218,7 +211,7 @@ def _run() -> list[click.Parameter]:
         setting("--seed", type=int),
         *_calls(),
         *_budgets(),
-        setting("--cache-namespace", help="Change to ignore earlier cached responses."),
+        setting("--cache-namespace"),
         o(
             ["--cache-url"],
             metavar="URL",
@@ -252,24 +245,9 @@ def _run() -> list[click.Parameter]:
 def _calls() -> list[click.Parameter]:
     """How calls are made: concurrency, client processes and the size of an answer."""
     return [
-        setting(
-            "--max-workers",
-            type=int,
-            help="Model calls in flight at once, across the whole run.",
-        ),
-        setting(
-            "--client-processes",
-            type=click.IntRange(0, 64),
-            help="Processes that run LiteLLM's per-call CPU off the run's event loop; try the "
-            "number of cores when many calls are in flight to a fast provider (0: in-process).",
-        ),
-        setting(
-            "--max-response-mb",
-            type=FiniteRange(0.0, min_open=True),
-            metavar="MB",
-            help="A provider answer larger than this (MiB) fails its call, not retried, "
-            "instead of being read into memory whole.",
-        ),
+        setting("--max-workers", type=int),
+        setting("--client-processes", type=click.IntRange(0, 64)),
+        setting("--max-response-mb", type=FiniteRange(0.0, min_open=True), metavar="MB"),
     ]
 
 
