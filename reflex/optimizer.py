@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
 
+_TRAIN, _VAL = default("train_split"), default("val_split")  # set_splits' defaults
+
 
 class PromptOptimizer:
     """Fluent builder for one optimization run; ``run`` returns an OptimizationResult."""
@@ -43,9 +45,8 @@ class PromptOptimizer:
     def __init__(self) -> None:
         self._dataset: Dataset | None = None
         self._metrics: list[Metric] = []
-        # Every setting, validated: each setter replaces fields of it (that a task model is
-        # given waits for build_config). The strategy is "named" once a caller sets one; until
-        # then it follows the reasoning model (see reflex.config.default_strategy).
+        # Every setting, validated; each setter replaces fields of it. Until a strategy is named
+        # it follows the reasoning model (reflex.config.default_strategy).
         self._config = BaseRunConfig()
         self._strategy_named = False
         self._pipeline: Pipeline | None = None
@@ -258,11 +259,7 @@ class PromptOptimizer:
         return self._set(reasoning_templates=merged)
 
     def set_splits(
-        self,
-        train: float = default("train_split"),
-        val: float = default("val_split"),
-        *,
-        group_key: str | None = None,
+        self, train: float = _TRAIN, val: float = _VAL, *, group_key: str | None = None
     ) -> PromptOptimizer:
         """The fractions of rows for training and validation (the rest is the test split);
         ``group_key``: a metadata key whose rows stay in one split."""
@@ -360,10 +357,8 @@ class PromptOptimizer:
         """An independent copy of this builder (dataset and metric objects are shared)."""
         other = PromptOptimizer()
         other._dataset, other._metrics = self._dataset, list(self._metrics)
-        other._config, other._strategy_named = (
-            self._config.model_copy(deep=True),
-            self._strategy_named,
-        )
+        other._config = self._config.model_copy(deep=True)
+        other._strategy_named = self._strategy_named
         other._pipeline = self._pipeline
         return other
 
