@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from reflex.errors import ConfigurationError
-from reflex.models.client import parse_model
+from reflex.models.spec import parse_model
 from reflex.redact import redact_data, redact_url
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "MetricSpec",
     "RunConfig",
     "BaseRunConfig",
+    "default",
     "metric_specs",
     "default_strategy",
     "redact_url",
@@ -33,16 +34,30 @@ __all__ = [
 
 
 class BudgetConfig(BaseModel):
-    """Limits checked before work starts; ``None`` means unlimited."""
+    """Limits checked before work starts; ``None`` means unlimited.
+
+    The names are the CLI's (``--max-calls`` is ``max_calls``) and the builder's
+    (``set_budget(max_calls=...)``). A config.json written before the task-call limit had that
+    name holds ``max_metric_calls``: it is read as ``max_calls`` (and written back so).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_metric_calls: int | None = Field(default=None, gt=0)
+    # Paid task-model calls (every call a pipeline makes); judge and reasoning calls not.
+    max_calls: int | None = Field(default=None, gt=0)
     max_reasoning_calls: int | None = Field(default=None, gt=0)
-    # Every paid call of every role (task, judge, reasoning); max_metric_calls counts task calls.
+    # Every paid call of every role (task, judge, reasoning); max_calls counts task calls.
     max_total_calls: int | None = Field(default=None, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_seconds: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_names(cls, data: object) -> object:
+        if isinstance(data, Mapping) and "max_metric_calls" in data and "max_calls" not in data:
+            data = dict(data)  # an older run's config.json (both names: extra="forbid" says so)
+            data["max_calls"] = data.pop("max_metric_calls")
+        return data
 
 
 class MetricSpec(BaseModel):
@@ -95,7 +110,7 @@ class BaseRunConfig(BaseModel):
 
     models: list[str] = Field(default_factory=list)
     api_base: str | None = Field(default=None, repr=False)  # may hold credentials
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Task-model temperature.")
     max_tokens: int | None = Field(default=None, gt=0)
     reasoning_model: str | None = None
     reasoning_base_url: str | None = Field(default=None, repr=False)
@@ -114,7 +129,7 @@ class BaseRunConfig(BaseModel):
     # "" (none named): iterative with a reasoning model, else auto (see default_strategy).
     strategy: str = ""
     strategy_options: dict[str, Any] = Field(default_factory=dict)
-    # None: 5, or with max_metric_calls, as many candidates as the search budget pays a val
+    # None: 5, or with budget.max_calls, as many candidates as the search budget pays a val
     # pass for (at least 5); resolved by the engine once the splits are known.
     max_iterations: int | None = Field(default=None, ge=0)
     score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -122,16 +137,28 @@ class BaseRunConfig(BaseModel):
     val_split: float = Field(default=0.2, ge=0.0, lt=1.0)
     group_key: str | None = None
     seed: int = 0
-    batch_size: int = Field(default=8, gt=0)
+    batch_size: int = Field(default=8, gt=0, description="Train rows per iteration (minibatch).")
     early_stopping_patience: int | None = Field(default=3, gt=0)
-    max_workers: int = Field(default=8, gt=0)
+    max_workers: int = Field(
+        default=8, gt=0, description="Model calls in flight at once, across the whole run."
+    )
     # Seconds without any answer from the provider after which a call that keeps failing stops
     # retrying (reflex.models.retry.RetryPolicy.progress_window); a time budget ends it sooner.
     retry_window: float = Field(default=120.0, gt=0, allow_inf_nan=False)
-    # An answer larger than this (MiB) fails its call, not retried (reflex.models.body_limit).
-    max_response_mb: float = Field(default=16.0, gt=0, allow_inf_nan=False)
-    # Processes that run LiteLLM's per-call CPU off the event loop (reflex.models.offload); 0: none.
-    client_processes: int = Field(default=0, ge=0, le=64)
+    max_response_mb: float = Field(  # see reflex.models.body_limit
+        default=16.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="A provider answer larger than this (MiB) fails its call, not retried, "
+        "instead of being read into memory whole.",
+    )
+    client_processes: int = Field(  # see reflex.models.offload
+        default=0,
+        ge=0,
+        le=64,
+        description="Processes that run LiteLLM's per-call CPU off the run's event loop; try "
+        "the number of cores when many calls are in flight to a fast provider (0: in-process).",
+    )
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     # USD per million (input, output) tokens by model, used instead of LiteLLM's price list
     # (self-hosted and unpriced models then have a cost, and max_cost binds on them).
@@ -140,7 +167,9 @@ class BaseRunConfig(BaseModel):
     # Folders the run creates under run_dir: private (0700, files 0600), or group-readable
     # (0750, files 0640) for a team's shared folder; existing folders keep their mode.
     shared_run_dir: bool = False
-    cache_namespace: str = "default"
+    cache_namespace: str = Field(
+        default="default", description="Change to ignore earlier cached responses."
+    )
     # Beyond one machine (docs/scaling.md): a LiteLLM Router config (the proxy's model_list YAML
     # path, or the mapping itself) and a shared response cache (redis://..., postgresql://...).
     router_config: str | dict[str, Any] | None = Field(default=None, repr=False)
@@ -151,7 +180,11 @@ class BaseRunConfig(BaseModel):
     # score the whole trace instead of the final output.
     pipeline: str | None = None
     pipeline_sha256: str | None = None
-    pipeline_timeout: float = Field(default=60.0, gt=0)
+    pipeline_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds per example; a pipeline still running then is scored as failed.",
+    )
     trace_metrics: list[str] = Field(default_factory=list)
     allow_degenerate_seed: bool = False
     # Leakage checks on every candidate (reflex.checks.leakage); strict rejects flagged candidates.
@@ -159,8 +192,13 @@ class BaseRunConfig(BaseModel):
     leakage_min_words: int = Field(default=8, ge=2)
     leakage_gain_margin: float = Field(default=0.15, gt=0.0, le=1.0)
     leakage_gain_ratio: float = Field(default=3.0, ge=1.0)
-    # The ``overfit`` warning: best val score more than this above the final test score.
-    overfit_gap: float = Field(default=0.1, ge=0.0, le=1.0)
+    overfit_gap: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="Warn (overfit) when the best val score is more than this above the final "
+        "test score.",
+    )
     dataset_name: str = ""
     dataset_size: int = 0
     run_id: str = ""
@@ -230,14 +268,17 @@ class RunConfig(BaseRunConfig):
     models: list[str] = Field(min_length=1)
 
 
-def validation_message(exc: ValidationError, names: Mapping[str, str] | None = None) -> str:
-    """One line from a pydantic error: the field, the bad value and what is expected.
+def default(name: str) -> Any:
+    """The default of run setting ``name``, written once: in :class:`BaseRunConfig`'s field.
 
-    ``names`` renames fields to what the caller passed (``max_metric_calls`` is ``max_calls``).
+    The CLI's options, the builder's methods and the standalone defaults of lower layers
+    (``ProviderClient(max_workers=...)``, ``split_dataset(train=...)``) read it from here.
     """
+    return BaseRunConfig.model_fields[name].get_default(call_default_factory=True)
+
+
+def validation_message(exc: ValidationError) -> str:
+    """One line from a pydantic error: the field, the bad value and what is expected."""
     first = exc.errors()[0]
-    loc = [str(p) for p in first["loc"]]
-    if loc and names:
-        loc[0] = names.get(loc[0], loc[0])
-    field = ".".join(loc) or "value"
+    field = ".".join(str(p) for p in first["loc"]) or "value"
     return f"{field}={first.get('input')!r}: {first['msg']}"

@@ -17,6 +17,7 @@ from reflex.config import (
     BaseRunConfig,
     BudgetConfig,
     RunConfig,
+    default,
     metric_specs,
     validation_message,
 )
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
 
+_TRAIN, _VAL = default("train_split"), default("val_split")  # set_splits' defaults
+
 
 class PromptOptimizer:
     """Fluent builder for one optimization run; ``run`` returns an OptimizationResult."""
@@ -42,17 +45,23 @@ class PromptOptimizer:
     def __init__(self) -> None:
         self._dataset: Dataset | None = None
         self._metrics: list[Metric] = []
-        self._settings: dict[str, Any] = {"models": []}
-        self._budget: dict[str, Any] = {}
+        # Every setting, validated; each setter replaces fields of it. Until a strategy is named
+        # it follows the reasoning model (reflex.config.default_strategy).
+        self._config = BaseRunConfig()
+        self._strategy_named = False
         self._pipeline: Pipeline | None = None
 
     def _set(self, **values: Any) -> PromptOptimizer:
-        trial = {**self._settings, **values}
-        try:  # every setting and their cross-checks; that a model is given waits for run()
-            BaseRunConfig.model_validate(trial)
+        """Replace these fields of the settings; the whole is validated again (cross-checks)."""
+        fields = {**dict(self._config), **values}  # dict(): the values, not their redacted dump
+        if not self._strategy_named and "strategy" not in values:
+            fields["strategy"] = ""  # re-derived from the reasoning model as set now
+        try:
+            self._config = BaseRunConfig.model_validate(fields)
         except ValidationError as exc:
             raise ConfigurationError(validation_message(exc)) from None
-        self._settings = trial
+        if "strategy" in values:
+            self._strategy_named = bool(values["strategy"])
         return self
 
     def set_dataset(
@@ -124,7 +133,7 @@ class PromptOptimizer:
         full = parse_model(self._routed(f"{provider}/{model}" if model else provider))
         if api_base is not None:
             self._set(api_base=api_base)
-        return self._set(models=[*self._settings["models"], full])
+        return self._set(models=[*self._config.models, full])
 
     add_model = add_provider
 
@@ -147,7 +156,7 @@ class PromptOptimizer:
         if any(m.name == metric.name for m in self._metrics):
             raise ConfigurationError(f"metric {metric.name!r} was added twice")
         self._metrics.append(metric)
-        weights = {**self._settings.get("metric_weights", {}), metric.name: weight}
+        weights = {**self._config.metric_weights, metric.name: weight}
         return self._set(
             metrics=[m.name for m in self._metrics],
             metric_weights=weights,
@@ -183,7 +192,7 @@ class PromptOptimizer:
             raise ConfigurationError(
                 f"guard tolerance must be a finite number >= 0, got {tolerance}"
             )
-        guards = {**self._settings.get("guards", {}), metric: tolerance}
+        guards = {**self._config.guards, metric: tolerance}
         return self._set(guards=guards)
 
     def set_allow_degenerate_seed(self, allow: bool = True) -> PromptOptimizer:
@@ -227,7 +236,7 @@ class PromptOptimizer:
 
     def _routed(self, model: str) -> str:
         """``router/<name>`` for a bare ``model_name`` of the Router config set (set_router)."""
-        config = self._settings.get("router_config")
+        config = self._config.router_config
         if not config or not isinstance(model, str) or "/" in model:
             return model
         from reflex.models.router import routed_name
@@ -246,12 +255,14 @@ class PromptOptimizer:
 
         template(name)  # unknown names raise, listing the known ones
         body = read_prompt(text, "reasoning template file")
-        merged = {**self._settings.get("reasoning_templates", {}), name: body}
+        merged = {**self._config.reasoning_templates, name: body}
         return self._set(reasoning_templates=merged)
 
     def set_splits(
-        self, train: float = 0.6, val: float = 0.2, *, group_key: str | None = None
+        self, train: float = _TRAIN, val: float = _VAL, *, group_key: str | None = None
     ) -> PromptOptimizer:
+        """The fractions of rows for training and validation (the rest is the test split);
+        ``group_key``: a metadata key whose rows stay in one split."""
         return self._set(train_split=train, val_split=val, group_key=group_key)
 
     def set_budget(
@@ -268,18 +279,17 @@ class PromptOptimizer:
         every paid call of every role (task, judge, reasoning); ``max_cost``: dollars (see
         ``set_price`` for models LiteLLM cannot price); ``max_seconds``: wall-clock. Each keeps
         room for the final test evaluation, estimated from the baseline's measurement."""
-        try:
+        try:  # validated on its own, so an error names the argument (max_calls=0), not budget.
             budget = BudgetConfig(
-                max_metric_calls=max_calls,
+                max_calls=max_calls,
                 max_reasoning_calls=max_reasoning_calls,
                 max_total_calls=max_total_calls,
                 max_cost=max_cost,
                 max_seconds=max_seconds,
             )
         except ValidationError as exc:
-            names = {"max_metric_calls": "max_calls"}  # the name this method takes
-            raise ConfigurationError(validation_message(exc, names)) from None
-        return self._set(budget=budget.model_dump())
+            raise ConfigurationError(validation_message(exc)) from None
+        return self._set(budget=budget)
 
     def set_retry_window(self, seconds: float) -> PromptOptimizer:
         """How long the provider may answer nothing before a call that keeps failing stops
@@ -298,7 +308,7 @@ class PromptOptimizer:
         """The price of ``model`` in USD per million input and output tokens, used instead of
         LiteLLM's: a self-hosted or unpriced model then has a cost, and ``max_cost`` binds."""
         pair = (input_per_million, output_per_million)
-        return self._set(prices={**self._settings.get("prices", {}), model: pair})
+        return self._set(prices={**self._config.prices, model: pair})
 
     def configure(self, **settings: Any) -> PromptOptimizer:
         """Set any RunConfig field by name (seed, max_iterations, max_workers, run_dir, ...)."""
@@ -347,7 +357,8 @@ class PromptOptimizer:
         """An independent copy of this builder (dataset and metric objects are shared)."""
         other = PromptOptimizer()
         other._dataset, other._metrics = self._dataset, list(self._metrics)
-        other._settings, other._budget = dict(self._settings), dict(self._budget)
+        other._config = self._config.model_copy(deep=True)
+        other._strategy_named = self._strategy_named
         other._pipeline = self._pipeline
         return other
 
@@ -369,28 +380,25 @@ class PromptOptimizer:
         """The validated RunConfig this builder would run with."""
         if self._dataset is None:
             raise ConfigurationError("no dataset: call .set_dataset(path_or_records) first")
-        if not self._settings["models"]:
+        if not self._config.models:
             raise ConfigurationError("no task model: call .add_provider('openai', 'gpt-4o-mini')")
         if not self._metrics:
             raise ConfigurationError("no metric: call .add_metric(...) e.g. 'exact_match'")
         self._check_references()
-        unknown = sorted(set(self._settings.get("guards", {})) - {m.name for m in self._metrics})
+        unknown = sorted(set(self._config.guards) - {m.name for m in self._metrics})
         if unknown:
             raise ConfigurationError(
                 f"guard metric(s) {unknown} are not among the run's metrics "
                 f"({', '.join(m.name for m in self._metrics)}): add them with weight=0"
             )
-        traced = sorted(
-            set(self._settings.get("trace_metrics", [])) - {m.name for m in self._metrics}
-        )
+        traced = sorted(set(self._config.trace_metrics) - {m.name for m in self._metrics})
         if traced:
             raise ConfigurationError(
                 f"trace metric(s) {traced} are not among the run's metrics "
                 f"({', '.join(m.name for m in self._metrics)}): add them with --metric"
             )
-        return RunConfig(
-            **self._settings, dataset_name=self._dataset.name, dataset_size=len(self._dataset)
-        )
+        dataset = {"dataset_name": self._dataset.name, "dataset_size": len(self._dataset)}
+        return RunConfig.model_validate({**dict(self._config), **dataset})
 
     def _check_references(self) -> None:
         assert self._dataset is not None
@@ -434,7 +442,7 @@ class PromptOptimizer:
             callbacks,
             pipeline=self._pipeline,
             resume=resume,
-            strategy_named=bool(self._settings.get("strategy")),
+            strategy_named=self._strategy_named,
         )
 
 

@@ -163,7 +163,7 @@ def test_every_setting_reaches_the_builder(files: dict[str, Path], tmp_path: Pat
     assert judge.options["model"] == "fake/judge"
     assert judge.options["criteria_list"][0]["description"] == "Is the answer one word?"
     budget = config.budget
-    limits = (budget.max_metric_calls, budget.max_reasoning_calls, budget.max_cost)
+    limits = (budget.max_calls, budget.max_reasoning_calls, budget.max_cost)
     assert limits == (500, 20, 1.5) and budget.max_seconds == 60.0
 
 

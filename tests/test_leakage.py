@@ -389,7 +389,7 @@ def test_lax_gepa_scores_a_leaky_child_on_val_and_records_the_flag(tmp_path: Pat
 
 def test_leakage_thresholds_are_run_settings() -> None:
     opt = PromptOptimizer().configure(leakage_min_words=20, leakage_gain_ratio=5.0)
-    assert opt.set_strict_leakage().clone()._settings["strict_leakage"] is True
+    assert opt.set_strict_leakage().clone()._config.strict_leakage is True
     with pytest.raises(ConfigurationError, match="leakage_min_words"):
         PromptOptimizer().configure(leakage_min_words=1)
 

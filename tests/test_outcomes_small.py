@@ -73,9 +73,9 @@ def test_api_base_and_base_url_are_one_setting(tmp_path: Path) -> None:
     url = "http://127.0.0.1:9/v1"
     a = PromptOptimizer().add_provider("fake/task", base_url=url)
     b = a.set_reasoning_model("fake/reasoner", api_base=url)
-    assert b._settings["api_base"] == url == b._settings["reasoning_base_url"]
+    assert b._config.api_base == url == b._config.reasoning_base_url
     old = PromptOptimizer().set_reasoning_model("fake/reasoner", base_url=url)
-    assert old._settings["reasoning_base_url"] == url  # the older name still works
+    assert old._config.reasoning_base_url == url  # the older name still works
     with pytest.raises(Exception, match="give the endpoint once"):
         PromptOptimizer().add_provider("fake/task", api_base=url, base_url="http://other/v1")
 
@@ -107,5 +107,5 @@ def test_judge_endpoint_from_the_command_line(tmp_path: Path, dataset_file: Path
     assert parse(list(base)).judge_api_base is None  # click consumes the list it parses
     args = parse([*base, "--judge-api-base", url])
     opt = build_optimizer(args)
-    [spec] = [s for s in opt._settings["metric_specs"] if s.name == "llm_judge"]
+    [spec] = [s for s in opt._config.metric_specs if s.name == "llm_judge"]
     assert spec.options["api_base"] == "http://***@127.0.0.1:9/v1"  # set, and redacted

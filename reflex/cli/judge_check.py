@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from reflex.cli.common import FiniteRange, InputFile, RunDir, hidden_credentials
-from reflex.cli.options import judge_api_base_option
+from reflex.cli.options import judge_api_base_option, setting_option
 from reflex.errors import ReflexError
 from reflex.judging.agreement import JudgeAgreement, measure_agreement
 from reflex.redact import redact_data, scrub, scrubbed_logs
@@ -71,14 +71,8 @@ def _show(agreement: JudgeAgreement, as_json: bool) -> None:
     show_default=True,
     help="A judge score at or above this is a pass.",
 )
-@click.option("--max-workers", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option(
-    "--run-dir",
-    default=".reflex",
-    show_default=True,
-    type=RunDir(),
-    help="Where the response cache lives.",
-)
+@setting_option("--max-workers", type=click.IntRange(min=1), help="Judge calls in flight at once.")
+@setting_option("--run-dir", type=RunDir(), help="Where the response cache lives.")
 @click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
 def judge_check(**params: Any) -> None:
     """Measure the judge's agreement with human pass/fail labels (TPR, TNR) on DATASET."""

@@ -1,23 +1,43 @@
 """The ``optimize`` arguments and options, in groups (``compare`` reuses them).
 
 Each name here is a field of :class:`reflex.cli.args.OptimizeArgs`, which the command's
-params become.
+params become. An option for a run setting is made by :func:`setting`: its default (shown by
+``--help``) is the :class:`reflex.config.RunConfig` field's, never written here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from reflex.cli.common import FiniteFloat, FiniteRange, InputFile, OutputFile, RunDir
+from reflex.config import BaseRunConfig, default
 
-__all__ = ["judge_api_base", "judge_api_base_option", "optimize_params"]
+__all__ = [
+    "judge_api_base",
+    "judge_api_base_option",
+    "optimize_params",
+    "setting",
+    "setting_option",
+]
 
 o = click.Option
 F = TypeVar("F", bound=Callable[..., object])
+
+
+def setting(*decls: str, **kwargs: Any) -> click.Option:
+    """An option for the run setting its name gives (``--max-workers``: ``max_workers``, or
+    the identifier among ``decls``): the default is the RunConfig field's, shown by --help, and
+    so is the help text when the field has a description and ``help`` is not given."""
+    name = next((d for d in decls if d.isidentifier()), None)
+    name = name or next(d for d in decls if d.startswith("--"))[2:].replace("-", "_")
+    value = default(name)
+    flag = kwargs.get("is_flag", False)
+    kwargs.setdefault("help", BaseRunConfig.model_fields[name].description)
+    return o(list(decls), default=value, show_default=value is not None and not flag, **kwargs)
 
 
 def judge_api_base() -> click.Option:
@@ -26,12 +46,21 @@ def judge_api_base() -> click.Option:
     return o(["--judge-api-base"], help="API base URL for the judge model.")
 
 
-def judge_api_base_option(command: F) -> F:
-    """Decorator form of :func:`judge_api_base` for ``@click.command`` functions."""
+def _with(command: F, param: click.Parameter) -> F:
     params: list[click.Parameter] = getattr(command, "__click_params__", [])
-    params.append(judge_api_base())  # click reverses this list: decorators apply bottom-up
+    params.append(param)  # click reverses this list: decorators apply bottom-up
     setattr(command, "__click_params__", params)  # noqa: B010  (click's own attribute)
     return command
+
+
+def judge_api_base_option(command: F) -> F:
+    """Decorator form of :func:`judge_api_base` for ``@click.command`` functions."""
+    return _with(command, judge_api_base())
+
+
+def setting_option(*decls: str, **kwargs: Any) -> Callable[[F], F]:
+    """Decorator form of :func:`setting` for ``@click.command`` functions."""
+    return lambda command: _with(command, setting(*decls, **kwargs))
 
 
 def _inputs() -> list[click.Parameter]:
@@ -51,13 +80,7 @@ def _inputs() -> list[click.Parameter]:
             help="Task model as provider/model; repeat for several.",
         ),
         o(["--api-base"], help="API base URL for the task model(s)."),
-        o(
-            ["--temperature"],
-            type=FiniteFloat(),
-            default=0.0,
-            show_default=True,
-            help="Task-model temperature.",
-        ),
+        setting("--temperature", type=FiniteFloat()),
         o(["--max-tokens"], type=int, help="Task-model output limit (tokens)."),
         o(["--input-field"], help="Dataset field holding the input."),
         o(["--output-field"], help="Dataset field holding the reference answer."),
@@ -79,13 +102,7 @@ def _pipeline() -> list[click.Parameter]:
             help="Rows to run, instead of DATASET: a JSON array or JSONL of input strings or "
             "{input, ideal (optional)} objects.",
         ),
-        o(
-            ["--pipeline-timeout"],
-            type=FiniteFloat(),
-            default=60.0,
-            show_default=True,
-            help="Seconds per example; a pipeline still running then is scored as failed.",
-        ),
+        setting("--pipeline-timeout", type=FiniteFloat()),
         o(
             ["--score-trace", "trace_metrics"],
             multiple=True,
@@ -126,14 +143,7 @@ def _scoring() -> list[click.Parameter]:
             help="Reject a candidate flagged for leakage (8+ words copied from a val/test "
             "example, or an implausible val gain) instead of only recording the flag.",
         ),
-        o(
-            ["--overfit-gap"],
-            type=FiniteRange(0.0, 1.0),
-            default=0.1,
-            show_default=True,
-            help="Warn (overfit) when the best val score is more than this above the final "
-            "test score.",
-        ),
+        setting("--overfit-gap", type=FiniteRange(0.0, 1.0)),
         o(
             ["--slice-by", "slice_by"],
             multiple=True,
@@ -176,14 +186,8 @@ def _strategy() -> list[click.Parameter]:
             "pays a val pass for (at least 5).",
         ),
         o(["--threshold"], type=FiniteFloat(), help="Stop once the best val score reaches this."),
-        o(
-            ["--batch-size"],
-            type=int,
-            default=8,
-            show_default=True,
-            help="Train rows per iteration (minibatch).",
-        ),
-        o(["--early-stopping-patience"], type=int, default=3, show_default=True),
+        setting("--batch-size", type=int),
+        setting("--early-stopping-patience", type=int),
         o(
             ["--allow-degenerate-seed"],
             is_flag=True,
@@ -195,24 +199,19 @@ def _strategy() -> list[click.Parameter]:
 def _run() -> list[click.Parameter]:
     """Splits, concurrency, budgets, the run directory and resuming."""
     return [
-        o(["--train-split"], type=FiniteFloat(), default=0.6, show_default=True),
-        o(
-            ["--val-split", "--val-ratio", "val_split"],
+        setting("--train-split", type=FiniteFloat()),
+        setting(
+            "--val-split",
+            "--val-ratio",
+            "val_split",
             type=FiniteFloat(),
-            default=0.2,
-            show_default=True,
             help="Fraction of rows held out for validation (--val-ratio is the same option).",
         ),
         o(["--group-key"], help="Metadata key whose rows stay in one split."),
-        o(["--seed"], type=int, default=0, show_default=True),
+        setting("--seed", type=int),
         *_calls(),
         *_budgets(),
-        o(
-            ["--cache-namespace"],
-            default="default",
-            show_default=True,
-            help="Change to ignore earlier cached responses.",
-        ),
+        setting("--cache-namespace"),
         o(
             ["--cache-url"],
             metavar="URL",
@@ -226,7 +225,7 @@ def _run() -> list[click.Parameter]:
             help="Spread calls over deployments with a LiteLLM Router (the proxy's model_list "
             "YAML); a model named like a model_name there (or router/NAME) goes through it.",
         ),
-        o(["--run-dir"], default=".reflex", show_default=True, type=RunDir()),
+        setting("--run-dir", type=RunDir()),
         o(
             ["--shared-run-dir"],
             is_flag=True,
@@ -246,30 +245,9 @@ def _run() -> list[click.Parameter]:
 def _calls() -> list[click.Parameter]:
     """How calls are made: concurrency, client processes and the size of an answer."""
     return [
-        o(
-            ["--max-workers"],
-            type=int,
-            default=8,
-            show_default=True,
-            help="Model calls in flight at once, across the whole run.",
-        ),
-        o(
-            ["--client-processes"],
-            type=click.IntRange(0, 64),
-            default=0,
-            show_default=True,
-            help="Processes that run LiteLLM's per-call CPU off the run's event loop; try the "
-            "number of cores when many calls are in flight to a fast provider (0: in-process).",
-        ),
-        o(
-            ["--max-response-mb"],
-            type=FiniteRange(0.0, min_open=True),
-            default=16.0,
-            show_default=True,
-            metavar="MB",
-            help="A provider answer larger than this (MiB) fails its call, not retried, "
-            "instead of being read into memory whole.",
-        ),
+        setting("--max-workers", type=int),
+        setting("--client-processes", type=click.IntRange(0, 64)),
+        setting("--max-response-mb", type=FiniteRange(0.0, min_open=True), metavar="MB"),
     ]
 
 
@@ -301,11 +279,9 @@ def _budgets() -> list[click.Parameter]:
             "(e.g. openai/my-vllm=0.2:0.6); repeat for several.",
         ),
         o(["--max-seconds"], type=FiniteFloat(), help="Budget: wall-clock seconds."),
-        o(
-            ["--retry-window"],
+        setting(
+            "--retry-window",
             type=FiniteRange(0.0, min_open=True),
-            default=120.0,
-            show_default=True,
             metavar="SECONDS",
             help="A call that keeps failing stops retrying once the provider has answered "
             "nothing for this long; under --max-seconds no retry waits past the deadline.",

@@ -12,6 +12,7 @@ import click
 
 from reflex.checks.leakage import describe as describe_leak
 from reflex.cli.common import RunDir
+from reflex.config import default
 from reflex.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["runs_command", "show_command"]
 
-RUN_DIR = click.option("--run-dir", default=".reflex", show_default=True, type=RunDir())
+RUN_DIR = click.option("--run-dir", default=default("run_dir"), show_default=True, type=RunDir())
 
 
 def _fmt(value: object) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from reflex.cli.common import hidden_credentials, with_errors
+from reflex.cli.options import setting
 from reflex.errors import ConfigurationError, ReflexError
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def make_sync(registry: Registry) -> click.Command:
     plugin_params = [option for group in groups for option in group.options]
     params: list[click.Parameter] = [
         click.Argument(["run"]),
-        click.Option(["--run-dir"], default=".reflex", show_default=True, help="Runs folder."),
+        setting("--run-dir", help="Runs folder."),
         *plugin_params,
     ]
     return click.Command("sync", callback=with_errors(sync), params=params, help=sync.__doc__)

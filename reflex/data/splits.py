@@ -15,6 +15,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from reflex.config import default
 from reflex.data.dataset import SPLIT_NAMES, Dataset
 from reflex.errors import ConfigurationError, DatasetError
 from reflex.types import Example
@@ -76,8 +77,8 @@ class Split:
 def split_dataset(
     dataset: Dataset,
     *,
-    train: float = 0.6,
-    val: float = 0.2,
+    train: float = default("train_split"),
+    val: float = default("val_split"),
     test: float | None = None,
     seed: int = 0,
     group_key: str | None = None,

@@ -19,6 +19,8 @@ from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from reflex.config import default
+
 if TYPE_CHECKING:
     import aiohttp
     import httpx
@@ -34,7 +36,7 @@ __all__ = [
     "watching",
 ]
 
-DEFAULT_MAX_RESPONSE_MB = 16.0
+DEFAULT_MAX_RESPONSE_MB: float = default("max_response_mb")
 _MB = 2**20
 _LIMIT: ContextVar[int] = ContextVar(
     "reflex_max_response", default=int(DEFAULT_MAX_RESPONSE_MB * _MB)

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from reflex.config import default
 from reflex.errors import (
     BudgetExhausted,
     ConfigurationError,
@@ -84,16 +85,16 @@ class ProviderClient:
     def __init__(
         self,
         *,
-        max_workers: int = 8,
+        max_workers: int = default("max_workers"),
         cache: ResponseCache | None = None,
-        cache_namespace: str = "default",
+        cache_namespace: str = default("cache_namespace"),
         ledger: Ledger | None = None,
         retry: RetryPolicy | None = None,
         seed: int = 0,
         on_retry: RetryListener | None = None,
         owner: str | None = None,
         offload: OffloadPool | None = None,
-        processes: int = 0,
+        processes: int = default("client_processes"),
         router: ModelRouter | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
         max_response_mb: float = DEFAULT_MAX_RESPONSE_MB,

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from datetime import timezone
 
+from reflex.config import default
 from reflex.redact import scrub
 
 __all__ = [
@@ -174,7 +175,7 @@ class RetryPolicy:
     max_retries: int = 6
     base_delay: float = 0.5
     max_delay: float = 60.0
-    progress_window: float = 120.0
+    progress_window: float = default("retry_window")
     max_retries_with_progress: int = 30
 
     def gives_up(self, attempt: int, since_progress: float | None) -> bool:

@@ -145,7 +145,7 @@ class Budget:
         """Raise BudgetExhausted if ``uncached_calls`` more metric calls would break a limit."""
         self._check_clock_and_cost(use_reserve)
         self.check_total(uncached_calls, use_reserve=use_reserve)
-        limit = self.limits.max_metric_calls
+        limit = self.limits.max_calls
         if limit is None or uncached_calls == 0:
             return
         if use_reserve and self.reserved_calls:

@@ -286,7 +286,7 @@ def compare(
                 run.set_seed(seed).set_run_dir((where / f"{name}-seed{seed}").resolve())
                 if max_calls is not None:  # other limits (cost, time) stay as the user set them
                     limits = run.build_config().budget.model_dump()
-                    run.configure(budget={**limits, "max_metric_calls": max_calls})
+                    run.configure(budget={**limits, "max_calls": max_calls})
                 cells.append(Cell(name, seed, run, label))
     runs: list[RunSummary] = run_cells(
         cells, prompt, callbacks, _summarize_run, executor=executor, address=ray_address

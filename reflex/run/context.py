@@ -119,7 +119,7 @@ class RunContext:
     def budget(self) -> BudgetView:
         """What is left of the budget now (remaining calls exclude the final-test reserve)."""
         budget: Budget = self._session.budget
-        limit = budget.limits.max_metric_calls
+        limit = budget.limits.max_calls
         reasoning = budget.ledger.by_role["reasoning"]
         return BudgetView(
             remaining_calls=None

@@ -279,7 +279,7 @@ class Engine:
         fixed = models * (preflight + 2 * len(self.split.test) + len(self.split.val))
         return iteration_limit(
             self.config.max_iterations,
-            self.config.budget.max_metric_calls,
+            self.config.budget.max_calls,
             fixed_calls=fixed,
             val_pass=models * val,
         )

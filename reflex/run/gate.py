@@ -26,7 +26,7 @@ from reflex.models.shared_cache import open_cache
 from reflex.redact import REDACTED
 from reflex.result import EvalSnapshot, best_val_of
 from reflex.run.evaluate import Evaluator, render_messages
-from reflex.run.records import read_json, resolve_run
+from reflex.run.records import RUN_DIR, read_json, resolve_run
 from reflex.types import Example, Metric
 
 __all__ = [
@@ -69,7 +69,7 @@ def _as_number(text: str) -> float | None:
         return None
 
 
-def load_baseline(ref: str, split: str | None, run_dir: str | Path = ".reflex") -> Baseline:
+def load_baseline(ref: str, split: str | None, run_dir: str | Path = RUN_DIR) -> Baseline:
     """A baseline from a score (``"0.82"``) or a run record; ConfigurationError when unusable."""
     number = _as_number(ref)
     if number is not None:

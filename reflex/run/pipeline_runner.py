@@ -18,6 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from reflex.config import default
 from reflex.data.json_types import JSONDict, JSONValue
 from reflex.data.pipeline import Pipeline, PipelineTimeout, Prompt, Step, Trace
 from reflex.data.prompts import PromptSpec
@@ -61,7 +62,7 @@ class PipelineRunner:
 
     pipeline: Pipeline
     client: ProviderClient
-    timeout: float = 60.0
+    timeout: float = default("pipeline_timeout")
     spec: PromptSpec | None = None
     trace_metrics: Collection[str] = ()
     runs: int = field(default=0, init=False)

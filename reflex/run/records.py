@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from reflex.config import default
 from reflex.errors import ConfigurationError
 
-__all__ = ["read_json", "resolve_run"]
+__all__ = ["RUN_DIR", "read_json", "resolve_run"]
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -24,7 +25,10 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def resolve_run(ref: str, run_dir: str | Path = ".reflex") -> Path:
+RUN_DIR: str = default("run_dir")  # RunConfig's, for callers that name none
+
+
+def resolve_run(ref: str, run_dir: str | Path = RUN_DIR) -> Path:
     """The run folder ``ref`` names: a path to a run folder or its result.json, or a run id
     (a unique prefix is enough) under ``<run_dir>/runs``."""
     path = Path(ref)
