@@ -40,6 +40,7 @@ from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.data.demos import CHAT_DEMOS_HEADER, render_chat_demos, split_chat_demos
 from reflex.data.prompts import PromptSpec
+from reflex.data.templates import placeholders
 from reflex.errors import BudgetExhausted, ConfigurationError, ReflexError
 from reflex.hookspecs import (
     CallbackFactory,
@@ -188,6 +189,7 @@ __all__ = [
     "summary_metrics",
     "system_prompt",
     "tagged",
+    "placeholders",
     "template_names",
     "tracker_state",
     "wanted",

@@ -1,5 +1,7 @@
-"""The checks a candidate passes before it may become the best: leakage and guard metrics.
+"""The checks a candidate passes before it may become the best: template, leakage and guards.
 
+A chat template's candidates must keep its messages and placeholders exactly
+(:func:`reflex.data.templates.template_problem`), checked before any call is paid for them.
 Held-out (val, test) text is indexed once per run (:mod:`reflex.checks.leakage`); each candidate
 is screened for copied spans and implausible gains, and ``--guard`` metrics must not regress on
 val beyond their tolerance against the initial prompt.
@@ -11,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from reflex.checks.leakage import LeakageFlag, LeakageGuard
 from reflex.config import RunConfig
+from reflex.data.demos import split_chat_demos
+from reflex.data.templates import is_template, template_problem
 from reflex.result import EvalSnapshot
 from reflex.types import Example
 
@@ -28,7 +32,11 @@ class CandidateScreen:
         held_out: Mapping[str, Iterable[Example]],
         seed_texts: Iterable[str],
         initial_val: EvalSnapshot | None,
+        initial_prompt: str = "",
     ) -> None:
+        body = split_chat_demos(initial_prompt)[0]
+        self._template = body if is_template(body) else None
+        self._editable = config.rewrite_messages
         self._guard = LeakageGuard.for_run(
             config, train=train, held_out=held_out, seed_texts=seed_texts
         )
@@ -42,6 +50,12 @@ class CandidateScreen:
         flags = self._guard.screen(prompt)
         self._screened = (prompt, flags)
         return self._guard.reject(flags)
+
+    def template(self, prompt: str) -> str | None:
+        """Why ``prompt`` breaks the run's chat template, or None (always None without one)."""
+        if self._template is None:
+            return None
+        return template_problem(self._template, split_chat_demos(prompt)[0], self._editable)
 
     def span_flags(
         self, prompt: str, failed: str | None, rejected: str | None
