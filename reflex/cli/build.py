@@ -23,6 +23,16 @@ def _with_data(opt: PromptOptimizer, args: OptimizeArgs) -> None:
         opt.set_inputs(args.inputs_file)
     elif args.dataset is not None:  # OptimizeArgs holds one of them
         opt.set_dataset(args.dataset, input_field=args.input_field, output_field=args.output_field)
+    if args.variables:
+        fields = {}
+        for item in args.variables:
+            name, sep, field = item.partition("=")
+            if not sep or not name.strip() or not field.strip():
+                raise click.BadParameter(f"{item!r} is not NAME=FIELD", param_hint="--var")
+            fields[name.strip()] = field.strip()
+        opt.set_variables(fields)
+    if args.rewrite_messages:
+        opt.set_rewrite_messages(*args.rewrite_messages)
     if args.pipeline_file is not None:
         opt.set_pipeline(
             args.pipeline_file, timeout=args.pipeline_timeout, trace_metrics=args.trace_metrics

@@ -42,6 +42,7 @@ __all__ = [
     "demo_turns",
     "prompt_messages",
     "saved_template",
+    "template_fields",
     "render_chat_demos",
     "split_chat_demos",
 ]
@@ -211,6 +212,16 @@ def demo_turns(
             except KeyError:
                 continue
     return turns
+
+
+def template_fields(prompt: str, mapping: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """Each variable of ``prompt`` (a chat template's string form) -> the row field that fills
+    it (``mapping``'s, else its own name); None when ``prompt`` has no variables."""
+    template = parse_template(split_chat_demos(prompt)[0])
+    names = variables_of(template) if template is not None else []
+    if not names:
+        return None
+    return {name: (mapping or {}).get(name, name) for name in names}
 
 
 def saved_template(prompt: str) -> list[dict[str, str]] | None:
