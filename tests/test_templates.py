@@ -254,6 +254,23 @@ def test_a_reasoner_that_breaks_the_template_is_refused_at_zero_task_calls(
     assert result.best_prompt == text()
 
 
+def _check_and_export(run: Path, rows_file: Path, env: Path) -> None:
+    """``check`` and ``export`` on a template run bind the rows again and send rendered turns."""
+    prompt = env / "prompt.json"
+    prompt.write_text(json.dumps(TEMPLATE), encoding="utf-8")
+    cli = build_cli()
+    args = ["check", "--prompt", str(prompt), "--dataset", str(rows_file), "--baseline", str(run)]
+    checked = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert checked.exit_code == 0, checked.output
+    out = env / "train.jsonl"
+    args = ["export", str(run), "--training-jsonl", str(out), "--allow-calls"]
+    exported = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert exported.exit_code == 0, exported.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert rows and all(r["messages"][1]["content"].startswith("Word: ") for r in rows)
+    assert "{{" not in out.read_text(encoding="utf-8")
+
+
 def test_the_safety_net_refuses_a_strategy_candidate_before_any_call(
     rows_file: Path, env: Path
 ) -> None:
@@ -275,3 +292,32 @@ def test_the_safety_net_refuses_a_strategy_candidate_before_any_call(
     assert any(f["purpose"] == "chat template guard" for f in result.failed_proposals)
     assert all("Answer positive" not in r.system for r in script.task)
     assert result.best_prompt == text()
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "template"
+
+
+def test_the_example_runs_with_demos_rendered_through_the_user_template(env: Path) -> None:
+    rows = [json.loads(line) for line in (EXAMPLE / "rows.jsonl").read_text().splitlines()]
+    ideal = {f"Context: {r['context']}\nQuestion: {r['question']}": r["ideal"] for r in rows}
+    task: list[ChatRequest] = []
+
+    def answer(request: ChatRequest) -> str:
+        task.append(request)
+        with_demos = len(request.messages) > 2
+        return ideal.get(request.user, "?") if with_demos or "IBM" in request.user else "?"
+
+    best = env / "best.json"
+    with serve(responder=answer) as url:
+        args = ["optimize", str(EXAMPLE / "rows.jsonl"), str(EXAMPLE / "prompt.json")]
+        args += ["-m", "openai/task", "--api-base", url, "-s", "fewshot", "--max-iterations", "2"]
+        args += ["--allow-degenerate-seed", "-o", str(best), "--run-dir", str(env / "runs")]
+        result = CliRunner().invoke(build_cli(), args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    demo_requests = [r for r in task if len(r.messages) > 2]
+    assert demo_requests  # fewshot sent demos as chat turns
+    for request in task:
+        users = [str(m["content"]) for m in request.messages if m["role"] == "user"]
+        assert all(u.startswith("Context: ") and "{{" not in u for u in users), users
+    saved = json.loads(best.read_text(encoding="utf-8"))
+    assert saved[-1] == {"role": "user", "content": "Context: {{context}}\nQuestion: {{question}}"}

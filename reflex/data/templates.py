@@ -135,7 +135,8 @@ def messages_from_data(data: object, where: str) -> list[dict[str, str]]:
     for i, item in enumerate(data):
         if not isinstance(item, Mapping) or set(item) - {"role", "content"}:
             raise ConfigurationError(
-                f"{where}: message {i} must be an object with only 'role' and 'content'"
+                f"{where}: chat template message {i} must be an object with only 'role' and "
+                "'content'"
             )
         role, content = item.get("role"), item.get("content")
         if role not in ROLES:
