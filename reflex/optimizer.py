@@ -24,6 +24,7 @@ from reflex.data.dataset import Dataset, bind_dataset, load_dataset
 from reflex.data.files import file_problem
 from reflex.data.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
 from reflex.data.prompts import PromptLike, PromptSpec, prompt_spec, read_prompt
+from reflex.data.templates import check_editable, row_fields
 from reflex.errors import ConfigurationError, MissingInputError
 from reflex.models.client import parse_model
 from reflex.plugins import get_registry
@@ -100,37 +101,19 @@ class PromptOptimizer:
 
     def _bind(self, spec: PromptSpec) -> None:
         """Bind the rows to ``spec``'s variables (a chat template), before anything is paid."""
-        names = spec.variables
-        if not names:
+        if not spec.variables:
             if self._missing_input is not None:
                 raise self._missing_input
             return
         if self._pipeline is not None:
             raise ConfigurationError("a chat template cannot be used with a pipeline")
-        mapping = self._settings.get("variables", {})
-        unknown = sorted(set(mapping) - set(names))
-        if unknown:
-            raise ConfigurationError(
-                f"--var {unknown[0]}=...: the template has no variable {unknown[0]!r} "
-                f"(its variables: {', '.join(names)})"
-            )
-        editable = self._settings.get("rewrite_messages")
-        if editable:
-            bad = sorted(set(editable) - set(spec.names))
-            if bad:
-                raise ConfigurationError(
-                    f"rewrite_messages names {bad[0]!r}, not a message of the template "
-                    f"(its messages: {', '.join(spec.names)})"
-                )
-        fields = {name: mapping.get(name, name) for name in names}
+        settings = self._settings
+        fields = row_fields(spec.variables, spec.names, settings.get("variables", {}))
+        check_editable(spec.names, settings.get("rewrite_messages"))
         if self._dataset_source is not None:
-            data, input_field, output_field, name = self._dataset_source
+            data, inputs, outputs, name = self._dataset_source
             self._dataset = load_dataset(
-                data,
-                input_field=input_field,
-                output_field=output_field,
-                name=name,
-                variables=fields,
+                data, input_field=inputs, output_field=outputs, name=name, variables=fields
             )
         elif self._dataset is not None:
             self._dataset = bind_dataset(self._dataset, fields)

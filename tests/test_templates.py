@@ -321,3 +321,26 @@ def test_the_example_runs_with_demos_rendered_through_the_user_template(env: Pat
         assert all(u.startswith("Context: ") and "{{" not in u for u in users), users
     saved = json.loads(best.read_text(encoding="utf-8"))
     assert saved[-1] == {"role": "user", "content": "Context: {{context}}\nQuestion: {{question}}"}
+
+
+def test_a_frozen_message_is_kept_and_bad_names_are_refused(rows_file: Path, env: Path) -> None:
+    edited = prompt_spec([TEMPLATE[0], {"role": "user", "content": "W: {{word}} H: {{hint}}"}])
+    script = Script([edited.render()])
+    with serve(responder=script) as url:
+        optimizer = (
+            PromptOptimizer()
+            .set_dataset(rows_file)
+            .add_provider("openai", "task", api_base=url)
+            .add_metric("exact_match")
+            .set_reasoning_model("openai/reasoner", base_url=url)
+            .set_max_iterations(1)
+            .set_run_dir(env / "runs")
+        )
+        with pytest.raises(ConfigurationError, match="--var bogus=...: the template has no"):
+            optimizer.clone().set_variables(bogus="word").run(TEMPLATE)
+        with pytest.raises(ConfigurationError, match="--rewrite-messages nope: not a message"):
+            optimizer.clone().set_rewrite_messages("nope").run(TEMPLATE)
+        assert script.task == []
+        result = optimizer.set_rewrite_messages("system").run(TEMPLATE)
+    assert any("rewrites the user message" in (r.rejected or "") for r in result.iterations)
+    assert all(not r.user.startswith("W: ") for r in script.task)

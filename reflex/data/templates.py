@@ -33,12 +33,14 @@ from reflex.errors import ConfigurationError
 
 __all__ = [
     "ROLES",
+    "check_editable",
     "component_names",
     "fill",
     "is_template",
     "messages_from_data",
     "parse_template",
     "placeholders",
+    "row_fields",
     "template_problem",
     "template_text",
     "variables_of",
@@ -158,6 +160,30 @@ def messages_from_data(data: object, where: str) -> list[dict[str, str]]:
             "that carries them (rows then need no 'input' field)"
         )
     return messages
+
+
+def row_fields(
+    variables: Sequence[str], names: Sequence[str], mapping: Mapping[str, str]
+) -> dict[str, str]:
+    """Each variable -> the row field that fills it (``mapping``'s, else its own name); a
+    mapping for a variable the template lacks is a one-line ConfigurationError."""
+    unknown = sorted(set(mapping) - set(variables))
+    if unknown:
+        raise ConfigurationError(
+            f"--var {unknown[0]}=...: the template has no variable {unknown[0]!r} "
+            f"(its variables: {', '.join(variables)})"
+        )
+    return {name: mapping.get(name, name) for name in variables}
+
+
+def check_editable(names: Sequence[str], editable: Collection[str] | None) -> None:
+    """Refuse a ``rewrite_messages`` entry that names no message of the template."""
+    bad = sorted(set(editable or ()) - set(names))
+    if bad:
+        raise ConfigurationError(
+            f"--rewrite-messages {bad[0]}: not a message of the template "
+            f"(its messages: {', '.join(names)})"
+        )
 
 
 def _counts(text: str) -> Counter[str]:

@@ -19,9 +19,9 @@ from reflex.errors import ConfigurationError, ReflexError
 from reflex.judging.judge import judge_channel
 from reflex.judging.pairwise import PairOutcome, compare_all
 from reflex.plugins import build_options, get_registry
-from reflex.result import EvalSnapshot, IterationRecord, Sample, StopReason
+from reflex.result import EvalSnapshot, IterationRecord, StopReason
 from reflex.run.budget import Budget
-from reflex.run.screening import CandidateScreen
+from reflex.run.screening import CandidateScreen, refused_snapshot
 from reflex.run.session import Session
 from reflex.run.stopping import DEFAULT_ITERATIONS, Stopping
 from reflex.types import (
@@ -218,13 +218,7 @@ class RunContext:
         split = f"{label}:it{self.iteration + 1}"
         refused = self._refusal(prompt)
         if refused is not None:  # no call is paid for a candidate that breaks the template
-            samples = tuple(
-                Sample(e.id, model, "", None, error=f"refused: {refused}")
-                for model in self.settings.models
-                for e in rows
-            )
-            errors = len(samples)
-            return EvalSnapshot(prompt, split, 0.0, {}, samples=samples, n_errors=errors)
+            return refused_snapshot(prompt, split, rows, self.settings.models, refused)
         return self._session.evaluate(prompt, rows, split)
 
     def _refusal(self, prompt: str) -> str | None:
@@ -308,14 +302,12 @@ class RunContext:
         rejected: str | None = None,
         components: Mapping[str, str] | None = None,
     ) -> IterationRecord:
-        """Record one iteration and return it.
-
-        The candidate is measured on val unless it ``failed`` (an error) or was ``rejected``
-        before val (e.g. screened out on train; the reason is recorded). ``accepted=None`` means
-        "accepted if it became the new best on val". ``components``: the candidate as named
-        components (``prompt`` must be their rendering); kept as ``best_components`` if it wins.
-        Leakage flags (:mod:`reflex.checks.leakage`) are recorded; ``strict_leakage`` rejects them.
-        """
+        """Record one iteration and return it: measured on val unless it ``failed`` (an error)
+        or was ``rejected`` before val (screened out on train, or it breaks the chat template;
+        the reason is recorded). ``accepted=None``: accepted if it became the new best on val.
+        ``components``: the candidate as named components (``prompt`` their rendering), kept as
+        ``best_components`` if it wins. Leakage flags (:mod:`reflex.checks.leakage`) are
+        recorded; ``strict_leakage`` rejects them."""
         rejected = self._refusal(prompt) or rejected  # a broken template: nothing is paid
         leaks = self._screen.span_flags(prompt, failed, rejected)
         rejected = rejected or self._screen.reject(leaks)  # before val is paid for

@@ -15,10 +15,20 @@ from reflex.checks.leakage import LeakageFlag, LeakageGuard
 from reflex.config import RunConfig
 from reflex.data.demos import split_chat_demos
 from reflex.data.templates import is_template, template_problem
-from reflex.result import EvalSnapshot
+from reflex.result import EvalSnapshot, Sample
 from reflex.types import Example
 
-__all__ = ["CandidateScreen"]
+__all__ = ["CandidateScreen", "refused_snapshot"]
+
+
+def refused_snapshot(
+    prompt: str, split: str, rows: Sequence[Example], models: Sequence[str], reason: str
+) -> EvalSnapshot:
+    """What evaluating a refused candidate gives: every row errored, no call made."""
+    samples = tuple(
+        Sample(e.id, model, "", None, error=f"refused: {reason}") for model in models for e in rows
+    )
+    return EvalSnapshot(prompt, split, 0.0, {}, samples=samples, n_errors=len(samples))
 
 
 class CandidateScreen:
