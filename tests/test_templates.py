@@ -336,7 +336,7 @@ def test_a_frozen_message_is_kept_and_bad_names_are_refused(rows_file: Path, env
             .set_max_iterations(1)
             .set_run_dir(env / "runs")
         )
-        with pytest.raises(ConfigurationError, match="--var bogus=...: the template has no"):
+        with pytest.raises(ConfigurationError, match=r"--var bogus=\.\.\.: the template has no"):
             optimizer.clone().set_variables(bogus="word").run(TEMPLATE)
         with pytest.raises(ConfigurationError, match="--rewrite-messages nope: not a message"):
             optimizer.clone().set_rewrite_messages("nope").run(TEMPLATE)
