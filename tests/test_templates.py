@@ -62,6 +62,8 @@ def test_rows_fill_the_placeholders_and_single_braces_stay() -> None:
     assert reflex.prompt_messages(text(), {"word": "great", "hint": "{x}"}) == sent
     with pytest.raises(ValueError, match="'hint'"):
         reflex.prompt_messages(TEMPLATE, {"word": "great"})
+    row = {"w": "great", "hint": "{x}"}  # a row whose field names differ (--var word=w)
+    assert reflex.prompt_messages(TEMPLATE, row, fields={"word": "w"}) == sent
 
 
 def test_text_after_the_messages_joins_the_system_message_and_demos_render_through_user() -> None:

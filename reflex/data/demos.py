@@ -128,6 +128,8 @@ def prompt_messages(
     prompt: str | Sequence[Mapping[str, str]],
     conversation: Row,
     mode: Literal["replace", "prepend"] = "replace",
+    *,
+    fields: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The messages a task model is sent for ``conversation`` (a user text, chat messages, a
     dataset :class:`~reflex.types.Example`, or, for a chat template, a row's fields).
@@ -138,13 +140,17 @@ def prompt_messages(
     user and one assistant turn per demo, right after it. A chat template (a list of messages,
     or its string form, :mod:`reflex.data.templates`) is rendered with the row's variables
     instead: its messages are the conversation, demos go after its system messages, each demo
-    input rendered through its last user message. Deploy a saved prompt with this function (or
-    the same rule) to get the behaviour its score was measured with.
+    input rendered through its last user message; ``fields`` maps a variable to the row field
+    that fills it when the names differ (the run's ``--var``). Deploy a saved prompt with this
+    function (or the same rule) to get the behaviour its score was measured with.
     """
     text = prompt if isinstance(prompt, str) else template_text(prompt)
     system, pairs = split_chat_demos(text)
     template = parse_template(system)
     if template is not None:
+        if fields and isinstance(conversation, Mapping):
+            row = dict(conversation)
+            conversation = {**row, **{v: row[f] for v, f in fields.items() if f in row}}
         return _rendered(template, pairs, conversation)
     if isinstance(conversation, Example):
         conversation = conversation.messages
