@@ -346,3 +346,16 @@ def test_a_frozen_message_is_kept_and_bad_names_are_refused(rows_file: Path, env
         result = optimizer.set_rewrite_messages("system").run(TEMPLATE)
     assert any("rewrites the user message" in (r.rejected or "") for r in result.iterations)
     assert all(not r.user.startswith("W: ") for r in script.task)
+
+
+def test_an_in_memory_dataset_binds_from_its_fields(rows_file: Path) -> None:
+    from reflex.data.dataset import bind_dataset
+
+    plain = load_dataset([{"id": "a", "input": "x", "word": "great", "hint": 3, "ideal": "p"}])
+    bound = bind_dataset(plain, {"word": "word", "hint": "hint"})
+    assert bound[0].variables == {"word": "great", "hint": "3"}
+    fields = {"word": "word", "hint": "hint"}
+    again = bind_dataset(load_dataset(rows_file, variables=fields), fields)  # already bound
+    assert again[0].variables == {"word": "great", "hint": "none"}
+    with pytest.raises(DatasetError, match="row 'a' has no field 'clue'"):
+        bind_dataset(plain, {"hint": "clue"})

@@ -153,12 +153,13 @@ def load_dataset(
 
 def bind_dataset(dataset: Dataset, variables: Mapping[str, str]) -> Dataset:
     """An in-memory dataset's rows bound to a chat template (variable -> field), from each
-    row's metadata; a row missing a field is an error naming its id."""
+    row's variables (rows loaded for it already) or metadata; a row missing a field is an error
+    naming its id."""
     rows: list[Example] = []
     for example in dataset:
         values: dict[str, str] = {}
         for name, key in variables.items():
-            value = example.metadata.get(key)
+            value = example.variables.get(name, example.metadata.get(key))
             if value is None:
                 raise DatasetError(
                     f"row {example.id!r} has no field {key!r} for the template variable "
