@@ -21,6 +21,7 @@ from pathlib import Path
 from reflex.data.json_types import JSONDict
 from reflex.data.readers import MAX_RECORD_BYTES, FrameLike, Row, Where, frame_rows, iter_file
 from reflex.data.records import canonical, parse_any, parse_bound, parse_plain
+from reflex.data.templates import value_text
 from reflex.errors import DatasetError
 from reflex.types import Example
 
@@ -166,7 +167,7 @@ def bind_dataset(dataset: Dataset, variables: Mapping[str, str]) -> Dataset:
                     f"{{{{{name}}}}}; add it or map another field with --var {name}=FIELD",
                     path=dataset.source,
                 )
-            values[name] = value if isinstance(value, str) else canonical(value)
+            values[name] = value_text(value)
         rows.append(dataclasses.replace(example, variables=values))
     return dataset.subset(rows, dataset.name)
 

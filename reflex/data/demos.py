@@ -32,7 +32,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from reflex.data.templates import fill, parse_template, template_text, variables_of
+from reflex.data.templates import fill, parse_template, template_text, value_text, variables_of
 from reflex.types import Example
 
 __all__ = [
@@ -172,7 +172,7 @@ def _values(row: Row) -> dict[str, str]:
     if isinstance(row, Example):
         return dict(row.variables)
     if isinstance(row, Mapping):
-        return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in row.items()}
+        return {str(k): value_text(v) for k, v in row.items()}
     return {}
 
 
@@ -212,7 +212,7 @@ def demo_turns(
         except ValueError:
             continue
         if isinstance(data, dict):
-            values = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in data.items()}
+            values = {str(k): value_text(v) for k, v in data.items()}
             try:
                 turn["content"] = fill(user, values)
             except KeyError:

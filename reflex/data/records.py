@@ -22,6 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from reflex.data.readers import PLAIN_REFERENCES, Where
+from reflex.data.templates import value_text
 from reflex.errors import MissingInputError
 from reflex.types import Example
 
@@ -132,7 +133,7 @@ def parse_bound(
                 f"{_field_list(record)}; add it to the row or {hint}"
             )
         value = record[key]
-        values[name] = value if isinstance(value, str) else canonical(value)
+        values[name] = value_text(value)
     refs = (output_field,) if output_field else _PLAIN_REFERENCES
     ideal, ref_key = _reference(record, where, refs)
     used = set(variables.values()) | ({ref_key} if ref_key else set())

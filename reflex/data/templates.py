@@ -43,6 +43,7 @@ __all__ = [
     "row_fields",
     "template_problem",
     "template_text",
+    "value_text",
     "variables_of",
     "variables_text",
 ]
@@ -68,6 +69,14 @@ def fill(text: str, values: Mapping[str, str]) -> str:
         return values[name]
 
     return PLACEHOLDER.sub(value, text)
+
+
+def value_text(value: object) -> str:
+    """A row value as the text a placeholder is filled with: strings as they are, anything
+    else (numbers, booleans, lists, objects) as compact JSON with sorted keys."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def component_names(roles: Sequence[str]) -> list[str]:
