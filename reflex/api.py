@@ -18,7 +18,8 @@ Everything a plugin needs is here, typed:
 - **reasoning helpers** for reflective strategies: :func:`render` a named reasoning template,
   :func:`system_prompt` (template + the run's language/migration guidance), :func:`ask` (ask the
   reasoning model, parse, retry once on :class:`ProposalError`, record an unusable answer),
-  :func:`parse_proposal` / :func:`parse_prompts` / :func:`tagged` to read answers;
+  :func:`parse_proposal` / :func:`parse_prompts` / :func:`tagged` to read answers, and
+  :func:`placeholders` (a chat template's ``{{variables}}`` in a text, which a rewrite keeps);
 - **judging**: :class:`LLMJudge` (the built-in model-graded metric);
 - **tracking helpers** for tracker adapters (:mod:`reflex.callbacks.tracking`): the params,
   tags, metric names and summary values every tracker logs the same way, ``GuardedCallback``
@@ -40,6 +41,7 @@ from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.data.demos import CHAT_DEMOS_HEADER, render_chat_demos, split_chat_demos
 from reflex.data.prompts import PromptSpec
+from reflex.data.templates import placeholders
 from reflex.errors import BudgetExhausted, ConfigurationError, ReflexError
 from reflex.hookspecs import (
     CallbackFactory,
@@ -170,6 +172,7 @@ __all__ = [
     "parse_prompts",
     "parse_proposal",
     "parse_tag_pairs",
+    "placeholders",
     "recorded_initial_val",
     "recorded_iterations",
     "redact_data",

@@ -126,6 +126,10 @@ class BaseRunConfig(BaseModel):
     metric_specs: list[MetricSpec] = Field(default_factory=list)
     guards: dict[str, float] = Field(default_factory=dict)
     slice_by: list[str] = Field(default_factory=list)
+    # Chat templates (reflex.data.templates): the row field that fills a {{variable}} whose
+    # name differs (--var NAME=FIELD), and the messages strategies may rewrite (None: all).
+    variables: dict[str, str] = Field(default_factory=dict)
+    rewrite_messages: list[str] | None = None
     # "" (none named): iterative with a reasoning model, else auto (see default_strategy).
     strategy: str = ""
     strategy_options: dict[str, Any] = Field(default_factory=dict)

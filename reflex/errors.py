@@ -26,6 +26,7 @@ __all__ = [
     "ConfigurationError",
     "DatasetError",
     "DegenerateSeedError",
+    "MissingInputError",
     "PluginError",
     "ProviderError",
     "ReflexError",
@@ -49,6 +50,10 @@ class DatasetError(ReflexError):
         super().__init__(f"{where}{message}")
         self.path = path
         self.line = line
+
+
+class MissingInputError(DatasetError):
+    """A record has no input field: a chat template's variables may still fill it."""
 
 
 class ConfigurationError(ReflexError):

@@ -21,11 +21,12 @@ from reflex.config import (
     metric_specs,
     validation_message,
 )
-from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.dataset import Dataset, bind_dataset, load_dataset
 from reflex.data.files import file_problem
 from reflex.data.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
-from reflex.data.prompts import PromptSpec, prompt_spec, read_prompt
-from reflex.errors import ConfigurationError
+from reflex.data.prompts import PromptLike, PromptSpec, prompt_spec, read_prompt
+from reflex.data.templates import check_editable, row_fields
+from reflex.errors import ConfigurationError, MissingInputError
 from reflex.models.client import parse_model
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
@@ -50,6 +51,10 @@ class PromptOptimizer:
         self._config = BaseRunConfig()
         self._strategy_named = False
         self._pipeline: Pipeline | None = None
+        # How the dataset was given (a chat template rebinds its rows at run) and, for rows
+        # with no input field, the error to raise when the prompt is no template after all.
+        self._dataset_source: tuple[Any, str | None, str | None, str | None] | None = None
+        self._missing_input: MissingInputError | None = None
 
     def _set(self, **values: Any) -> PromptOptimizer:
         """Replace these fields of the settings; the whole is validated again (cross-checks)."""
@@ -72,14 +77,55 @@ class PromptOptimizer:
         output_field: str | None = None,
         name: str | None = None,
     ) -> PromptOptimizer:
-        """A Dataset, a JSONL/CSV path, a list of records or a pandas DataFrame."""
+        """A Dataset, a JSONL/CSV path, a list of records or a pandas DataFrame.
+
+        Rows for a chat template need no input field: ``run`` binds them to the template's
+        variables (see :meth:`set_variables`).
+        """
+        self._missing_input = None
         if isinstance(data, Dataset):
-            self._dataset = data
-        else:
+            self._dataset, self._dataset_source = data, None
+            return self
+        self._dataset_source = (data, input_field, output_field, name)
+        try:
             self._dataset = load_dataset(
                 data, input_field=input_field, output_field=output_field, name=name
             )
+        except MissingInputError as exc:  # raised at run unless the prompt is a template
+            self._dataset, self._missing_input = None, exc
         return self
+
+    def set_variables(
+        self, fields: Mapping[str, str] | None = None, **more: str
+    ) -> PromptOptimizer:
+        """Which row field fills each chat-template ``{{variable}}`` whose name differs from it
+        (``set_variables(question="q")``; CLI ``--var question=q``)."""
+        merged = {**self._settings.get("variables", {}), **(fields or {}), **more}
+        return self._set(variables=merged)
+
+    def set_rewrite_messages(self, *names: str) -> PromptOptimizer:
+        """The chat-template messages strategies may rewrite, by component name (``system``,
+        ``user``, ``user_2``...); the others stay as written. None given: all."""
+        return self._set(rewrite_messages=list(names) or None)
+
+    def _bind(self, spec: PromptSpec) -> None:
+        """Bind the rows to ``spec``'s variables (a chat template), before anything is paid."""
+        if not spec.variables:
+            if self._missing_input is not None:
+                raise self._missing_input
+            return
+        if self._pipeline is not None:
+            raise ConfigurationError("a chat template cannot be used with a pipeline")
+        settings = self._settings
+        fields = row_fields(spec.variables, spec.names, settings.get("variables", {}))
+        check_editable(spec.names, settings.get("rewrite_messages"))
+        if self._dataset_source is not None:
+            data, inputs, outputs, name = self._dataset_source
+            self._dataset = load_dataset(
+                data, input_field=inputs, output_field=outputs, name=name, variables=fields
+            )
+        elif self._dataset is not None:
+            self._dataset = bind_dataset(self._dataset, fields)
 
     def set_inputs(self, data: str | Path | Sequence[Any]) -> PromptOptimizer:
         """Pipeline inputs: a JSON array / JSONL file, or a list, of strings or ``{input, ...}``.
@@ -360,11 +406,12 @@ class PromptOptimizer:
         other._config = self._config.model_copy(deep=True)
         other._strategy_named = self._strategy_named
         other._pipeline = self._pipeline
+        other._dataset_source, other._missing_input = self._dataset_source, self._missing_input
         return other
 
     def compare(
         self,
-        prompt: str | Path | PromptSpec | Mapping[str, str],
+        prompt: PromptLike,
         strategies: Sequence[str],
         *,
         seeds: int | Sequence[int] = 3,
@@ -378,6 +425,8 @@ class PromptOptimizer:
 
     def build_config(self) -> RunConfig:
         """The validated RunConfig this builder would run with."""
+        if self._dataset is None and self._missing_input is not None:
+            raise self._missing_input
         if self._dataset is None:
             raise ConfigurationError("no dataset: call .set_dataset(path_or_records) first")
         if not self._config.models:
@@ -412,7 +461,7 @@ class PromptOptimizer:
 
     def run(
         self,
-        prompt: str | Path | PromptSpec | Mapping[str, str],
+        prompt: PromptLike,
         callbacks: Sequence[AnyCallback] = (),
         *,
         resume: bool | str = False,
@@ -420,9 +469,12 @@ class PromptOptimizer:
         """Optimize ``prompt``; returns the result.
 
         ``prompt``: text, a Path to a prompt file (.md/.txt, or .json/.yaml/.toml components,
-        or a directory of .md components), a :class:`reflex.data.prompts.PromptSpec`, or a mapping
-        of component names to texts (see :mod:`reflex.data.prompts`). The engine optimizes the
-        assembled text; ``result.best_components`` holds the winner's components when known.
+        or a directory of .md components), a :class:`reflex.data.prompts.PromptSpec`, a mapping
+        of component names to texts (see :mod:`reflex.data.prompts`), or a chat template: a
+        list of ``{"role", "content"}`` messages with ``{{variable}}`` placeholders, each filled
+        from the row field of that name (or the one :meth:`set_variables` maps it to). The
+        engine optimizes the assembled text; ``result.best_components`` holds the winner's
+        components when known.
 
         ``callbacks``: objects with any subset of the ``on_*`` hooks of :class:`reflex.Callback`
         (subclassing it is optional); one that raises is a warning, never the end of the run.
@@ -432,13 +484,15 @@ class PromptOptimizer:
         """
         from reflex.run.start import start_run
 
+        spec = prompt_spec(prompt)
+        self._bind(spec)
         config = self.build_config()
         assert self._dataset is not None
         return start_run(
             config,
             self._dataset,
             self._metrics,
-            prompt_spec(prompt),
+            spec,
             callbacks,
             pipeline=self._pipeline,
             resume=resume,

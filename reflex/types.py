@@ -46,7 +46,9 @@ class Example:
 
     ``messages`` is the conversation sent to the task model (without the optimized prompt);
     ``ideal`` is the reference answer or None when the row has none; ``split`` is the split the
-    file asked for ("train" / "val" / "test") or None to let the seeded splitter decide.
+    file asked for ("train" / "val" / "test") or None to let the seeded splitter decide. A row
+    bound to a chat template carries ``variables``; without an input of its own its one user
+    message is the variables as a JSON line (what metrics and reasoning prompts show as input).
     """
 
     id: str
@@ -57,6 +59,9 @@ class Example:
     # OpenAI function schemas offered with this row's request (``{"type": "function",
     # "function": {...}}`` each); empty: the run's tools, if any (see reflex.toolcalls).
     tools: tuple[Mapping[str, Any], ...] = ()
+    # A chat template's variables filled from this row's fields (name -> text); empty when the
+    # prompt is no template (see reflex.data.templates).
+    variables: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def input(self) -> str:
@@ -145,7 +150,8 @@ class RunSettings:
     ``requires_reasoning_model`` never see None); ``source_model``: the family the prompt was
     written for (reasoning prompts then add migration advice); ``reasoning_templates``: the
     user's template overrides (pass them to :func:`reflex.api.render`); ``max_iterations``,
-    ``batch_size`` (minibatch rows), ``seed``: as configured.
+    ``batch_size`` (minibatch rows), ``seed``: as configured. ``rewrite_messages``: the chat
+    template's messages (component names) strategies may rewrite; None: all.
     """
 
     models: tuple[str, ...]
@@ -155,6 +161,7 @@ class RunSettings:
     max_iterations: int
     batch_size: int
     seed: int
+    rewrite_messages: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from reflex.api import (
     ask,
     hookimpl,
     parse_proposal,
+    placeholders,
     render,
     system_prompt,
 )
@@ -269,7 +270,10 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         child = dict(parent.components)
         changed: list[str] = []
         notes: list[str] = []
-        for name in self._targets(ctx.prompt_spec.names):
+        editable = ctx.settings.rewrite_messages
+        names = [n for n in ctx.prompt_spec.names if editable is None or n in editable]
+        template = bool(ctx.prompt_spec.variables)  # a component keeps its placeholders
+        for name in self._targets(names or ctx.prompt_spec.names):
             current = parent.components[name]
             tried = [m["text"] for m in self._memory if m["component"] == name]
             messages = [
@@ -280,7 +284,12 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
                 ctx,
                 f"gepa: rewrite {name}",
                 messages,
-                partial(parse_proposal, current=current, forbidden=tried),
+                partial(
+                    parse_proposal,
+                    current=current,
+                    forbidden=tried,
+                    fixed=placeholders(current) if template else None,
+                ),
             )
             if proposal is None:
                 return child, changed, "\n".join(notes), error

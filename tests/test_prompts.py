@@ -52,7 +52,7 @@ def test_directory_of_markdown_files(tmp_path: Path) -> None:
         ('{"role": ""}', "prompt.json: component 'role' is empty"),
         ('{"role": 3}', "prompt.json: component 'role' must be text, got int"),
         ('{"bad name": "x"}', "component name 'bad name'"),
-        ('["x"]', "must map component names to texts, got list"),
+        ('["x"]', "chat template message 0 must be an object with only 'role'"),
         ('{"role": "x", "_template": "{role} {tone}"}', "unknown component 'tone'"),
         ('{"role": "x", "tone": "y", "_template": "{role}"}', "component 'tone' is not used"),
         ("{nope", "prompt.json: not valid json"),

@@ -60,6 +60,8 @@ class OptimizeArgs:
     max_tokens: int | None
     input_field: str | None
     output_field: str | None
+    variables: tuple[str, ...]
+    rewrite_messages: tuple[str, ...]
     # Pipeline mode.
     pipeline_file: str | None
     inputs_file: Path | None

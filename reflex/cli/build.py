@@ -14,7 +14,7 @@ from reflex.errors import ConfigurationError
 if TYPE_CHECKING:
     from reflex.optimizer import PromptOptimizer
 
-__all__ = ["build_optimizer"]
+__all__ = ["build_optimizer", "var_fields"]
 
 
 def _with_data(opt: PromptOptimizer, args: OptimizeArgs) -> None:
@@ -23,12 +23,27 @@ def _with_data(opt: PromptOptimizer, args: OptimizeArgs) -> None:
         opt.set_inputs(args.inputs_file)
     elif args.dataset is not None:  # OptimizeArgs holds one of them
         opt.set_dataset(args.dataset, input_field=args.input_field, output_field=args.output_field)
+    if args.variables:
+        opt.set_variables(var_fields(args.variables))
+    if args.rewrite_messages:
+        opt.set_rewrite_messages(*args.rewrite_messages)
     if args.pipeline_file is not None:
         opt.set_pipeline(
             args.pipeline_file, timeout=args.pipeline_timeout, trace_metrics=args.trace_metrics
         )
     elif args.trace_metrics:
         raise click.BadParameter("needs --pipeline-file FILE.py", param_hint="--score-trace")
+
+
+def var_fields(items: tuple[str, ...]) -> dict[str, str]:
+    """``--var NAME=FIELD`` items as ``{NAME: FIELD}``."""
+    fields: dict[str, str] = {}
+    for item in items:
+        name, sep, field = item.partition("=")
+        if not sep or not name.strip() or not field.strip():
+            raise click.BadParameter(f"{item!r} is not NAME=FIELD", param_hint="--var")
+        fields[name.strip()] = field.strip()
+    return fields
 
 
 def _with_scoring(opt: PromptOptimizer, args: OptimizeArgs) -> None:

@@ -187,6 +187,7 @@ def _run_config(
         "max_workers",
         "max_response_mb",
         "metric_specs",
+        "variables",
     )
     settings = {k: config[k] for k in kept if config is not None and k in config}
     try:
@@ -219,6 +220,7 @@ def _api_base(args: CheckArgs, config: Mapping[str, Any] | None, models: list[st
 
 def _check(args: CheckArgs) -> None:
     from reflex.data.dataset import load_dataset
+    from reflex.data.demos import template_fields
     from reflex.optimizer import prompt_spec
     from reflex.run.gate import (
         compare,
@@ -234,10 +236,13 @@ def _check(args: CheckArgs) -> None:
     baseline = load_baseline(args.baseline, args.split, args.run_dir)
     config = _run_config(args, baseline.config, judges)
     metrics = point_judges(rebuild_metrics(config, judges, baseline.source), args.judge_api_base)
-    dataset = load_dataset(
-        args.dataset_path, input_field=args.input_field, output_field=args.output_field
-    )
     prompt = prompt_spec(args.prompt_path).render()
+    dataset = load_dataset(
+        args.dataset_path,
+        input_field=args.input_field,
+        output_field=args.output_field,
+        variables=template_fields(prompt, config.variables),
+    )
     snapshot = evaluate_prompt(
         prompt, rows_for(dataset, baseline), config, metrics, cache=args.cache
     )

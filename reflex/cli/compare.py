@@ -40,14 +40,20 @@ def _run(**params: Any) -> None:
 
 
 def _compare(args: CompareArgs) -> None:
-    from reflex.cli.build import build_optimizer
+    from reflex.cli.build import build_optimizer, var_fields
     from reflex.data.dataset import load_dataset
+    from reflex.data.demos import template_fields
     from reflex.optimizer import prompt_spec
 
-    fields = {"input_field": args.run.input_field, "output_field": args.run.output_field}
-    datasets = [load_dataset(path, **fields) for path in args.datasets] or None
+    spec = prompt_spec(args.run.prompt)
+    fields = template_fields(spec.render(), var_fields(args.run.variables))
+    inputs, outputs = args.run.input_field, args.run.output_field
+    datasets = [
+        load_dataset(path, input_field=inputs, output_field=outputs, variables=fields)
+        for path in args.datasets
+    ] or None
     comparison = build_optimizer(args.run).compare(
-        prompt_spec(args.run.prompt),
+        spec,
         args.strategies,
         seeds=args.seeds,
         max_calls=args.run.max_calls,

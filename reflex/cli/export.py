@@ -103,6 +103,7 @@ def export_command(**params: Any) -> None:
 def _export(args: ExportArgs) -> None:
     from reflex.cli.outputs import refuse_clobbering
     from reflex.data.dataset import load_dataset
+    from reflex.data.demos import template_fields
     from reflex.data.files import atomic_write_text
     from reflex.errors import ConfigurationError
     from reflex.run.export import held_out_warning, plan_export, training_examples
@@ -121,7 +122,11 @@ def _export(args: ExportArgs) -> None:
     if not source:
         raise ConfigurationError("the run recorded no dataset file: pass --dataset FILE")
     refuse_clobbering({"--training-jsonl": args.output}, {"dataset": source, "run": path})
-    dataset = load_dataset(source, input_field=args.input_field, output_field=args.output_field)
+    best = str(read_json(path / "result.json").get("best_prompt") or "")
+    fields = template_fields(best, read_json(path / "config.json").get("variables"))
+    dataset = load_dataset(
+        source, input_field=args.input_field, output_field=args.output_field, variables=fields
+    )
     judges = supplied_judge(args.judge, args.judge_criteria)
     plan = plan_export(
         path,

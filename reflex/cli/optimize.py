@@ -96,11 +96,15 @@ def print_trackers(callbacks: list[Callback]) -> None:
 
 def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> None:
     """The best prompt in the input's shape: a components file when the input was one."""
-    from reflex.data.demos import split_chat_demos
+    from reflex.data.demos import saved_template, split_chat_demos
     from reflex.data.prompts import write_prompt_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
     demos = len(split_chat_demos(result.best_prompt)[1])
+    template = saved_template(result.best_prompt) if spec.fmt == "chat" else None
+    if template is not None:  # the template form, placeholders kept (demos as fixed turns)
+        atomic_write_text(path, json.dumps(template, indent=2, ensure_ascii=False) + "\n")
+        return
     if demos:
         click.echo(
             f"note: {path} ends with {demos} examples sent as chat turns (a user and an assistant "

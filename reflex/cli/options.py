@@ -84,6 +84,20 @@ def _inputs() -> list[click.Parameter]:
         o(["--max-tokens"], type=int, help="Task-model output limit (tokens)."),
         o(["--input-field"], help="Dataset field holding the input."),
         o(["--output-field"], help="Dataset field holding the reference answer."),
+        o(
+            ["--var", "variables"],
+            multiple=True,
+            metavar="NAME=FIELD",
+            help="Chat template: fill {{NAME}} from the row field FIELD (default: the field "
+            "named NAME); repeat for several.",
+        ),
+        o(
+            ["--rewrite-messages", "rewrite_messages"],
+            multiple=True,
+            metavar="NAME",
+            help="Chat template: a message strategies may rewrite (system, user, user_2, ...); "
+            "repeat for several. Default: all.",
+        ),
     ]
 
 

@@ -11,6 +11,7 @@ naming the file and 1-based line. A dataset is loaded completely or not at all.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -19,11 +20,12 @@ from pathlib import Path
 
 from reflex.data.json_types import JSONDict
 from reflex.data.readers import MAX_RECORD_BYTES, FrameLike, Row, Where, frame_rows, iter_file
-from reflex.data.records import canonical, parse_any, parse_plain
+from reflex.data.records import canonical, parse_any, parse_bound, parse_plain
+from reflex.data.templates import value_text
 from reflex.errors import DatasetError
 from reflex.types import Example
 
-__all__ = ["MAX_RECORD_BYTES", "SPLIT_NAMES", "Dataset", "load_dataset"]
+__all__ = ["MAX_RECORD_BYTES", "SPLIT_NAMES", "Dataset", "bind_dataset", "load_dataset"]
 
 SPLIT_NAMES: tuple[str, ...] = ("train", "val", "test")
 
@@ -117,11 +119,14 @@ def load_dataset(
     input_field: str | None = None,
     output_field: str | None = None,
     name: str | None = None,
+    variables: Mapping[str, str] | None = None,
 ) -> Dataset:
     """Load a dataset from a file (.jsonl/.json/.csv), a list of dicts or a pandas DataFrame.
 
     ``input_field`` names the input field (the record is then read as plain ``input``);
-    ``output_field`` names the reference field in any schema.
+    ``output_field`` names the reference field in any schema. ``variables`` (a chat template's
+    variable -> field) binds each row to the template (:func:`reflex.data.records.parse_bound`):
+    rows then need no input field, and one missing a variable's field is a file:line error.
     """
     source: str | None = None
     rows: Iterable[Row]
@@ -143,8 +148,28 @@ def load_dataset(
     if isinstance(rows, list) and not rows:
         raise DatasetError("no records; the dataset needs at least one row", path=label, line=1)
     with _paused_gc():
-        examples, index = _parse_rows(rows, label, input_field, output_field)
+        examples, index = _parse_rows(rows, label, input_field, output_field, variables)
         return Dataset._trusted(tuple(examples), index, name or default_name, source)
+
+
+def bind_dataset(dataset: Dataset, variables: Mapping[str, str]) -> Dataset:
+    """An in-memory dataset's rows bound to a chat template (variable -> field), from each
+    row's variables (rows loaded for it already) or metadata; a row missing a field is an error
+    naming its id."""
+    rows: list[Example] = []
+    for example in dataset:
+        values: dict[str, str] = {}
+        for name, key in variables.items():
+            value = example.variables.get(name, example.metadata.get(key))
+            if value is None:
+                raise DatasetError(
+                    f"row {example.id!r} has no field {key!r} for the template variable "
+                    f"{{{{{name}}}}}; add it or map another field with --var {name}=FIELD",
+                    path=dataset.source,
+                )
+            values[name] = value_text(value)
+        rows.append(dataclasses.replace(example, variables=values))
+    return dataset.subset(rows, dataset.name)
 
 
 @contextlib.contextmanager
@@ -164,16 +189,22 @@ def _paused_gc() -> Iterator[None]:
 
 
 def _parse_rows(
-    rows: Iterable[Row], label: str, input_field: str | None, output_field: str | None
+    rows: Iterable[Row],
+    label: str,
+    input_field: str | None,
+    output_field: str | None,
+    variables: Mapping[str, str] | None = None,
 ) -> tuple[list[Example], dict[str, int]]:
     """The examples, and each id's position (ids are checked unique here, naming both lines)."""
     examples: list[Example] = []
     first_line: dict[str, int] = {}
     index: dict[str, int] = {}
     has_output = False
-    fast = output_field is None and input_field in (None, "input")
+    fast = output_field is None and input_field in (None, "input") and not variables
     for number, record in rows:
         example = parse_plain(record, input_field) if fast else None
+        if variables:
+            example = parse_bound(record, Where(label, number), output_field, variables)
         if example is None:
             example = parse_any(record, Where(label, number), input_field, output_field)
         if example.id in first_line:

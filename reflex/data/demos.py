@@ -28,14 +28,21 @@ a malformed section is refused when it is read (:func:`check_chat_demos`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
+
+from reflex.data.templates import fill, parse_template, template_text, value_text, variables_of
+from reflex.types import Example
 
 __all__ = [
     "CHAT_DEMOS_HEADER",
     "chat_demo_turns",
     "check_chat_demos",
+    "demo_turns",
     "prompt_messages",
+    "saved_template",
+    "template_fields",
     "render_chat_demos",
     "split_chat_demos",
 ]
@@ -114,22 +121,43 @@ def check_chat_demos(prompt: str) -> str | None:
     )
 
 
+Row = str | Sequence[Mapping[str, Any]] | Mapping[str, object] | Example
+
+
 def prompt_messages(
-    prompt: str,
-    conversation: str | Sequence[Mapping[str, str]],
+    prompt: str | Sequence[Mapping[str, str]],
+    conversation: Row,
     mode: Literal["replace", "prepend"] = "replace",
-) -> list[dict[str, str]]:
-    """The messages a task model is sent for ``conversation`` (a user text or chat messages).
+    *,
+    fields: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The messages a task model is sent for ``conversation`` (a user text, chat messages, a
+    dataset :class:`~reflex.types.Example`, or, for a chat template, a row's fields).
 
     The prompt is the system message. If the conversation has its own system message,
     ``replace`` swaps it for the prompt and ``prepend`` puts the prompt before its text. A
     trailing ``Examples (as chat turns):`` section leaves the system message and becomes one
-    user and one assistant turn per demo, right after it. Deploy a saved prompt with this
+    user and one assistant turn per demo, right after it. A chat template (a list of messages,
+    or its string form, :mod:`reflex.data.templates`) is rendered with the row's variables
+    instead: its messages are the conversation, demos go after its system messages, each demo
+    input rendered through its last user message; ``fields`` maps a variable to the row field
+    that fills it when the names differ (the run's ``--var``). Deploy a saved prompt with this
     function (or the same rule) to get the behaviour its score was measured with.
     """
+    text = prompt if isinstance(prompt, str) else template_text(prompt)
+    system, pairs = split_chat_demos(text)
+    template = parse_template(system)
+    if template is not None:
+        if fields and isinstance(conversation, Mapping):
+            row = dict(conversation)
+            conversation = {**row, **{v: row[f] for v, f in fields.items() if f in row}}
+        return _rendered(template, pairs, conversation)
+    if isinstance(conversation, Example):
+        conversation = conversation.messages
     if isinstance(conversation, str):
         conversation = [{"role": "user", "content": conversation}]
-    system, pairs = split_chat_demos(prompt)
+    elif isinstance(conversation, Mapping):
+        raise ValueError("a row of fields needs a chat template with {{variables}}")
     messages = [dict(m) for m in conversation]
     if messages and messages[0].get("role") == "system":
         if mode == "prepend":
@@ -138,3 +166,79 @@ def prompt_messages(
             messages[0]["content"] = system
         return [messages[0], *chat_demo_turns(pairs), *messages[1:]]
     return [{"role": "system", "content": system}, *chat_demo_turns(pairs), *messages]
+
+
+def _values(row: Row) -> dict[str, str]:
+    if isinstance(row, Example):
+        return dict(row.variables)
+    if isinstance(row, Mapping):
+        return {str(k): value_text(v) for k, v in row.items()}
+    return {}
+
+
+def _rendered(
+    template: list[dict[str, str]], pairs: Sequence[tuple[str, str]], row: Row
+) -> list[dict[str, Any]]:
+    values = _values(row)
+    missing = [name for name in variables_of(template) if name not in values]
+    if missing:
+        raise ValueError(f"the row has no value for the template variable {missing[0]!r}")
+    messages: list[dict[str, Any]] = [
+        {"role": m["role"], "content": fill(m["content"], values)} for m in template
+    ]
+    lead = next(
+        (i for i, m in enumerate(template) if m["role"] not in ("system", "developer")),
+        len(template),
+    )
+    turns = demo_turns(template, pairs)
+    if lead == len(template):  # system messages only: the row's own conversation follows
+        own = row.messages if isinstance(row, Example) else []
+        return [*messages, *turns, *(dict(m) for m in own if m.get("role") != "system")]
+    return [*messages[:lead], *turns, *messages[lead:]]
+
+
+def demo_turns(
+    template: Sequence[Mapping[str, str]], pairs: Sequence[tuple[str, str]]
+) -> list[dict[str, str]]:
+    """Demo turns for a template: an input that is a JSON object of the variables is rendered
+    through the template's last user message; any other input is sent as written."""
+    user = next((m["content"] for m in reversed(template) if m["role"] == "user"), None)
+    turns = chat_demo_turns(pairs)
+    if user is None:
+        return turns
+    for turn in turns[::2]:
+        try:
+            data = json.loads(turn["content"])
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            values = {str(k): value_text(v) for k, v in data.items()}
+            try:
+                turn["content"] = fill(user, values)
+            except KeyError:
+                continue
+    return turns
+
+
+def template_fields(prompt: str, mapping: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """Each variable of ``prompt`` (a chat template's string form) -> the row field that fills
+    it (``mapping``'s, else its own name); None when ``prompt`` has no variables."""
+    template = parse_template(split_chat_demos(prompt)[0])
+    names = variables_of(template) if template is not None else []
+    if not names:
+        return None
+    return {name: (mapping or {}).get(name, name) for name in names}
+
+
+def saved_template(prompt: str) -> list[dict[str, str]] | None:
+    """The chat template to save for ``prompt`` (its demos as fixed turns), or None when it is
+    not one: ``prompt_messages`` of the saved list is what was scored."""
+    system, pairs = split_chat_demos(prompt)
+    template = parse_template(system)
+    if template is None:
+        return None
+    lead = next(
+        (i for i, m in enumerate(template) if m["role"] not in ("system", "developer")),
+        len(template),
+    )
+    return [*template[:lead], *demo_turns(template, pairs), *template[lead:]]

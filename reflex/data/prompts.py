@@ -5,8 +5,14 @@ model sees them assembled by a template (``{name}`` placeholders; unknown braces
 they are) or, without one, joined in order with blank lines. The engine works on the assembled
 text; strategies that understand components (``gepa``) edit them one at a time.
 
+A chat template (MLflow's chat-prompt form: a list of ``{"role", "content"}`` messages with
+``{{variable}}`` placeholders, :mod:`reflex.data.templates`) is a multi-component prompt too:
+one component per message (named by its role, ``role_N`` when a role repeats), assembled into
+the template's string form; its format is "chat".
+
 Files: ``.md`` / ``.txt`` (one component), ``.json`` / ``.yaml`` / ``.yml`` / ``.toml``
-(a mapping of name -> text; the reserved key ``_template`` holds the template), or a directory
+(a mapping of name -> text; the reserved key ``_template`` holds the template; a JSON or YAML
+list is a chat template), or a directory
 of ``.md`` files (one component per file, named by its stem, in name order; an optional
 ``_template.md`` holds the template).
 """
@@ -16,18 +22,27 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reflex.data.demos import check_chat_demos
+from reflex.data.demos import check_chat_demos, saved_template
 from reflex.data.files import atomic_write_text, file_problem
+from reflex.data.templates import (
+    component_names,
+    messages_from_data,
+    parse_template,
+    template_text,
+    variables_of,
+)
 from reflex.errors import ConfigurationError
 
 __all__ = [
     "SINGLE",
     "TEMPLATE_KEY",
+    "PromptLike",
     "PromptSpec",
+    "chat_spec",
     "is_components_path",
     "load_prompt_file",
     "prompt_spec",
@@ -79,11 +94,26 @@ class PromptSpec:
             return "\n\n".join(text.strip() for text in parts.values() if text.strip())
         return _FIELD.sub(lambda m: parts[m[1]] if m[1] in parts else m[0], self.template).strip()
 
+    @property
+    def messages(self) -> list[dict[str, str]] | None:
+        """The chat template's messages (placeholders kept), or None for a text prompt."""
+        return parse_template(self.render())
+
+    @property
+    def variables(self) -> list[str]:
+        """The chat template's variable names in order of first use; [] for a text prompt."""
+        messages = self.messages
+        return variables_of(messages) if messages is not None else []
+
     def replace(self, components: Mapping[str, str]) -> PromptSpec:
         """The same template and format with other component texts (names must match)."""
         if list(components) != list(self.components):
             raise ValueError(f"components {list(components)} != {list(self.components)}")
         return PromptSpec(dict(components), self.template, self.fmt)
+
+
+# Every form a prompt is accepted in (see prompt_spec).
+PromptLike = str | Path | PromptSpec | Mapping[str, str] | Sequence[Mapping[str, str]]
 
 
 def _check(where: str, components: Mapping[str, object], template: object) -> PromptSpec:
@@ -177,6 +207,8 @@ def load_prompt_file(path: str | Path) -> PromptSpec:
             )
         return PromptSpec.single(text.strip("\n"))
     data = _parse_mapping(path, fmt, text)
+    if isinstance(data, list) and fmt != "toml":
+        return chat_spec(data, str(path))
     if not isinstance(data, dict):
         raise ConfigurationError(
             f"{path}: a {fmt} prompt must map component names to texts, got {type(data).__name__}"
@@ -192,6 +224,20 @@ def spec_from_mapping(
     template = values.pop(TEMPLATE_KEY, None)
     spec = _check(where, values, template)
     return PromptSpec(spec.components, spec.template, fmt)
+
+
+def chat_spec(messages: object, where: str = "prompt") -> PromptSpec:
+    """A chat template (a list of ``{"role", "content"}`` messages) as a PromptSpec."""
+    checked = messages_from_data(messages, where)
+    names = component_names([m["role"] for m in checked])
+    holes = [
+        {"role": m["role"], "content": f"{{{n}}}"} for m, n in zip(checked, names, strict=True)
+    ]
+    components = {n: m["content"] for n, m in zip(names, checked, strict=True)}
+    spec = PromptSpec(components, template_text(holes), "chat")
+    if spec.messages != checked:  # e.g. a message that is only blank lines inside
+        raise ConfigurationError(f"{where}: the chat template does not read back as written")
+    return spec
 
 
 def is_components_path(path: Path) -> bool:
@@ -210,6 +256,11 @@ def write_prompt_file(path: Path, spec: PromptSpec) -> None:
             atomic_write_text(path / f"{name}.md", text + "\n")
         return
     path.parent.mkdir(parents=True, exist_ok=True)
+    if spec.fmt == "chat":
+        messages = saved_template(spec.render())
+        if messages is not None:
+            atomic_write_text(path, json.dumps(messages, indent=2, ensure_ascii=False) + "\n")
+            return
     if spec.fmt == "json":
         body = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     elif spec.fmt == "yaml":
@@ -251,10 +302,13 @@ def read_prompt(prompt: str | Path, what: str = "prompt file") -> str:
     return text.strip("\n")
 
 
-def prompt_spec(prompt: str | Path | PromptSpec | Mapping[str, str]) -> PromptSpec:
-    """Any accepted prompt as a PromptSpec: text, a prompt file or directory, or components."""
+def prompt_spec(prompt: PromptLike) -> PromptSpec:
+    """Any accepted prompt as a PromptSpec: text, a prompt file or directory, components, or a
+    chat template (a list of messages)."""
     if isinstance(prompt, PromptSpec):
         spec = prompt
+    elif isinstance(prompt, Sequence) and not isinstance(prompt, str):
+        spec = chat_spec(list(prompt))
     elif isinstance(prompt, Mapping):
         spec = spec_from_mapping(prompt)
     elif isinstance(prompt, Path) and is_components_path(prompt):

@@ -22,9 +22,11 @@ import math
 from collections.abc import Mapping, Sequence
 
 from reflex.data.readers import PLAIN_REFERENCES, Where
+from reflex.data.templates import value_text
+from reflex.errors import MissingInputError
 from reflex.types import Example
 
-__all__ = ["canonical", "parse_any", "parse_plain", "parse_record"]
+__all__ = ["canonical", "parse_any", "parse_bound", "parse_plain", "parse_record"]
 
 _SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
 _PLAIN_REFERENCES = PLAIN_REFERENCES
@@ -110,6 +112,42 @@ def parse_any(
     )
 
 
+def parse_bound(
+    record: object, where: Where, output_field: str | None, variables: Mapping[str, str]
+) -> Example:
+    """A row for a chat template: ``variables`` maps each variable to the field that fills it.
+
+    The row needs no input field: its one user message is the variables as a JSON line (what
+    metrics and reasoning prompts show as its input); the template is what the model is sent.
+    """
+    if not isinstance(record, dict):
+        return parse_any(record, where, None, output_field)  # reports the record's shape
+    _refuse_lone_surrogates(record, where)
+    values: dict[str, str] = {}
+    for name, key in variables.items():
+        if key not in record or record[key] is None:
+            how = "is null" if key in record else "is missing"
+            hint = f"map another field with --var {name}=FIELD" if key == name else "check --var"
+            raise where.error(
+                f"field {key!r} for the template variable {{{{{name}}}}} {how}; fields are "
+                f"{_field_list(record)}; add it to the row or {hint}"
+            )
+        value = record[key]
+        values[name] = value_text(value)
+    refs = (output_field,) if output_field else _PLAIN_REFERENCES
+    ideal, ref_key = _reference(record, where, refs)
+    used = set(variables.values()) | ({ref_key} if ref_key else set())
+    content = json.dumps(values, ensure_ascii=False)
+    return Example(
+        id=_record_id(record, where),
+        messages=({"role": "user", "content": content},),
+        ideal=ideal,
+        metadata=_metadata(record, used, where),
+        split=_record_split(record.get("split"), where),
+        variables=values,
+    )
+
+
 def _refuse_lone_surrogates(record: Mapping[str, object], where: Where) -> None:
     """A ``\\ud800``-style escape decodes to half a character that no file, cache or provider
     can store (UnicodeEncodeError, a half-written run): refused here, before anything runs."""
@@ -137,7 +175,8 @@ def _extract(
     if key is None or key not in record:
         fix = "check --input-field" if key else "or pass --input-field NAME (input_field=...)"
         need = f"field {key!r}" if key else f"one of {_ACCEPTED}"
-        raise where.error(f"no input: expected {need}; fields are {_field_list(record)}; {fix}")
+        message = f"no input: expected {need}; fields are {_field_list(record)}; {fix}"
+        raise MissingInputError(message, path=where.path, line=where.line)
     plain = key == input_field or key == "input"
     refs = (output_field,) if output_field else _PLAIN_REFERENCES if plain else _CHAT_REFERENCES
     ideal, ref_key = _reference(record, where, refs)

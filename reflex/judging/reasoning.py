@@ -25,7 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from reflex.data.demos import split_chat_demos
 from reflex.data.language import detect_language
+from reflex.data.templates import parse_template, placeholders, template_problem, variables_of
 from reflex.errors import ConfigurationError
 from reflex.judging.templates import DEFAULT_TEMPLATES, family, migration_notes
 
@@ -111,6 +113,10 @@ def guidance(ctx: StrategyContext) -> str:
                 target_family=family(config.models[0]),
             )
         )
+    messages = parse_template(split_chat_demos(ctx.initial_prompt)[0])
+    if messages is not None and variables_of(messages):
+        fixed = ", ".join("{{" + name + "}}" for name in variables_of(messages))
+        lines.append(render("guidance.template", config.reasoning_templates, placeholders=fixed))
     return "\n".join(lines)
 
 
@@ -204,8 +210,12 @@ def _from_fence(text: str) -> str | None:
     return blocks[-1].strip() if blocks else None
 
 
-def parse_proposal(text: str, *, current: str, forbidden: Sequence[str] = ()) -> Proposal:
-    """Extract a revised prompt; raise ProposalError when it is missing, empty or unchanged."""
+def parse_proposal(
+    text: str, *, current: str, forbidden: Sequence[str] = (), fixed: Sequence[str] | None = None
+) -> Proposal:
+    """Extract a revised prompt; raise ProposalError when it is missing, empty or unchanged,
+    or breaks the chat template ``current`` is (its messages and placeholders), or changes the
+    ``fixed`` placeholders (a template component's, in order of use, repeats included)."""
     data = _from_json(text) if tagged(text, "prompt") is None else None
     prompt = tagged(text, "prompt") or (data or {}).get("prompt") or _from_fence(text)
     if not prompt or not prompt.strip():
@@ -216,6 +226,12 @@ def parse_proposal(text: str, *, current: str, forbidden: Sequence[str] = ()) ->
     for text_seen in forbidden:
         if text_seen and text_seen.strip() == prompt:
             raise ProposalError("the revised prompt repeats one that was already tried")
+    problem = template_problem(split_chat_demos(current)[0], split_chat_demos(prompt)[0])
+    if problem is None and fixed is not None and sorted(placeholders(prompt)) != sorted(fixed):
+        wanted = ", ".join("{{" + name + "}}" for name in fixed) or "none"
+        problem = f"the revised text must keep exactly the placeholders {wanted}"
+    if problem is not None:
+        raise ProposalError(problem)
     diagnosis = tagged(text, "diagnosis") or (data or {}).get("diagnosis", "")
     edit = tagged(text, "edit") or (data or {}).get("edit", "")
     return Proposal(prompt=prompt, diagnosis=diagnosis, edit=edit, answer=text)

@@ -24,6 +24,12 @@ DEFAULT_TEMPLATES: dict[str, str] = {
         "Migration: this prompt was written for {source_model} ({source_family}) and will now "
         "run on {target_model} ({target_family}). {notes}"
     ),
+    "guidance.template": (
+        "The prompt is a chat template: one <message role=...> block per message the model is "
+        "sent. Keep every block, in the same order, and keep its placeholders {placeholders} "
+        "exactly, each in its own message and as often as now: they are filled with each row's "
+        "values. Rewrite only the text around them."
+    ),
     "retry": "That answer was unusable: {error}. Answer again in the required form.",
     # gepa / opro / random (issue 8): distinct names, one block.
     "gepa.system": (

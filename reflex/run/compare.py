@@ -27,7 +27,7 @@ from reflex.run.executors import Cell, Executor, run_cells
 if TYPE_CHECKING:
     from reflex.callbacks import AnyCallback
     from reflex.data.dataset import Dataset
-    from reflex.data.prompts import PromptSpec
+    from reflex.data.prompts import PromptLike
     from reflex.optimizer import PromptOptimizer
     from reflex.result import OptimizationResult
 
@@ -245,7 +245,7 @@ def _grid_datasets(
 
 def compare(
     optimizer: PromptOptimizer,
-    prompt: str | Path | PromptSpec | Mapping[str, str],
+    prompt: PromptLike,
     strategies: Sequence[str],
     *,
     seeds: int | Sequence[int] = 3,

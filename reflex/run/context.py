@@ -21,7 +21,7 @@ from reflex.judging.pairwise import PairOutcome, compare_all
 from reflex.plugins import build_options, get_registry
 from reflex.result import EvalSnapshot, IterationRecord, StopReason
 from reflex.run.budget import Budget
-from reflex.run.screening import CandidateScreen
+from reflex.run.screening import CandidateScreen, refused_snapshot
 from reflex.run.session import Session
 from reflex.run.stopping import DEFAULT_ITERATIONS, Stopping
 from reflex.types import (
@@ -84,7 +84,9 @@ class RunContext:
             held_out={"val": val, "test": test or ()},
             seed_texts=[initial_prompt, *self.prompt_spec.components.values()],
             initial_val=initial_val,
+            initial_prompt=initial_prompt,
         )
+        self._refused: dict[str, str] = {}  # candidates that break the chat template
         self.best_val: float | None = initial_val.mean_score if initial_val else None
         config = session.config
         self._stopping = Stopping(
@@ -113,6 +115,9 @@ class RunContext:
             else config.max_iterations,
             batch_size=config.batch_size,
             seed=config.seed,
+            rewrite_messages=None
+            if config.rewrite_messages is None
+            else tuple(config.rewrite_messages),
         )
 
     @property
@@ -210,7 +215,21 @@ class RunContext:
                 f"ctx.evaluate: {len(held)} row(s) of the test split (e.g. {held[0]!r}); a "
                 "strategy may evaluate train and val rows only"
             )
-        return self._session.evaluate(prompt, rows, f"{label}:it{self.iteration + 1}")
+        split = f"{label}:it{self.iteration + 1}"
+        refused = self._refusal(prompt)
+        if refused is not None:  # no call is paid for a candidate that breaks the template
+            return refused_snapshot(prompt, split, rows, self.settings.models, refused)
+        return self._session.evaluate(prompt, rows, split)
+
+    def _refusal(self, prompt: str) -> str | None:
+        """Why ``prompt`` breaks the chat template (recorded once as a failed proposal)."""
+        if prompt in self._refused:
+            return self._refused[prompt]
+        reason = self._screen.template(prompt)
+        if reason is not None:
+            self._refused[prompt] = reason
+            self.fail_proposal("chat template guard", reason)
+        return reason
 
     def reason(self, messages: Sequence[Mapping[str, str]] | str) -> str:
         """Ask the reasoning model; a plain string is sent as one user message."""
@@ -283,14 +302,13 @@ class RunContext:
         rejected: str | None = None,
         components: Mapping[str, str] | None = None,
     ) -> IterationRecord:
-        """Record one iteration and return it.
-
-        The candidate is measured on val unless it ``failed`` (an error) or was ``rejected``
-        before val (e.g. screened out on train; the reason is recorded). ``accepted=None`` means
-        "accepted if it became the new best on val". ``components``: the candidate as named
-        components (``prompt`` must be their rendering); kept as ``best_components`` if it wins.
-        Leakage flags (:mod:`reflex.checks.leakage`) are recorded; ``strict_leakage`` rejects them.
-        """
+        """Record one iteration and return it: measured on val unless it ``failed`` (an error)
+        or was ``rejected`` before val (screened out on train, or it breaks the chat template;
+        the reason is recorded). ``accepted=None``: accepted if it became the new best on val.
+        ``components``: the candidate as named components (``prompt`` their rendering), kept as
+        ``best_components`` if it wins. Leakage flags (:mod:`reflex.checks.leakage`) are
+        recorded; ``strict_leakage`` rejects them."""
+        rejected = self._refusal(prompt) or rejected  # a broken template: nothing is paid
         leaks = self._screen.span_flags(prompt, failed, rejected)
         rejected = rejected or self._screen.reject(leaks)  # before val is paid for
         measured = train  # what the strategy measured (leakage checks use only that)

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from reflex.data.demos import prompt_messages
 from reflex.models.client import ModelSpec, ProviderClient
@@ -35,12 +35,13 @@ Progress = Callable[[int], None]
 
 def render_messages(
     prompt: str, example: Example, mode: PromptMode = "replace"
-) -> list[dict[str, str]]:
-    """The conversation sent to the task model for ``example`` under ``prompt``.
+) -> list[dict[str, Any]]:
+    """The conversation sent to the task model for ``example`` under ``prompt`` (a chat
+    template is rendered with the row's variables).
 
     See :func:`reflex.data.demos.prompt_messages` (public as ``reflex.prompt_messages``).
     """
-    return prompt_messages(prompt, example.messages, mode)
+    return prompt_messages(prompt, example, mode)
 
 
 def combine_scores(scores: Mapping[str, float], weights: Mapping[str, float]) -> float | None:

@@ -10,16 +10,15 @@ system, or one machine, and network URLs).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from reflex.errors import ConfigurationError, ReflexError
 
 if TYPE_CHECKING:
     from reflex.callbacks import AnyCallback
-    from reflex.data.prompts import PromptSpec
+    from reflex.data.prompts import PromptLike
     from reflex.optimizer import PromptOptimizer
     from reflex.result import OptimizationResult
 
@@ -43,7 +42,7 @@ class Cell:
     dataset: str = "dataset"  # the dataset's label in the grid
 
 
-Prompt: TypeAlias = "str | Path | PromptSpec | Mapping[str, str]"
+Prompt: TypeAlias = "PromptLike"
 Summarize = Callable[[Cell, "OptimizationResult"], Any]
 
 

@@ -1,5 +1,7 @@
-"""The checks a candidate passes before it may become the best: leakage and guard metrics.
+"""The checks a candidate passes before it may become the best: template, leakage and guards.
 
+A chat template's candidates must keep its messages and placeholders exactly
+(:func:`reflex.data.templates.template_problem`), checked before any call is paid for them.
 Held-out (val, test) text is indexed once per run (:mod:`reflex.checks.leakage`); each candidate
 is screened for copied spans and implausible gains, and ``--guard`` metrics must not regress on
 val beyond their tolerance against the initial prompt.
@@ -11,10 +13,22 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from reflex.checks.leakage import LeakageFlag, LeakageGuard
 from reflex.config import RunConfig
-from reflex.result import EvalSnapshot
+from reflex.data.demos import split_chat_demos
+from reflex.data.templates import is_template, template_problem
+from reflex.result import EvalSnapshot, Sample
 from reflex.types import Example
 
-__all__ = ["CandidateScreen"]
+__all__ = ["CandidateScreen", "refused_snapshot"]
+
+
+def refused_snapshot(
+    prompt: str, split: str, rows: Sequence[Example], models: Sequence[str], reason: str
+) -> EvalSnapshot:
+    """What evaluating a refused candidate gives: every row errored, no call made."""
+    samples = tuple(
+        Sample(e.id, model, "", None, error=f"refused: {reason}") for model in models for e in rows
+    )
+    return EvalSnapshot(prompt, split, 0.0, {}, samples=samples, n_errors=len(samples))
 
 
 class CandidateScreen:
@@ -28,7 +42,11 @@ class CandidateScreen:
         held_out: Mapping[str, Iterable[Example]],
         seed_texts: Iterable[str],
         initial_val: EvalSnapshot | None,
+        initial_prompt: str = "",
     ) -> None:
+        body = split_chat_demos(initial_prompt)[0]
+        self._template = body if is_template(body) else None
+        self._editable = config.rewrite_messages
         self._guard = LeakageGuard.for_run(
             config, train=train, held_out=held_out, seed_texts=seed_texts
         )
@@ -42,6 +60,12 @@ class CandidateScreen:
         flags = self._guard.screen(prompt)
         self._screened = (prompt, flags)
         return self._guard.reject(flags)
+
+    def template(self, prompt: str) -> str | None:
+        """Why ``prompt`` breaks the run's chat template, or None (always None without one)."""
+        if self._template is None:
+            return None
+        return template_problem(self._template, split_chat_demos(prompt)[0], self._editable)
 
     def span_flags(
         self, prompt: str, failed: str | None, rejected: str | None
