@@ -100,7 +100,7 @@ class PromptOptimizer:
     ) -> PromptOptimizer:
         """Which row field fills each chat-template ``{{variable}}`` whose name differs from it
         (``set_variables(question="q")``; CLI ``--var question=q``)."""
-        merged = {**self._settings.get("variables", {}), **(fields or {}), **more}
+        merged = {**self._config.variables, **(fields or {}), **more}
         return self._set(variables=merged)
 
     def set_rewrite_messages(self, *names: str) -> PromptOptimizer:
@@ -116,9 +116,8 @@ class PromptOptimizer:
             return
         if self._pipeline is not None:
             raise ConfigurationError("a chat template cannot be used with a pipeline")
-        settings = self._settings
-        fields = row_fields(spec.variables, spec.names, settings.get("variables", {}))
-        check_editable(spec.names, settings.get("rewrite_messages"))
+        fields = row_fields(spec.variables, spec.names, self._config.variables)
+        check_editable(spec.names, self._config.rewrite_messages)
         if self._dataset_source is not None:
             data, inputs, outputs, name = self._dataset_source
             self._dataset = load_dataset(
