@@ -44,8 +44,11 @@ def _compare(args: CompareArgs) -> None:
     from reflex.data.dataset import load_dataset
     from reflex.optimizer import prompt_spec
 
-    fields = {"input_field": args.run.input_field, "output_field": args.run.output_field}
-    datasets = [load_dataset(path, **fields) for path in args.datasets] or None
+    run = args.run
+    datasets = [
+        load_dataset(path, input_field=run.input_field, output_field=run.output_field)
+        for path in args.datasets
+    ] or None
     comparison = build_optimizer(args.run).compare(
         prompt_spec(args.run.prompt),
         args.strategies,

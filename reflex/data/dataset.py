@@ -16,6 +16,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 from reflex.data.json_types import JSONDict
 from reflex.data.readers import MAX_RECORD_BYTES, FrameLike, Row, Where, frame_rows, iter_file
@@ -93,8 +94,17 @@ class Dataset:
         return sum(1 for example in self._examples if example.ideal is not None)
 
     def fingerprint(self) -> str:
-        """sha256 of ids, messages and references; independent of row order and of the run."""
-        rows = sorted([e.id, [dict(m) for m in e.messages], e.ideal] for e in self._examples)
+        """sha256 of ids, messages, references (and tools, where a row has them); independent of
+        row order and of the run."""
+        rows = sorted(
+            [
+                e.id,
+                [dict(m) for m in e.messages],
+                e.ideal,
+                *([[dict(t) for t in e.tools]] * bool(e.tools)),
+            ]
+            for e in self._examples
+        )
         return hashlib.sha256(canonical(rows).encode("utf-8")).hexdigest()
 
     def to_records(self) -> list[JSONDict]:
@@ -106,6 +116,7 @@ class Dataset:
                 "ideal": e.ideal,
                 "split": e.split,
                 "metadata": dict(e.metadata),
+                **({"tools": [dict(t) for t in e.tools]} if e.tools else {}),
             }
             for e in self._examples
         ]
@@ -117,11 +128,14 @@ def load_dataset(
     input_field: str | None = None,
     output_field: str | None = None,
     name: str | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> Dataset:
     """Load a dataset from a file (.jsonl/.json/.csv), a list of dicts or a pandas DataFrame.
 
     ``input_field`` names the input field (the record is then read as plain ``input``);
-    ``output_field`` names the reference field in any schema.
+    ``output_field`` names the reference field in any schema; ``tools`` are the run's function
+    schemas (``--tools``), against which a row without its own ``tools`` has its reference call
+    checked (a call naming a function not offered is refused, naming the file and line).
     """
     source: str | None = None
     rows: Iterable[Row]
@@ -143,7 +157,7 @@ def load_dataset(
     if isinstance(rows, list) and not rows:
         raise DatasetError("no records; the dataset needs at least one row", path=label, line=1)
     with _paused_gc():
-        examples, index = _parse_rows(rows, label, input_field, output_field)
+        examples, index = _parse_rows(rows, label, input_field, output_field, tools or ())
         return Dataset._trusted(tuple(examples), index, name or default_name, source)
 
 
@@ -164,18 +178,22 @@ def _paused_gc() -> Iterator[None]:
 
 
 def _parse_rows(
-    rows: Iterable[Row], label: str, input_field: str | None, output_field: str | None
+    rows: Iterable[Row],
+    label: str,
+    input_field: str | None,
+    output_field: str | None,
+    tools: Sequence[Mapping[str, Any]],
 ) -> tuple[list[Example], dict[str, int]]:
     """The examples, and each id's position (ids are checked unique here, naming both lines)."""
     examples: list[Example] = []
     first_line: dict[str, int] = {}
     index: dict[str, int] = {}
     has_output = False
-    fast = output_field is None and input_field in (None, "input")
+    fast = output_field is None and input_field in (None, "input") and not tools
     for number, record in rows:
         example = parse_plain(record, input_field) if fast else None
         if example is None:
-            example = parse_any(record, Where(label, number), input_field, output_field)
+            example = parse_any(record, Where(label, number), input_field, output_field, tools)
         if example.id in first_line:
             raise Where(label, number).error(
                 f"duplicate id {example.id!r} (also on line {first_line[example.id]}); "
