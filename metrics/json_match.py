@@ -191,7 +191,7 @@ class JsonMatch:
         passed, total, notes = 0, 0, []
         for key, value in want.items():
             if key not in got:
-                total += _leaves(value)
+                total += max(1, _leaves(value))
                 notes.append(f"{path}.{key}: missing")
                 continue
             p, t, n = self._match(got[key], value, f"{path}.{key}")
@@ -212,7 +212,7 @@ class JsonMatch:
             tries = [(self._match(got[j], value, f"{path}[{j}]"), j) for j in pool]
             best = max(tries, key=lambda t: (t[0][0] / max(t[0][1], 1), -t[1]), default=None)
             if best is None:
-                total += _leaves(value)
+                total += max(1, _leaves(value))
                 notes.append(
                     f"{path}: missing an element like {show(value)}"
                     if self.show_expected

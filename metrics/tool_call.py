@@ -59,6 +59,8 @@ class Expected:
     name: str
     arguments: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     optional: frozenset[str] = frozenset()
+    # BFCL's form: an acceptable object is itself {key: [acceptable values...]}, recursively.
+    nested: bool = False
 
 
 def expected_calls(example: Example, ground_truth_field: str = "ground_truth") -> list[Expected]:
@@ -88,7 +90,8 @@ def _from_bfcl(value: object, where: str) -> list[Expected]:
         ):
             raise ValueError(shape)
         optional = frozenset(k for k, v in arguments.items() if "" in v)
-        calls.append(Expected(str(name), {k: tuple(v) for k, v in arguments.items()}, optional))
+        acceptable = {k: tuple(v) for k, v in arguments.items()}
+        calls.append(Expected(str(name), acceptable, optional, nested=True))
     return calls
 
 
@@ -196,7 +199,7 @@ class ToolCallMatch:
                     passed += 1
                 else:
                     notes.append(self._expected_also(arg, acceptable))
-            elif any(self.compare.same(call.arguments[arg], v) for v in acceptable):
+            elif any(self._accepts(call.arguments[arg], v, want.nested) for v in acceptable):
                 passed += 1
             else:
                 notes.append(self._wrong(arg, call.arguments[arg], acceptable))
@@ -206,6 +209,28 @@ class ToolCallMatch:
                 notes.append(f"{arg} is not an expected argument")
         head = _describe([call])
         return _Check(passed / total, [f"{head}; {'; '.join(notes)}"] if notes else [])
+
+    def _accepts(self, got: Any, want: Any, nested: bool) -> bool:
+        """``got`` is ``want``; in BFCL's form an object's values are lists of acceptable values
+        (``""`` among them: the key may be left out) and lists compare element by element."""
+        if not nested or not isinstance(want, (Mapping, list)):
+            return self.compare.same(got, want)
+        if isinstance(want, list):
+            return (
+                isinstance(got, list)
+                and len(got) == len(want)
+                and all(self._accepts(g, w, True) for g, w in zip(got, want, strict=True))
+            )
+        if not isinstance(got, Mapping) or any(k not in want for k in got):
+            return False
+        for key, options in want.items():
+            values = options if isinstance(options, list) else [options]
+            if key not in got:
+                if "" not in values:
+                    return False
+            elif not any(self._accepts(got[key], v, True) for v in values):
+                return False
+        return True
 
     def _expected_also(self, arg: str, acceptable: tuple[Any, ...]) -> str:
         if self.show_expected:

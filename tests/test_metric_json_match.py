@@ -42,6 +42,8 @@ def test_the_same_json_scores_1_whatever_the_order_of_list_elements() -> None:
     assert verdict.objectives == {"parse": 1.0, "fields": 1.0, "exact": 1.0}
     assert score(swapped, lists="ordered").value == 0.0
     assert score([], []).value == 1.0
+    assert score({"quantities": []}, {"quantities": []}).value == 1.0
+    assert score({}, {"quantities": []}).value == 0.0  # a missing empty list still counts
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -101,6 +102,33 @@ def test_bfcl_ground_truth_acceptable_values_and_optional_arguments() -> None:
     assert metric.score(answer(ToolCall("area", {"unit": "Metres"})), several).value == 1.0
     broken = metric.score(answer(HYPOT), ex(None, ground_truth={"math.hypot": {}}))
     assert broken.error is not None and "metadata.ground_truth must be a list" in broken.error
+
+
+def test_bfcl_objects_hold_acceptable_values_per_key() -> None:
+    truth = [
+        {
+            "find": {
+                "conditions": [{"school": ["Bluebird HS", "Bluebird High School"], "n": ["", 1]}]
+            }
+        }
+    ]
+    row = ex(None, ground_truth=truth)
+    metric = ToolCallMatch(strings="bfcl")
+    good = answer(ToolCall("find", {"conditions": {"school": "bluebird high school"}}))
+    assert metric.score(good, row).value == 1.0
+    extra = answer(ToolCall("find", {"conditions": {"school": "Bluebird HS", "x": 1}}))
+    assert metric.score(extra, row).value == 0.5
+
+
+def test_every_converted_bfcl_row_scores_its_own_reference_1() -> None:
+    from reflex.data.dataset import load_dataset
+
+    root = Path(__file__).resolve().parents[1] / "examples" / "tool_calls"
+    metric = ToolCallMatch(strings="bfcl")
+    for name in ("dataset.jsonl", "multiple.jsonl"):
+        rows = load_dataset(root / name)
+        assert all(row.ideal and metric.score(row.ideal, row).value == 1.0 for row in rows)
+        assert all(row.tools and "ground_truth" in row.metadata for row in rows)
 
 
 def test_several_calls_are_matched_as_a_set_or_in_order() -> None:
