@@ -3,6 +3,10 @@
 ``ChatRequest`` is what a client asked (model, messages, the other body fields); a
 ``Responder`` turns it into the answer text (``echo`` by default); ``completion`` builds the
 response body with its usage numbers. :mod:`reflex.testing.endpoint` serves them.
+
+Tool calls: when the request offers ``tools`` and the answer text holds ``<tool_call>{...}
+</tool_call>`` lines (:func:`reflex.toolcalls.render_answer`), they are sent as the message's
+``tool_calls`` (``finish_reason`` ``tool_calls``, the rest as ``content``), as a provider does.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from reflex.data.json_types import JSONDict
+from reflex.data.json_types import JSONDict, JSONValue
+from reflex.toolcalls import parse_answer, to_openai
 
 __all__ = ["ChatRequest", "Reply", "Responder", "completion", "echo"]
 
@@ -64,6 +69,13 @@ def completion(request: ChatRequest, text: str, usage: tuple[int, int] | None = 
     else:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in request.messages)
         completion_tokens = len(text.split())
+    message: JSONDict = {"role": "assistant", "content": text}
+    finish = "stop"
+    content, calls = parse_answer(text) if request.params.get("tools") else (text, [])
+    if calls:
+        tool_calls: list[JSONValue] = [dict(c) for c in to_openai(calls)]
+        message = {"role": "assistant", "content": content or None, "tool_calls": tool_calls}
+        finish = "tool_calls"
     return {
         "id": "chatcmpl-local",
         "object": "chat.completion",
@@ -72,8 +84,8 @@ def completion(request: ChatRequest, text: str, usage: tuple[int, int] | None = 
         "choices": [
             {
                 "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish,
+                "message": message,
             }
         ],
         "usage": {
