@@ -24,8 +24,21 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tool_calls"
 SEED = "Call the right function."
 
 
-def _rows(work: Path, count: int) -> Path:
+def _conversation(row: str) -> str:
+    """``row`` with an earlier call and its result before the request (a multi-turn row)."""
+    data = json.loads(row)
+    earlier = dict(data["messages"][-1], content=None)
+    earlier["tool_calls"] = [dict(earlier["tool_calls"][0], id="call_earlier")]
+    result = {"role": "tool", "tool_call_id": "call_earlier", "content": "42"}
+    again = {"role": "user", "content": "Once more, please: " + data["messages"][0]["content"]}
+    data["messages"][-1:-1] = [earlier, result, again]
+    data["id"] += "-again"
+    return json.dumps(data)
+
+
+def _rows(work: Path, count: int, conversations: int = 0) -> Path:
     lines = (EXAMPLE / "dataset.jsonl").read_text(encoding="utf-8").splitlines()[:count]
+    lines += [_conversation(line) for line in lines[:conversations]]
     path = work / "calls.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -47,13 +60,16 @@ def test_an_optimize_run_scores_tool_calls_from_the_endpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-none")
-    data = _rows(tmp_path, 24)
-    expected = {row.input: row.ideal for row in load_dataset(data)}
+    data = _rows(tmp_path, 24, conversations=4)
+    rows = load_dataset(data)
+    expected = {row.input: row.ideal for row in rows}
+    turns_of = {row.input: len(row.messages) for row in rows}
     seen: list[ChatRequest] = []
 
     def respond(request: ChatRequest) -> str:
         seen.append(request)
-        edited = len(request.system) > len(SEED) or len(request.messages) > 2
+        demos = len(request.messages) > 1 + turns_of.get(request.user, 1)
+        edited = len(request.system) > len(SEED) or demos
         call = expected.get(request.user)
         return call if edited and call else "I would compute that for you."
 
@@ -62,6 +78,14 @@ def test_an_optimize_run_scores_tool_calls_from_the_endpoint(
         code = _optimize(tmp_path, data, str(url), "--results-json", str(results))
     assert code == 0
     assert seen and {r.model for r in seen} == {"task"}
+    # Multi-turn rows reach the endpoint whole: the earlier call and its result, ids and all.
+    turns = [r.messages for r in seen if any(m.get("role") == "tool" for m in r.messages)]
+    assert turns, "no conversation row was sent with its tool turns"
+    for messages in turns:
+        roles = [m["role"] for m in messages]
+        assert roles[-4:] == ["user", "assistant", "tool", "user"], roles
+        assert messages[-3]["tool_calls"][0]["id"] == "call_earlier"
+        assert messages[-2]["tool_call_id"] == "call_earlier" and messages[-2]["content"] == "42"
     result = json.loads(results.read_text(encoding="utf-8"))
     assert result["completed"]
     assert result["baseline"]["mean_score"] == 0.0  # prose: no tool call
