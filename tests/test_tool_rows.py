@@ -104,8 +104,12 @@ def _call_text(name: str) -> str:
 @pytest.mark.parametrize(
     ("tools", "expect"),
     [
-        ({"name": "f"}, "tools must be a"),
-        ([{"type": "function", "function": {"description": "no name"}}], "tools[0]"),
+        ({"name": "f"}, "not a list"),
+        ([{"type": "function", "function": {"description": "no name"}}], "[0]"),
+        (
+            [{"type": "function", "function": {"name": "f", "parameters": {"type": "nope"}}}],
+            "schema",
+        ),
     ],
 )
 def test_a_bad_tools_field_names_the_line(tmp_path: Path, tools: object, expect: str) -> None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reflex.data._tools_shim import check_tools  # until i-wire lands: tool_schemas
 from reflex.data.readers import Where
+from reflex.data.tool_schemas import check_tools
 from reflex.errors import ConfigurationError
 from reflex.toolcalls import TOOL_CALL_OPEN, from_openai, parse_answer, render_answer
 

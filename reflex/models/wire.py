@@ -24,10 +24,10 @@ API key" under a ``default`` entry). Answers are read up to ``--max-response-mb`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -42,7 +42,15 @@ from reflex.models.wire_session import session as http_session
 if TYPE_CHECKING:
     from reflex.models.spec import ModelSpec
 
-__all__ = ["LEAN_PROVIDERS", "Route", "WireAnswer", "lean_candidate", "lean_route", "send"]
+__all__ = [
+    "LEAN_PROVIDERS",
+    "Route",
+    "WireAnswer",
+    "lean_candidate",
+    "lean_route",
+    "send",
+    "with_options",
+]
 
 # Providers whose chat calls are a plain JSON POST to ``<api_base>/chat/completions``, and how
 # LiteLLM finds their base URL and key (arg > module setting > environment > default), as its
@@ -75,7 +83,7 @@ _PROBE: list[Any] = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Route:
     """Where and how one model spec's requests go: all of it decided by LiteLLM, once."""
 
@@ -87,9 +95,10 @@ class Route:
     timeout: float
     proxy: str | None = None  # from HTTP(S)_PROXY / NO_PROXY, as aiohttp's trust_env reads them
     proxy_auth: Any = None  # an aiohttp.BasicAuth from the proxy URL's user:password
+    decoding: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # what made params
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class WireAnswer:
     text: str
     prompt_tokens: int
@@ -119,8 +128,12 @@ def lean_route(litellm: ModuleType, spec: ModelSpec) -> Route | None:
     """The lean route for ``spec``, or None when the call takes LiteLLM's full path.
 
     Resolved by LiteLLM once per spec and settings: the environment variables and LiteLLM
-    module settings a route depends on are read on every call (~10 us) and compared.
+    module settings a route depends on are read on every call (~10 us) and compared. A spec's
+    tools, tool choice and response format are added to its plain route (:func:`with_options`).
     """
+    if spec.tools or spec.response_format is not None:
+        plain = lean_route(litellm, spec.without_options())
+        return None if plain is None else with_options(litellm, plain, spec)
     settings = _settings(litellm)
     known = _BY_SPEC.get(id(spec))
     if known is not None and known[0] is spec and known[1] == settings:
@@ -264,7 +277,23 @@ def _build(
         return None
     headers = config.validate_environment({}, model, _PROBE, dict(optional), {}, api_key, api_base)
     url = config.get_complete_url(api_base, api_key, model, dict(optional), {}, stream=False)
-    body = config.transform_request(model, [dict(m) for m in _PROBE], dict(optional), {}, headers)
+    params = _body_params(config, model, optional, headers)
+    if params is None:
+        return None
+    proxy, proxy_auth = env_proxy(str(url))
+    return Route(
+        model, provider, str(url), dict(headers), params, spec.timeout, proxy, proxy_auth, chosen
+    )
+
+
+def _body_params(
+    config: Any, model: str, optional: Mapping[str, Any], headers: Mapping[str, str]
+) -> dict[str, object] | None:
+    """The request body LiteLLM's provider config makes of ``optional``, less ``messages``
+    (None: the provider rewrites messages, so LiteLLM must send them)."""
+    body = config.transform_request(
+        model, [dict(m) for m in _PROBE], dict(optional), {}, dict(headers)
+    )
     if body.get("messages") != _PROBE or body.get("model") != model:
         return None  # the provider rewrites messages: LiteLLM must do it
     params = {name: value for name, value in body.items() if name != "messages"}
@@ -274,18 +303,60 @@ def _build(
     params.update(merged)
     if params.get("stream") is False:  # what LiteLLM sends for a non-streaming call
         del params["stream"]
-    proxy, proxy_auth = env_proxy(str(url))
-    return Route(model, provider, str(url), dict(headers), params, spec.timeout, proxy, proxy_auth)
+    return params
+
+
+# (id of the route, the options as JSON) -> (that route, the body LiteLLM makes with them).
+_WITH_OPTIONS: dict[tuple[int, str], tuple[Route, Mapping[str, object] | None]] = {}
+
+
+def with_options(litellm: ModuleType, route: Route, spec: ModelSpec) -> Route | None:
+    """``route`` carrying ``spec``'s tools, tool choice and response format as LiteLLM would
+    send them (its ``get_optional_params`` and the provider's ``transform_request``: vLLM's
+    drops ``strict`` and ``additionalProperties`` from tool schemas, for one), made once per
+    route and distinct options; None: LiteLLM's full path sends them."""
+    options = spec.request_options()
+    if not options:
+        return route
+    try:
+        blob = json.dumps(options, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
+    key = (id(route), blob)
+    found = _WITH_OPTIONS.get(key)
+    if found is None or found[0] is not route:
+        if len(_WITH_OPTIONS) > 4096:  # a row's own tools each: keep the memo bounded
+            _WITH_OPTIONS.clear()
+        try:
+            params = _option_params(route, options)
+        except Exception:  # noqa: BLE001 - e.g. a parameter the model refuses: LiteLLM's path
+            params = None
+        found = _WITH_OPTIONS[key] = (route, params)
+    params = found[1]
+    return None if params is None else dataclasses.replace(route, params=params)
+
+
+def _option_params(route: Route, options: Mapping[str, object]) -> Mapping[str, object] | None:
+    from litellm.utils import get_optional_params
+
+    config = _chat_config(route.model, route.provider)
+    if config is None:
+        return None
+    chosen: dict[str, Any] = {**route.decoding, **options}
+    optional = get_optional_params(model=route.model, custom_llm_provider=route.provider, **chosen)
+    if optional.get("stream") or optional.get("extra_headers"):
+        return None
+    return _body_params(config, route.model, optional, route.headers)
 
 
 async def send(
-    litellm: ModuleType, route: Route, messages: Sequence[Mapping[str, str]]
+    litellm: ModuleType, route: Route, messages: Sequence[Mapping[str, Any]]
 ) -> WireAnswer:
     """One request over the shared session; failures raise LiteLLM's exception classes."""
     import aiohttp
 
     body = dict(route.params)
-    body["messages"] = [dict(message) for message in messages]
+    body["messages"] = _sent_messages(route, messages)
     data = json.dumps(body, ensure_ascii=False).encode()
     timeout = aiohttp.ClientTimeout(total=route.timeout)
     try:
@@ -316,6 +387,21 @@ async def send(
     if status >= 400:
         raise _provider_error(route, status, raw.decode("utf-8", "replace"), headers)
     return _answer(litellm, route, raw, status, headers)
+
+
+def _sent_messages(route: Route, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as LiteLLM sends them: text messages as they are (the route's probe proved
+    it), others (a tool-call turn, a tool result, a null content) through LiteLLM's own fixes
+    (``validate_and_fix_openai_messages``: null fields dropped...) and the provider's config."""
+    if all(isinstance(value, str) for message in messages for value in message.values()):
+        return [dict(message) for message in messages]
+    from litellm.utils import validate_and_fix_openai_messages
+
+    fixed = validate_and_fix_openai_messages(json.loads(json.dumps(list(messages))))
+    config = _chat_config(route.model, route.provider)
+    body = config.transform_request(route.model, fixed, {}, {}, dict(route.headers))
+    sent: list[dict[str, Any]] = body["messages"]
+    return sent
 
 
 def _where(route: Route) -> str:

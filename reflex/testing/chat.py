@@ -4,9 +4,10 @@
 ``Responder`` turns it into the answer text (``echo`` by default); ``completion`` builds the
 response body with its usage numbers. :mod:`reflex.testing.endpoint` serves them.
 
-Tool calls: when the request offers ``tools`` and the answer text holds ``<tool_call>{...}
-</tool_call>`` lines (:func:`reflex.toolcalls.render_answer`), they are sent as the message's
-``tool_calls`` (``finish_reason`` ``tool_calls``, the rest as ``content``), as a provider does.
+A request that offers ``tools`` is answered as a server with a tool-call parser answers (vLLM's
+Hermes parser): the answer text's ``<tool_call>{...}</tool_call>`` lines
+(:func:`reflex.toolcalls.render_answer`'s form) become the message's ``tool_calls``, the rest
+its content (null when empty), ``finish_reason`` ``tool_calls``.
 """
 
 from __future__ import annotations
@@ -73,21 +74,15 @@ def completion(request: ChatRequest, text: str, usage: tuple[int, int] | None = 
     finish = "stop"
     content, calls = parse_answer(text) if request.params.get("tools") else (text, [])
     if calls:
-        tool_calls: list[JSONValue] = [dict(c) for c in to_openai(calls)]
-        message = {"role": "assistant", "content": content or None, "tool_calls": tool_calls}
+        called: list[JSONValue] = [dict(call) for call in to_openai(calls)]
+        message = {"role": "assistant", "content": content or None, "tool_calls": called}
         finish = "tool_calls"
     return {
         "id": "chatcmpl-local",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.model,
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": finish,
-                "message": message,
-            }
-        ],
+        "choices": [{"index": 0, "finish_reason": finish, "message": message}],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
