@@ -12,15 +12,23 @@ reference. :func:`check_offered` refuses a reference call naming a function that
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from reflex.data.readers import Where
 from reflex.data.tool_schemas import check_tools
-from reflex.errors import ConfigurationError
+from reflex.errors import ConfigurationError, DatasetError
 from reflex.toolcalls import TOOL_CALL_OPEN, from_openai, parse_answer, render_answer
+from reflex.types import Example
 
-__all__ = ["check_offered", "is_tool_message", "reference", "row_tools", "tool_message"]
+__all__ = [
+    "check_calls_offered",
+    "check_offered",
+    "is_tool_message",
+    "reference",
+    "row_tools",
+    "tool_message",
+]
 
 
 def is_tool_message(item: object) -> bool:
@@ -113,6 +121,26 @@ def check_offered(
                 f"the reference calls {call.name!r}, which is not among the tools offered "
                 f"({', '.join(map(repr, offered))}); fix the call's name or add the tool"
             )
+
+
+def check_calls_offered(
+    examples: Iterable[Example], tools: Sequence[Mapping[str, Any]], source: str | None
+) -> None:
+    """The same check for a dataset already loaded, once the run's ``tools`` are known (a
+    builder sets them after the dataset): rows with their own tools were checked at load; the
+    others are checked against ``tools``, the error naming ``source`` and the row's id (a row
+    loaded from a file with the run's tools given names its line instead: ``load_dataset``)."""
+    if not tools:
+        return
+    for example in examples:
+        if example.tools:
+            continue
+        try:
+            check_offered(example.ideal, tools, Where(source or "<dataset>", 0))
+        except DatasetError as exc:
+            prefix = f"{source or '<dataset>'}:0: "
+            message = str(exc).removeprefix(prefix)
+            raise DatasetError(f"row {example.id!r}: {message}", path=source) from None
 
 
 def _tool_name(tool: Mapping[str, Any]) -> str:
