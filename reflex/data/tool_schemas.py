@@ -32,6 +32,8 @@ __all__ = [
     "check_tool_choice",
     "check_tools",
     "read_json_file",
+    "response_format_setting",
+    "tools_setting",
 ]
 
 TOOL_CHOICES = ("auto", "required", "none")
@@ -214,3 +216,20 @@ def check_tool_choice(
             "use auto, required, none or one of those names"
         )
     return {"type": "function", "function": {"name": name}}
+
+
+def tools_setting(
+    value: str | Path | Sequence[Mapping[str, Any]], source: str
+) -> list[dict[str, Any]]:
+    """The tools of a run: a JSON file (``--tools FILE``, a path given to ``set_tools``) or
+    the list itself, checked (``source`` names the caller when no file is given)."""
+    if isinstance(value, (str, Path)):
+        return check_tools(read_json_file(value, "tools file"), str(value))
+    return check_tools(list(value) if isinstance(value, tuple) else value, source)
+
+
+def response_format_setting(value: str | Path | Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The response format of a run: a JSON file (``--response-format FILE``) or the mapping."""
+    if isinstance(value, (str, Path)):
+        return check_response_format(read_json_file(value, "response format file"), str(value))
+    return check_response_format(value, source)

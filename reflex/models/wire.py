@@ -36,6 +36,14 @@ from reflex.models.answers import answer_text, error_in_body, token_counts
 from reflex.models.body_limit import read_capped
 from reflex.models.pricing import price
 from reflex.models.target import base_env, base_url
+from reflex.models.wire_body import (
+    PROBE,
+    Route,
+    body_params,
+    chat_config,
+    sent_messages,
+    with_options,
+)
 from reflex.models.wire_session import env_proxy
 from reflex.models.wire_session import session as http_session
 
@@ -77,25 +85,6 @@ _FULL_PATH_ENV = (
     "OPENAI_PROJECT_ID",
     "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER",
 )
-_PROBE: list[Any] = [
-    {"role": "system", "content": "probe-s"},
-    {"role": "user", "content": "probe-u"},
-]
-
-
-@dataclasses.dataclass(frozen=True)
-class Route:
-    """Where and how one model spec's requests go: all of it decided by LiteLLM, once."""
-
-    model: str  # the provider's model name (no ``provider/`` prefix)
-    provider: str
-    url: str
-    headers: Mapping[str, str]
-    params: Mapping[str, object]  # the request body without ``messages``
-    timeout: float
-    proxy: str | None = None  # from HTTP(S)_PROXY / NO_PROXY, as aiohttp's trust_env reads them
-    proxy_auth: Any = None  # an aiohttp.BasicAuth from the proxy URL's user:password
-    decoding: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # what made params
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +122,7 @@ def lean_route(litellm: ModuleType, spec: ModelSpec) -> Route | None:
     """
     if spec.tools or spec.response_format is not None:
         plain = lean_route(litellm, spec.without_options())
-        return None if plain is None else with_options(litellm, plain, spec)
+        return None if plain is None else with_options(plain, spec)
     settings = _settings(litellm)
     known = _BY_SPEC.get(id(spec))
     if known is not None and known[0] is spec and known[1] == settings:
@@ -243,14 +232,6 @@ def _first(*values: object) -> str | None:
     return next((str(value) for value in values if value), None)
 
 
-def _chat_config(model: str, provider: str) -> Any:
-    """LiteLLM's chat config for the provider (request, headers, URL, error classes)."""
-    from litellm.types.utils import LlmProviders
-    from litellm.utils import ProviderConfigManager
-
-    return ProviderConfigManager.get_provider_chat_config(model, LlmProviders(provider))
-
-
 def _build(
     litellm: Any,
     spec: ModelSpec,
@@ -262,7 +243,7 @@ def _build(
 ) -> Route | None:
     from litellm.utils import get_optional_params
 
-    config = _chat_config(model, provider)
+    config = chat_config(model, provider)
     if config is None:
         return None
     decoding: dict[str, object] = {
@@ -275,78 +256,15 @@ def _build(
     optional = get_optional_params(model=model, custom_llm_provider=provider, **chosen)
     if optional.get("stream") or optional.get("extra_headers"):
         return None
-    headers = config.validate_environment({}, model, _PROBE, dict(optional), {}, api_key, api_base)
+    headers = config.validate_environment({}, model, PROBE, dict(optional), {}, api_key, api_base)
     url = config.get_complete_url(api_base, api_key, model, dict(optional), {}, stream=False)
-    params = _body_params(config, model, optional, headers)
+    params = body_params(config, model, optional, headers)
     if params is None:
         return None
     proxy, proxy_auth = env_proxy(str(url))
     return Route(
         model, provider, str(url), dict(headers), params, spec.timeout, proxy, proxy_auth, chosen
     )
-
-
-def _body_params(
-    config: Any, model: str, optional: Mapping[str, Any], headers: Mapping[str, str]
-) -> dict[str, object] | None:
-    """The request body LiteLLM's provider config makes of ``optional``, less ``messages``
-    (None: the provider rewrites messages, so LiteLLM must send them)."""
-    body = config.transform_request(
-        model, [dict(m) for m in _PROBE], dict(optional), {}, dict(headers)
-    )
-    if body.get("messages") != _PROBE or body.get("model") != model:
-        return None  # the provider rewrites messages: LiteLLM must do it
-    params = {name: value for name, value in body.items() if name != "messages"}
-    merged = params.pop("extra_body", None) or {}  # sent inside the body, as the SDK does
-    if not isinstance(merged, dict):
-        return None
-    params.update(merged)
-    if params.get("stream") is False:  # what LiteLLM sends for a non-streaming call
-        del params["stream"]
-    return params
-
-
-# (id of the route, the options as JSON) -> (that route, the body LiteLLM makes with them).
-_WITH_OPTIONS: dict[tuple[int, str], tuple[Route, Mapping[str, object] | None]] = {}
-
-
-def with_options(litellm: ModuleType, route: Route, spec: ModelSpec) -> Route | None:
-    """``route`` carrying ``spec``'s tools, tool choice and response format as LiteLLM would
-    send them (its ``get_optional_params`` and the provider's ``transform_request``: vLLM's
-    drops ``strict`` and ``additionalProperties`` from tool schemas, for one), made once per
-    route and distinct options; None: LiteLLM's full path sends them."""
-    options = spec.request_options()
-    if not options:
-        return route
-    try:
-        blob = json.dumps(options, sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return None
-    key = (id(route), blob)
-    found = _WITH_OPTIONS.get(key)
-    if found is None or found[0] is not route:
-        if len(_WITH_OPTIONS) > 4096:  # a row's own tools each: keep the memo bounded
-            _WITH_OPTIONS.clear()
-        try:
-            params = _option_params(route, options)
-        except Exception:  # noqa: BLE001 - e.g. a parameter the model refuses: LiteLLM's path
-            params = None
-        found = _WITH_OPTIONS[key] = (route, params)
-    params = found[1]
-    return None if params is None else dataclasses.replace(route, params=params)
-
-
-def _option_params(route: Route, options: Mapping[str, object]) -> Mapping[str, object] | None:
-    from litellm.utils import get_optional_params
-
-    config = _chat_config(route.model, route.provider)
-    if config is None:
-        return None
-    chosen: dict[str, Any] = {**route.decoding, **options}
-    optional = get_optional_params(model=route.model, custom_llm_provider=route.provider, **chosen)
-    if optional.get("stream") or optional.get("extra_headers"):
-        return None
-    return _body_params(config, route.model, optional, route.headers)
 
 
 async def send(
@@ -356,7 +274,7 @@ async def send(
     import aiohttp
 
     body = dict(route.params)
-    body["messages"] = _sent_messages(route, messages)
+    body["messages"] = sent_messages(route, messages)
     data = json.dumps(body, ensure_ascii=False).encode()
     timeout = aiohttp.ClientTimeout(total=route.timeout)
     try:
@@ -389,21 +307,6 @@ async def send(
     return _answer(litellm, route, raw, status, headers)
 
 
-def _sent_messages(route: Route, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The messages as LiteLLM sends them: text messages as they are (the route's probe proved
-    it), others (a tool-call turn, a tool result, a null content) through LiteLLM's own fixes
-    (``validate_and_fix_openai_messages``: null fields dropped...) and the provider's config."""
-    if all(isinstance(value, str) for message in messages for value in message.values()):
-        return [dict(message) for message in messages]
-    from litellm.utils import validate_and_fix_openai_messages
-
-    fixed = validate_and_fix_openai_messages(json.loads(json.dumps(list(messages))))
-    config = _chat_config(route.model, route.provider)
-    body = config.transform_request(route.model, fixed, {}, {}, dict(route.headers))
-    sent: list[dict[str, Any]] = body["messages"]
-    return sent
-
-
 def _where(route: Route) -> str:
     parts = urlsplit(route.url)  # no credentials, no query
     port = f":{parts.port}" if parts.port else ""
@@ -419,7 +322,7 @@ def _provider_error(
 
     mapping: Any = exception_mapping_utils  # untyped in LiteLLM
     plain = httpx.Headers(list(headers.items()))
-    error: BaseException = _chat_config(route.model, route.provider).get_error_class(
+    error: BaseException = chat_config(route.model, route.provider).get_error_class(
         message, status, plain
     )
     try:
