@@ -78,6 +78,8 @@ def test_an_optimize_run_scores_tool_calls_from_the_endpoint(
         code = _optimize(tmp_path, data, str(url), "--results-json", str(results))
     assert code == 0
     assert seen and {r.model for r in seen} == {"task"}
+    tools = {row.input: [dict(t) for t in row.tools] for row in rows}
+    assert all(r.params.get("tools") == tools[r.user] for r in seen)  # each row's own tools
     # Multi-turn rows reach the endpoint whole: the earlier call and its result, ids and all.
     turns = [r.messages for r in seen if any(m.get("role") == "tool" for m in r.messages)]
     assert turns, "no conversation row was sent with its tool turns"
@@ -124,3 +126,24 @@ def test_the_endpoint_answers_with_tool_calls_when_the_request_offers_tools() ->
     }
     plain = completion(ChatRequest("m", messages), text)["choices"][0]["message"]  # type: ignore[index,call-overload]
     assert plain == {"role": "assistant", "content": text}
+
+
+def test_the_runs_tools_file_checks_plain_rows_before_any_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-none")
+    hypot = {"type": "function", "function": {"name": "math.hypot", "parameters": {}}}
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([hypot]), encoding="utf-8")
+    call = render_answer(None, [ToolCall("math.hypot", {"x": 4, "y": 5})])
+    wrong = render_answer(None, [ToolCall("math.sqrt", {"x": 4})])
+    rows = [{"id": f"r{i}", "input": f"4 and 5, case {i}", "ideal": call} for i in range(6)]
+    rows[4]["ideal"] = wrong
+    data = tmp_path / "plain.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    seen: list[ChatRequest] = []
+    with serve(responder=lambda r: seen.append(r) or "x") as url:
+        code = _optimize(tmp_path, data, str(url), "--tools", str(tools))
+    assert code == 2 and seen == []
+    err = capsys.readouterr().err
+    assert f"{data}:5: the reference calls 'math.sqrt'" in err, err

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reflex import DatasetError
-from reflex.data.dataset import load_dataset
+from reflex.data.dataset import check_run_tools, load_dataset
 from reflex.toolcalls import ToolCall, parse_answer
 
 HYPOT = {
@@ -127,19 +127,20 @@ def test_call_arguments_that_are_not_a_json_object_are_refused(tmp_path: Path) -
         load_dataset(_write(tmp_path, row))
 
 
-def test_a_loaded_dataset_is_checked_against_tools_given_later(tmp_path: Path) -> None:
-    from reflex.data.tool_rows import check_calls_offered
-
+def test_a_loaded_dataset_is_checked_against_the_runs_tools_by_line(tmp_path: Path) -> None:
     own = {"messages": [USER, _final(_call("math.hypot", {"x": 4, "y": 5}))], "tools": [HYPOT]}
     other = {"id": "r2", "messages": [USER, _final(_call("math.sqrt", {"x": 4}))]}
     path = _write(tmp_path, own, other)
     rows = load_dataset(path)
-    check_calls_offered(rows, [], str(path))  # no run tools: nothing to check
+    check_run_tools(rows, None)  # no run tools: nothing to check
     sqrt = {"type": "function", "function": {"name": "math.sqrt"}}
-    check_calls_offered(rows, [sqrt], str(path))  # row 1 offers its own tools
+    check_run_tools(rows, [sqrt])  # row 1 offers its own tools
     with pytest.raises(DatasetError) as caught:
-        check_calls_offered(rows, [HYPOT], str(path))
+        check_run_tools(rows, [HYPOT])
     assert str(caught.value) == (
-        f"{path}: row 'r2': the reference calls 'math.sqrt', which is not among the tools "
+        f"{path}:2: the reference calls 'math.sqrt', which is not among the tools "
         "offered ('math.hypot'); fix the call's name or add the tool"
     )
+    in_memory = load_dataset([other])
+    with pytest.raises(DatasetError, match=r"^row 'r2': the reference calls 'math\.sqrt'"):
+        check_run_tools(in_memory, [HYPOT])

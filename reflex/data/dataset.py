@@ -20,11 +20,12 @@ from typing import Any
 
 from reflex.data.json_types import JSONDict
 from reflex.data.readers import MAX_RECORD_BYTES, FrameLike, Row, Where, frame_rows, iter_file
-from reflex.data.records import canonical, parse_any, parse_plain
+from reflex.data.records import canonical, parse_any, parse_plain, record_id
+from reflex.data.tool_rows import check_offered, not_offered
 from reflex.errors import DatasetError
 from reflex.types import Example
 
-__all__ = ["MAX_RECORD_BYTES", "SPLIT_NAMES", "Dataset", "load_dataset"]
+__all__ = ["MAX_RECORD_BYTES", "SPLIT_NAMES", "Dataset", "check_run_tools", "load_dataset"]
 
 SPLIT_NAMES: tuple[str, ...] = ("train", "val", "test")
 
@@ -209,3 +210,36 @@ def _parse_rows(
             f"output field {output_field!r} is in no record; check --output-field", path=label
         )
     return examples, index
+
+
+def check_run_tools(dataset: Dataset, tools: Sequence[Mapping[str, Any]] | None) -> None:
+    """Refuse a reference call to a function the run's ``tools`` do not offer, in a row without
+    its own tools (those were checked at load). The run's tools are often set after the dataset
+    was loaded, so this runs when the run starts, before any call; a row read from a file is
+    named by its line, found again by its id."""
+    if not tools:
+        return
+    bad = next((e for e in dataset if not e.tools and not_offered(e.ideal, tools)), None)
+    if bad is None:
+        return
+    where = _line_of(dataset.source, bad.id)
+    if where is not None:
+        check_offered(bad.ideal, tools, where)  # raises, naming file:line
+    name = not_offered(bad.ideal, tools)
+    raise DatasetError(
+        f"row {bad.id!r}: the reference calls {name!r}, which the run's tools do not offer; "
+        "fix the call's name or add the tool",
+        path=dataset.source,
+    )
+
+
+def _line_of(source: str | None, example_id: str) -> Where | None:
+    if source is None or not Path(source).is_file():
+        return None
+    try:
+        for number, record in iter_file(Path(source), source, None):
+            if isinstance(record, dict) and record_id(record, Where(source, number)) == example_id:
+                return Where(source, number)
+    except DatasetError:
+        return None
+    return None

@@ -29,7 +29,7 @@ from reflex.data.readers import PLAIN_REFERENCES, Where
 from reflex.data.tool_rows import check_offered, is_tool_message, reference, row_tools, tool_message
 from reflex.types import Example
 
-__all__ = ["canonical", "parse_any", "parse_plain", "parse_record"]
+__all__ = ["canonical", "parse_any", "parse_plain", "parse_record", "record_id"]
 
 _SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
 _PLAIN_REFERENCES = PLAIN_REFERENCES
@@ -118,7 +118,7 @@ def parse_any(
     offered = row_tools(record, where)
     check_offered(ideal, offered or tools, where)
     return Example(
-        id=_record_id(record, where),
+        id=record_id(record, where),
         messages=messages,
         ideal=ideal,
         metadata=_metadata(record, used, where),
@@ -226,7 +226,7 @@ def _text(value: object, field: str, where: Where) -> str:
     return value
 
 
-def _record_id(record: Mapping[str, object], where: Where) -> str:
+def record_id(record: Mapping[str, object], where: Where) -> str:
     value = record.get("id")
     if value is None:
         return hashlib.sha256(canonical(record).encode("utf-8")).hexdigest()[:16]

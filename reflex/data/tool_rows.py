@@ -12,19 +12,18 @@ reference. :func:`check_offered` refuses a reference call naming a function that
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reflex.data.readers import Where
 from reflex.data.tool_schemas import check_tools
-from reflex.errors import ConfigurationError, DatasetError
+from reflex.errors import ConfigurationError
 from reflex.toolcalls import TOOL_CALL_OPEN, from_openai, parse_answer, render_answer
-from reflex.types import Example
 
 __all__ = [
-    "check_calls_offered",
     "check_offered",
     "is_tool_message",
+    "not_offered",
     "reference",
     "row_tools",
     "tool_message",
@@ -112,35 +111,22 @@ def check_offered(
 ) -> None:
     """Refuse a reference call naming a function that ``tools`` do not offer (no-op without
     tools: what a run offers is then unknown here)."""
+    name = not_offered(ideal, tools)
+    if name is not None:
+        offered = ", ".join(repr(_tool_name(tool)) for tool in tools)
+        raise where.error(
+            f"the reference calls {name!r}, which is not among the tools offered "
+            f"({offered}); fix the call's name or add the tool"
+        )
+
+
+def not_offered(ideal: str | None, tools: Sequence[Mapping[str, Any]]) -> str | None:
+    """The first function the reference ``ideal`` calls that ``tools`` do not offer; None when
+    every call is offered (or there are no tools to check against)."""
     if not ideal or not tools or TOOL_CALL_OPEN not in ideal:
-        return
-    offered = [_tool_name(tool) for tool in tools]
-    for call in parse_answer(ideal)[1]:
-        if call.name not in offered:
-            raise where.error(
-                f"the reference calls {call.name!r}, which is not among the tools offered "
-                f"({', '.join(map(repr, offered))}); fix the call's name or add the tool"
-            )
-
-
-def check_calls_offered(
-    examples: Iterable[Example], tools: Sequence[Mapping[str, Any]], source: str | None
-) -> None:
-    """The same check for a dataset already loaded, once the run's ``tools`` are known (a
-    builder sets them after the dataset): rows with their own tools were checked at load; the
-    others are checked against ``tools``, the error naming ``source`` and the row's id (a row
-    loaded from a file with the run's tools given names its line instead: ``load_dataset``)."""
-    if not tools:
-        return
-    for example in examples:
-        if example.tools:
-            continue
-        try:
-            check_offered(example.ideal, tools, Where(source or "<dataset>", 0))
-        except DatasetError as exc:
-            prefix = f"{source or '<dataset>'}:0: "
-            message = str(exc).removeprefix(prefix)
-            raise DatasetError(f"row {example.id!r}: {message}", path=source) from None
+        return None
+    offered = {_tool_name(tool) for tool in tools}
+    return next((c.name for c in parse_answer(ideal)[1] if c.name not in offered), None)
 
 
 def _tool_name(tool: Mapping[str, Any]) -> str:
