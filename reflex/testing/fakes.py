@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from reflex.callbacks import Callback
 from reflex.models.client import register_provider
+from reflex.toolcalls import parse_answer, to_openai
 
 if TYPE_CHECKING:
     from litellm.llms.custom_llm import CustomLLM
@@ -48,7 +49,9 @@ class FakeModel:
 
     ``responder(request) -> str`` decides the answer; ``fault(request, call_number)`` may return
     an exception to raise for that call (e.g. ``litellm.RateLimitError``) to simulate faults.
-    Token usage is the word count of the messages and of the answer.
+    Token usage is the word count of the messages and of the answer. When the request offers
+    ``tools``, the answer text's ``<tool_call>{...}</tool_call>`` lines come back as the
+    message's ``tool_calls``, as a provider sends them.
     """
 
     def __init__(
@@ -85,6 +88,20 @@ class FakeModel:
         return text, prompt_tokens, len(text.split())
 
 
+def _choice(text: str, offered_tools: bool) -> dict[str, object]:
+    """The answer as a provider sends it: with tools offered, the text's canonical
+    ``<tool_call>`` lines are the message's ``tool_calls`` (as :mod:`reflex.testing.chat`)."""
+    content, calls = parse_answer(text) if offered_tools else (text, [])
+    if not calls:
+        return {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": text},
+        }
+    message = {"role": "assistant", "content": content or None, "tool_calls": to_openai(calls)}
+    return {"index": 0, "finish_reason": "tool_calls", "message": message}
+
+
 # Untyped: the handler subclasses ``litellm.CustomLLM`` read off the module LiteLLM was loaded as.
 def _adapter(litellm: Any, fake: FakeModel) -> CustomLLM:
     class _FakeLLM(litellm.CustomLLM):  # type: ignore[misc]
@@ -96,13 +113,7 @@ def _adapter(litellm: Any, fake: FakeModel) -> CustomLLM:
             text, p_tokens, c_tokens = fake.answer(f"{fake.provider}/{model}", messages, params)
             return litellm.ModelResponse(
                 model=model,
-                choices=[
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": text},
-                    }
-                ],
+                choices=[_choice(text, bool(params.get("tools")))],
                 usage={
                     "prompt_tokens": p_tokens,
                     "completion_tokens": c_tokens,
