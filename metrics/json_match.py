@@ -134,7 +134,7 @@ class JsonMatch:
             objectives = {"parse": 0.0, "fields": 0.0, "exact": 0.0}
             return Score(0.0, feedback=problem, objectives=objectives | self._schema_zero())
         passed, total, notes = self._match(got, want, "$")
-        fields = passed / total if total else 1.0
+        fields = _share(passed, total)
         violations = self._violations(got)
         value = fields * (1.0 - self.schema_penalty) if violations else fields
         objectives = {"parse": 1.0, "fields": fields, "exact": float(fields >= 1.0)}
@@ -210,7 +210,7 @@ class JsonMatch:
         for i, value in enumerate(want):
             pool = ([i] if i < len(got) else []) if self.lists == "ordered" else left
             tries = [(self._match(got[j], value, f"{path}[{j}]"), j) for j in pool]
-            best = max(tries, key=lambda t: (t[0][0] / max(t[0][1], 1), -t[1]), default=None)
+            best = max(tries, key=lambda t: (_share(t[0][0], t[0][1]), -t[1]), default=None)
             if best is None:
                 total += max(1, _leaves(value))
                 notes.append(
@@ -226,6 +226,10 @@ class JsonMatch:
             total += max(1, _leaves(got[j]))
             notes.append(f"{path}[{j}]: unexpected element {show(got[j])}")
         return passed, total, notes
+
+
+def _share(passed: int, total: int) -> float:
+    return passed / total if total else 1.0  # nothing to check ([] against []): a full match
 
 
 def _leaves(value: Any) -> int:

@@ -1,5 +1,6 @@
-"""End to end on the local endpoint: an extraction run with ``--metric json_match,schema=FILE``,
-and ``check`` rebuilding the metric (its schema by content) from the run's config.json."""
+"""End to end on the local endpoint: an extraction run with ``--metric json_match,schema=FILE``
+and ``--response-format FILE`` (every request carries it), and ``check`` rebuilding the metric
+(its schema by content) from the run's config.json."""
 
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ def test_extraction_run_then_check_rebuilds_json_match(
     prompt.write_text(SEED + "\n", encoding="utf-8")
     expected = {row.input: row.ideal for row in load_dataset(data)}
 
+    seen: list[ChatRequest] = []
+
     def respond(request: ChatRequest) -> str:
+        seen.append(request)
         edited = len(request.system) > len(SEED) or len(request.messages) > 2
         if edited:
             return expected.get(request.user) or "{}"
@@ -40,7 +44,7 @@ def test_extraction_run_then_check_rebuilds_json_match(
     runner = CliRunner()
     with serve(responder=respond) as url:
         base = ["-m", "openai/task", "--api-base", str(url), "--run-dir", str(tmp_path / "rd")]
-        metric = ["--metric", f"json_match,schema={schema}"]
+        metric = ["--metric", f"json_match,schema={schema}", "--response-format", str(schema)]
         args = [str(data), str(prompt), *base, *metric, "-s", "auto", "--max-iterations", "2"]
         done = runner.invoke(
             build_cli(),
@@ -49,6 +53,8 @@ def test_extraction_run_then_check_rebuilds_json_match(
         )
         assert done.exit_code == 0, done.output
         result = json.loads(results.read_text(encoding="utf-8"))
+        sent = json.loads(schema.read_text(encoding="utf-8"))
+        assert seen and all(r.params.get("response_format") == sent for r in seen)
         assert result["baseline"]["mean_score"] == 0.0 and result["final"]["mean_score"] == 1.0
         run = Path(result["run_dir"])
         config = json.loads((run / "config.json").read_text(encoding="utf-8"))

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from reflex.config import metric_specs
 from reflex.errors import ConfigurationError
@@ -131,3 +133,29 @@ def test_rebuilt_from_config_with_the_schema_by_content(tmp_path: Path) -> None:
 def test_an_unreadable_reference_is_an_error_not_a_zero() -> None:
     row = Example("e1", ({"role": "user", "content": "q"},), ideal="not json")
     assert JsonMatch().score("[]", row).error == "the reference is not JSON"
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-99, 99) | st.text("ab ", max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text("kq", max_size=2), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_JSON, st.randoms(use_true_random=False))
+def test_any_json_scores_1_against_itself_and_its_lists_shuffled(value: Any, rng: Any) -> None:
+    def shuffled(item: Any) -> Any:
+        if isinstance(item, list):
+            items = [shuffled(v) for v in item]
+            rng.shuffle(items)
+            return items
+        if isinstance(item, dict):
+            return {k: shuffled(v) for k, v in item.items()}
+        return item
+
+    assert score(value, value).value == 1.0
+    assert score(shuffled(value), value).value == 1.0
+    assert 0.0 <= score({"other": value}, value).value <= 1.0
