@@ -66,6 +66,13 @@ def test_earlier_calls_and_tool_results_stay_in_the_conversation(tmp_path: Path)
     assert records[0]["tools"] == [HYPOT] and load_dataset(records)[0] == example
 
 
+def test_an_empty_tool_calls_list_is_a_plain_answer(tmp_path: Path) -> None:
+    plain = {"role": "assistant", "content": "Hello.", "tool_calls": []}
+    row = {"messages": [USER, plain, {"role": "user", "content": "Hi"}, plain]}
+    (example,) = load_dataset(_write(tmp_path, row))
+    assert example.ideal == "Hello." and example.messages[1]["content"] == "Hello."
+
+
 def test_a_final_text_answer_is_a_no_call_reference(tmp_path: Path) -> None:
     row = {
         "messages": [USER, {"role": "assistant", "content": "No tool needed."}],

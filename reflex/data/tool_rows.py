@@ -31,12 +31,13 @@ __all__ = [
 
 
 def is_tool_message(item: object) -> bool:
-    """True for a message that is part of a tool-call conversation."""
+    """True for a message that is part of a tool-call conversation (an empty ``tool_calls``
+    list, as API exports write on plain answers, is none)."""
     if not isinstance(item, Mapping):
         return False
     if item.get("role") in ("tool", "function"):
         return True
-    return any(item.get(key) is not None for key in ("tool_calls", "function_call"))
+    return item.get("tool_calls") not in (None, []) or item.get("function_call") is not None
 
 
 def tool_message(item: Mapping[str, Any], field: str, where: Where) -> dict[str, Any]:
