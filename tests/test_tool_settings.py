@@ -206,3 +206,28 @@ def test_builder_settings_are_checked_where_they_are_made(tmp_path: Path) -> Non
     assert opt._settings["response_format"] == FORMAT
     cleared = opt.set_tools(None).set_response_format(None)
     assert cleared._settings["tools"] is None and cleared._settings["response_format"] is None
+
+
+def test_the_fake_model_gets_the_settings_and_answers_calls_as_tool_calls(tmp_path: Path) -> None:
+    from reflex.testing import FakeModel
+
+    def weather(request: Any) -> str:
+        return render_answer("", [ToolCall("get_weather", {"city": request.user.split()[-1]})])
+
+    fake = FakeModel(weather).install()
+    result = (
+        PromptOptimizer()
+        .set_dataset(rows())
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_strategy("instructions")
+        .set_run_dir(tmp_path)
+        .configure(max_iterations=1, early_stopping_patience=None)
+        .set_tools([WEATHER], choice="auto")
+        .set_response_format({"type": "json_object"})
+        .run("Call the right function.")
+    )
+    assert fake.requests and all(r.params["tools"] == [WEATHER] for r in fake.requests)
+    assert all(r.params["tool_choice"] == "auto" for r in fake.requests)
+    assert all(r.params["response_format"] == {"type": "json_object"} for r in fake.requests)
+    assert result.final is not None and result.final.mean_score == 1.0
