@@ -206,3 +206,52 @@ def test_builder_settings_are_checked_where_they_are_made(tmp_path: Path) -> Non
     assert opt._settings["response_format"] == FORMAT
     cleared = opt.set_tools(None).set_response_format(None)
     assert cleared._settings["tools"] is None and cleared._settings["response_format"] is None
+
+
+def test_the_fake_model_gets_the_settings_and_answers_calls_as_tool_calls(tmp_path: Path) -> None:
+    from reflex.testing import FakeModel
+
+    def weather(request: Any) -> str:
+        return render_answer("", [ToolCall("get_weather", {"city": request.user.split()[-1]})])
+
+    fake = FakeModel(weather).install()
+    result = (
+        PromptOptimizer()
+        .set_dataset(rows())
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_strategy("instructions")
+        .set_run_dir(tmp_path)
+        .configure(max_iterations=1, early_stopping_patience=None)
+        .set_tools([WEATHER], choice="auto")
+        .set_response_format({"type": "json_object"})
+        .run("Call the right function.")
+    )
+    assert fake.requests and all(r.params["tools"] == [WEATHER] for r in fake.requests)
+    assert all(r.params["tool_choice"] == "auto" for r in fake.requests)
+    assert all(r.params["response_format"] == {"type": "json_object"} for r in fake.requests)
+    assert result.final is not None and result.final.mean_score == 1.0
+
+
+def test_rows_with_earlier_tool_call_turns_are_sent_faithfully(tmp_path: Path) -> None:
+    turn = {"id": "call_0", "type": "function", "function": {"name": "get_weather"}}
+    turn["function"]["arguments"] = '{"city": "Oslo"}'  # type: ignore[index]
+    conversation = (
+        {"role": "user", "content": "weather in Oslo"},
+        {"role": "assistant", "content": None, "tool_calls": [turn]},
+        {"role": "tool", "tool_call_id": "call_0", "content": "rain"},
+        {"role": "user", "content": "and in Rome"},
+    )
+    ideal = render_answer("", [ToolCall("get_weather", {"city": "Rome"})])
+    data = Dataset(
+        [Example(id=f"r{i}", messages=conversation, ideal=ideal) for i in range(6)],  # type: ignore[arg-type]
+        name="turns",
+    )
+    captured: list[Request] = []
+    with serve(capture=captured, responder=call_for) as url:
+        result = builder(url, tmp_path, data).set_tools([WEATHER]).run("Use the tools.")
+    for body in bodies(captured):
+        assert body["messages"][0] == {"role": "system", "content": "Use the tools."}
+        assert body["messages"][2] == {"role": "assistant", "tool_calls": [turn]}
+        assert body["messages"][3] == {"role": "tool", "tool_call_id": "call_0", "content": "rain"}
+    assert result.final is not None and result.final.mean_score == 1.0

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from reflex.data.json_types import JSONDict, JSONValue
 from reflex.toolcalls import parse_answer, to_openai
 
-__all__ = ["ChatRequest", "Reply", "Responder", "completion", "echo"]
+__all__ = ["ChatRequest", "Reply", "Responder", "answer_message", "completion", "echo"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,16 @@ def echo(request: ChatRequest) -> str:
     return request.user
 
 
+def answer_message(text: str, tools_offered: bool) -> tuple[JSONDict, str]:
+    """(the assistant message, its finish reason) for the answer ``text``: with tools offered,
+    its ``<tool_call>`` lines are the message's ``tool_calls`` (a Hermes tool parser's answer)."""
+    content, calls = parse_answer(text) if tools_offered else (text, [])
+    if not calls:
+        return {"role": "assistant", "content": text}, "stop"
+    called: list[JSONValue] = [dict(call) for call in to_openai(calls)]
+    return {"role": "assistant", "content": content or None, "tool_calls": called}, "tool_calls"
+
+
 def completion(request: ChatRequest, text: str, usage: tuple[int, int] | None = None) -> JSONDict:
     """The chat-completion body answering ``request`` with ``text``; ``usage`` is (prompt,
     completion) tokens, else words counted."""
@@ -70,13 +80,7 @@ def completion(request: ChatRequest, text: str, usage: tuple[int, int] | None = 
     else:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in request.messages)
         completion_tokens = len(text.split())
-    message: JSONDict = {"role": "assistant", "content": text}
-    finish = "stop"
-    content, calls = parse_answer(text) if request.params.get("tools") else (text, [])
-    if calls:
-        called: list[JSONValue] = [dict(call) for call in to_openai(calls)]
-        message = {"role": "assistant", "content": content or None, "tool_calls": called}
-        finish = "tool_calls"
+    message, finish = answer_message(text, bool(request.params.get("tools")))
     return {
         "id": "chatcmpl-local",
         "object": "chat.completion",

@@ -2,7 +2,9 @@
 
 ``FakeModel`` is a deterministic model that sits behind the LiteLLM boundary (a LiteLLM custom
 provider, ``fake/<name>`` by default), so code under test makes real ``litellm.acompletion``
-calls. ``RecordingCallback`` records every lifecycle call in order.
+calls. Offered tools, it answers as the local endpoint does: the ``<tool_call>`` lines of the
+responder's text are the message's ``tool_calls`` (:func:`reflex.testing.chat.answer_message`).
+``RecordingCallback`` records every lifecycle call in order.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from reflex.callbacks import Callback
 from reflex.models.client import register_provider
-from reflex.toolcalls import parse_answer, to_openai
+from reflex.testing.chat import answer_message
 
 if TYPE_CHECKING:
     from litellm.llms.custom_llm import CustomLLM
@@ -49,9 +51,7 @@ class FakeModel:
 
     ``responder(request) -> str`` decides the answer; ``fault(request, call_number)`` may return
     an exception to raise for that call (e.g. ``litellm.RateLimitError``) to simulate faults.
-    Token usage is the word count of the messages and of the answer. When the request offers
-    ``tools``, the answer text's ``<tool_call>{...}</tool_call>`` lines come back as the
-    message's ``tool_calls``, as a provider sends them.
+    Token usage is the word count of the messages and of the answer.
     """
 
     def __init__(
@@ -88,20 +88,6 @@ class FakeModel:
         return text, prompt_tokens, len(text.split())
 
 
-def _choice(text: str, offered_tools: bool) -> dict[str, object]:
-    """The answer as a provider sends it: with tools offered, the text's canonical
-    ``<tool_call>`` lines are the message's ``tool_calls`` (as :mod:`reflex.testing.chat`)."""
-    content, calls = parse_answer(text) if offered_tools else (text, [])
-    if not calls:
-        return {
-            "index": 0,
-            "finish_reason": "stop",
-            "message": {"role": "assistant", "content": text},
-        }
-    message = {"role": "assistant", "content": content or None, "tool_calls": to_openai(calls)}
-    return {"index": 0, "finish_reason": "tool_calls", "message": message}
-
-
 # Untyped: the handler subclasses ``litellm.CustomLLM`` read off the module LiteLLM was loaded as.
 def _adapter(litellm: Any, fake: FakeModel) -> CustomLLM:
     class _FakeLLM(litellm.CustomLLM):  # type: ignore[misc]
@@ -111,9 +97,10 @@ def _adapter(litellm: Any, fake: FakeModel) -> CustomLLM:
             optional = kwargs.get("optional_params")
             params = dict(optional) if isinstance(optional, Mapping) else {}
             text, p_tokens, c_tokens = fake.answer(f"{fake.provider}/{model}", messages, params)
+            message, finish = answer_message(text, bool(params.get("tools")))
             return litellm.ModelResponse(
                 model=model,
-                choices=[_choice(text, bool(params.get("tools")))],
+                choices=[{"index": 0, "finish_reason": finish, "message": message}],
                 usage={
                     "prompt_tokens": p_tokens,
                     "completion_tokens": c_tokens,
