@@ -14,6 +14,8 @@ Everything a plugin needs is here, typed:
 - **demos as chat turns**: :func:`render_chat_demos` writes the ``Examples (as chat turns):``
   section (:data:`CHAT_DEMOS_HEADER`) that the evaluator sends as user/assistant turns, and
   :func:`split_chat_demos` reads it back;
+- **tool calls as answer text**: :class:`ToolCall`, :func:`parse_answer` (an answer's content and
+  calls), :func:`render_answer` (its inverse), from :mod:`reflex.toolcalls`;
 - **errors**: :class:`ReflexError`, :class:`ConfigurationError`, :class:`BudgetExhausted`;
 - **reasoning helpers** for reflective strategies: :func:`render` a named reasoning template,
   :func:`system_prompt` (template + the run's language/migration guidance), :func:`ask` (ask the
@@ -88,6 +90,10 @@ from reflex.types import (
 )
 
 # isort: split
+# Tool calls as answer text (issue 31): what tool_call-style metrics read.
+from reflex.toolcalls import ToolCall, parse_answer, render_answer
+
+# isort: split
 # Tracking helpers, for tracker adapters.
 from reflex.callbacks.tracking import (
     INITIAL_VAL_LABEL,
@@ -160,6 +166,7 @@ __all__ = [
     "Strategy",
     "StrategyContext",
     "StrategyRegistrar",
+    "ToolCall",
     "ask",
     "baseline_metrics",
     "best_train_score",
@@ -169,6 +176,7 @@ __all__ = [
     "iteration_row",
     "metric_key",
     "on_model_thread",
+    "parse_answer",
     "parse_prompts",
     "parse_proposal",
     "parse_tag_pairs",
@@ -179,6 +187,7 @@ __all__ = [
     "redact_url",
     "redacted_argv",
     "render",
+    "render_answer",
     "render_chat_demos",
     "run_params",
     "run_path",

@@ -15,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from reflex.data.tool_schemas import check_response_format, check_tool_choice, check_tools
 from reflex.errors import ConfigurationError
 from reflex.models.spec import parse_model
 from reflex.redact import redact_data, redact_url
@@ -179,6 +180,13 @@ class BaseRunConfig(BaseModel):
     router_config: str | dict[str, Any] | None = Field(default=None, repr=False)
     cache_url: str | None = Field(default=None, repr=False)
     prompt_mode: Literal["replace", "prepend"] = "replace"
+    # Tools offered with every request (OpenAI function schemas; a row's own ``tools`` replace
+    # them), the tool choice (auto, required, none, or a function's name) and the answer format
+    # asked for (json_object / json_schema): checked by reflex.data.tool_schemas, sent on every
+    # transport, part of the cache key.
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
     # Pipeline mode (reflex.data.pipeline): where the function came from and its source hash (a
     # changed pipeline cannot resume a run), the per-example timeout, and the metrics that
     # score the whole trace instead of the final output.
@@ -245,6 +253,15 @@ class BaseRunConfig(BaseModel):
     @classmethod
     def _reasoning(cls, value: str | None) -> str | None:
         return parse_model(value) if value else None
+
+    @model_validator(mode="after")
+    def _request_options(self) -> BaseRunConfig:
+        if self.tools is not None:
+            self.tools = check_tools(self.tools, "tools")
+        if self.response_format is not None:
+            self.response_format = check_response_format(self.response_format, "response_format")
+        self.tool_choice = check_tool_choice(self.tool_choice, self.tools, "tool_choice")
+        return self
 
     @model_validator(mode="after")
     def _strategy(self) -> BaseRunConfig:

@@ -26,6 +26,7 @@ from reflex.data.files import file_problem
 from reflex.data.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
 from reflex.data.prompts import PromptLike, PromptSpec, prompt_spec, read_prompt
 from reflex.data.templates import check_editable, row_fields
+from reflex.data.tool_schemas import check_tool_choice, response_format_setting, tools_setting
 from reflex.errors import ConfigurationError, MissingInputError
 from reflex.models.client import parse_model
 from reflex.plugins import get_registry
@@ -364,6 +365,25 @@ class PromptOptimizer:
                 f"{', '.join(sorted(RunConfig.model_fields))}"
             )
         return self._set(**settings)
+
+    def set_tools(
+        self,
+        tools: str | Path | Sequence[Mapping[str, Any]] | None,
+        *,
+        choice: str | Mapping[str, Any] | None = None,
+    ) -> PromptOptimizer:
+        """Tools offered with every request: a JSON file or the list of OpenAI function
+        schemas (a row's own ``tools`` replace them; None: none), and the tool ``choice``
+        (``auto``, ``required``, ``none`` or a function's name; None: the provider's default)."""
+        listed = None if tools is None else tools_setting(tools, "set_tools")
+        chosen = check_tool_choice(choice, listed, "set_tools(choice=...)")
+        return self._set(tools=listed, tool_choice=chosen)
+
+    def set_response_format(self, fmt: str | Path | Mapping[str, Any] | None) -> PromptOptimizer:
+        """The answer format asked for: a JSON file or OpenAI's ``{"type": "json_object"}`` /
+        ``{"type": "json_schema", "json_schema": {...}}`` (a bare JSON Schema too); None: text."""
+        chosen = None if fmt is None else response_format_setting(fmt, "set_response_format")
+        return self._set(response_format=chosen)
 
     def set_seed(self, seed: int) -> PromptOptimizer:
         return self._set(seed=seed)

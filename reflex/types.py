@@ -52,7 +52,7 @@ class Example:
     """
 
     id: str
-    messages: tuple[Mapping[str, str], ...]
+    messages: tuple[Mapping[str, Any], ...]
     ideal: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     split: str | None = None
@@ -68,8 +68,8 @@ class Example:
         """The last user message: what most metrics and reasoning prompts show as 'input'."""
         for message in reversed(self.messages):
             if message.get("role") == "user":
-                return message.get("content", "")
-        return self.messages[-1].get("content", "") if self.messages else ""
+                return str(message.get("content") or "")
+        return str(self.messages[-1].get("content") or "") if self.messages else ""
 
 
 @dataclass(frozen=True)

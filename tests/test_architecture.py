@@ -36,7 +36,17 @@ PLUGINS = (
 )
 # Sub-packages of the core, lowest first: each may import lower levels and the base modules.
 LEVELS = {"models": 0, "data": 0, "judging": 1, "checks": 2, "run": 3, "cli": 5, "testing": 5}
-BASE = {"errors", "types", "result", "redact", "hookspecs", "callbacks", "plugins", "config"}
+BASE = {
+    "errors",
+    "types",
+    "result",
+    "redact",
+    "hookspecs",
+    "callbacks",
+    "plugins",
+    "config",
+    "toolcalls",
+}
 
 
 def _module_name(path: Path) -> str:

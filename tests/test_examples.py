@@ -9,13 +9,13 @@ an iteration can gain.
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from reflex.data.dataset import load_dataset
 from reflex.testing import FakeModel, FakeRequest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -31,9 +31,9 @@ def _load(script: Path) -> ModuleType:
 
 
 def _responder(dataset: Path, seed: str) -> Callable[[FakeRequest], str]:
-    rows = [json.loads(line) for line in dataset.read_text(encoding="utf-8").splitlines()]
-    ideal = {row["input"]: str(row["ideal"]) for row in rows}
-    position = {row["input"]: i for i, row in enumerate(rows)}
+    rows = load_dataset(dataset)  # any row schema: plain, chat, tool calls
+    ideal = {row.input: str(row.ideal) for row in rows}
+    position = {row.input: i for i, row in enumerate(rows)}
 
     def respond(request: FakeRequest) -> str:
         edited = len(request.system) > len(seed) or len(request.messages) > 2

@@ -58,6 +58,9 @@ class OptimizeArgs:
     api_base: str | None
     temperature: float
     max_tokens: int | None
+    tools_file: Path | None
+    tool_choice: str | None
+    response_format_file: Path | None
     input_field: str | None
     output_field: str | None
     variables: tuple[str, ...]

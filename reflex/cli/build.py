@@ -9,6 +9,7 @@ import click
 
 from reflex.cli.args import OptimizeArgs
 from reflex.cli.common import number, pairs
+from reflex.data.tool_schemas import check_tool_choice, tools_setting
 from reflex.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -99,6 +100,14 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
     _with_data(opt, args)
     for model in args.models:
         opt.add_provider(model, api_base=args.api_base)
+    tools = None if args.tools_file is None else tools_setting(args.tools_file, "--tools")
+    choice = check_tool_choice(args.tool_choice, tools, "--tool-choice")  # None: rows' tools
+    if tools is not None:
+        opt.set_tools(tools, choice=choice)
+    elif choice is not None:
+        opt.configure(tool_choice=choice)
+    if args.response_format_file is not None:
+        opt.set_response_format(args.response_format_file)
     _with_scoring(opt, args)
     _with_strategy(opt, args)
     opt.set_splits(args.train_split, args.val_split, group_key=args.group_key)

@@ -188,6 +188,9 @@ def _run_config(
         "max_response_mb",
         "metric_specs",
         "variables",
+        "tools",  # what each request offered and asked for: the same calls, the same cache keys
+        "tool_choice",
+        "response_format",
     )
     settings = {k: config[k] for k in kept if config is not None and k in config}
     try:

@@ -82,6 +82,25 @@ def _inputs() -> list[click.Parameter]:
         o(["--api-base"], help="API base URL for the task model(s)."),
         setting("--temperature", type=FiniteFloat()),
         o(["--max-tokens"], type=int, help="Task-model output limit (tokens)."),
+        o(
+            ["--tools", "tools_file"],
+            type=InputFile("tools file"),
+            metavar="FILE",
+            help="JSON list of OpenAI function schemas offered with every request (a row's "
+            "own tools replace them).",
+        ),
+        o(
+            ["--tool-choice"],
+            metavar="auto|required|none|NAME",
+            help="Whether the task model must call a tool, may, must not, or must call NAME.",
+        ),
+        o(
+            ["--response-format", "response_format_file"],
+            type=InputFile("response format file"),
+            metavar="FILE",
+            help='JSON response format: {"type": "json_object"}, or {"type": "json_schema", '
+            '"json_schema": {"name": ..., "schema": {...}}} (a bare JSON Schema too).',
+        ),
         o(["--input-field"], help="Dataset field holding the input."),
         o(["--output-field"], help="Dataset field holding the reference answer."),
         o(

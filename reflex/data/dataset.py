@@ -17,15 +17,24 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 from reflex.data.json_types import JSONDict
 from reflex.data.readers import MAX_RECORD_BYTES, FrameLike, Row, Where, frame_rows, iter_file
-from reflex.data.records import canonical, parse_any, parse_bound, parse_plain
+from reflex.data.records import canonical, parse_any, parse_bound, parse_plain, record_id
 from reflex.data.templates import value_text
+from reflex.data.tool_rows import check_offered, not_offered
 from reflex.errors import DatasetError
 from reflex.types import Example
 
-__all__ = ["MAX_RECORD_BYTES", "SPLIT_NAMES", "Dataset", "bind_dataset", "load_dataset"]
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "SPLIT_NAMES",
+    "Dataset",
+    "bind_dataset",
+    "check_run_tools",
+    "load_dataset",
+]
 
 SPLIT_NAMES: tuple[str, ...] = ("train", "val", "test")
 
@@ -95,8 +104,17 @@ class Dataset:
         return sum(1 for example in self._examples if example.ideal is not None)
 
     def fingerprint(self) -> str:
-        """sha256 of ids, messages and references; independent of row order and of the run."""
-        rows = sorted([e.id, [dict(m) for m in e.messages], e.ideal] for e in self._examples)
+        """sha256 of ids, messages, references (and tools, where a row has them); independent of
+        row order and of the run."""
+        rows = sorted(
+            [
+                e.id,
+                [dict(m) for m in e.messages],
+                e.ideal,
+                *([[dict(t) for t in e.tools]] * bool(e.tools)),
+            ]
+            for e in self._examples
+        )
         return hashlib.sha256(canonical(rows).encode("utf-8")).hexdigest()
 
     def to_records(self) -> list[JSONDict]:
@@ -108,6 +126,7 @@ class Dataset:
                 "ideal": e.ideal,
                 "split": e.split,
                 "metadata": dict(e.metadata),
+                **({"tools": [dict(t) for t in e.tools]} if e.tools else {}),
             }
             for e in self._examples
         ]
@@ -120,6 +139,7 @@ def load_dataset(
     output_field: str | None = None,
     name: str | None = None,
     variables: Mapping[str, str] | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> Dataset:
     """Load a dataset from a file (.jsonl/.json/.csv), a list of dicts or a pandas DataFrame.
 
@@ -127,6 +147,9 @@ def load_dataset(
     ``output_field`` names the reference field in any schema. ``variables`` (a chat template's
     variable -> field) binds each row to the template (:func:`reflex.data.records.parse_bound`):
     rows then need no input field, and one missing a variable's field is a file:line error.
+    ``tools`` are the run's function schemas (``--tools``), against which a row without its own
+    ``tools`` has its reference call checked (a call naming a function not offered is refused,
+    naming the file and line).
     """
     source: str | None = None
     rows: Iterable[Row]
@@ -148,7 +171,9 @@ def load_dataset(
     if isinstance(rows, list) and not rows:
         raise DatasetError("no records; the dataset needs at least one row", path=label, line=1)
     with _paused_gc():
-        examples, index = _parse_rows(rows, label, input_field, output_field, variables)
+        examples, index = _parse_rows(
+            rows, label, input_field, output_field, variables, tools or ()
+        )
         return Dataset._trusted(tuple(examples), index, name or default_name, source)
 
 
@@ -194,19 +219,20 @@ def _parse_rows(
     input_field: str | None,
     output_field: str | None,
     variables: Mapping[str, str] | None = None,
+    tools: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[list[Example], dict[str, int]]:
     """The examples, and each id's position (ids are checked unique here, naming both lines)."""
     examples: list[Example] = []
     first_line: dict[str, int] = {}
     index: dict[str, int] = {}
     has_output = False
-    fast = output_field is None and input_field in (None, "input") and not variables
+    fast = output_field is None and input_field in (None, "input") and not variables and not tools
     for number, record in rows:
         example = parse_plain(record, input_field) if fast else None
         if variables:
             example = parse_bound(record, Where(label, number), output_field, variables)
         if example is None:
-            example = parse_any(record, Where(label, number), input_field, output_field)
+            example = parse_any(record, Where(label, number), input_field, output_field, tools)
         if example.id in first_line:
             raise Where(label, number).error(
                 f"duplicate id {example.id!r} (also on line {first_line[example.id]}); "
@@ -222,3 +248,36 @@ def _parse_rows(
             f"output field {output_field!r} is in no record; check --output-field", path=label
         )
     return examples, index
+
+
+def check_run_tools(dataset: Dataset, tools: Sequence[Mapping[str, Any]] | None) -> None:
+    """Refuse a reference call to a function the run's ``tools`` do not offer, in a row without
+    its own tools (those were checked at load). The run's tools are often set after the dataset
+    was loaded, so this runs when the run starts, before any call; a row read from a file is
+    named by its line, found again by its id."""
+    if not tools:
+        return
+    bad = next((e for e in dataset if not e.tools and not_offered(e.ideal, tools)), None)
+    if bad is None:
+        return
+    where = _line_of(dataset.source, bad.id)
+    if where is not None:
+        check_offered(bad.ideal, tools, where)  # raises, naming file:line
+    name = not_offered(bad.ideal, tools)
+    raise DatasetError(
+        f"row {bad.id!r}: the reference calls {name!r}, which the run's tools do not offer; "
+        "fix the call's name or add the tool",
+        path=dataset.source,
+    )
+
+
+def _line_of(source: str | None, example_id: str) -> Where | None:
+    if source is None or not Path(source).is_file():
+        return None
+    try:
+        for number, record in iter_file(Path(source), source, None):
+            if isinstance(record, dict) and record_id(record, Where(source, number)) == example_id:
+                return Where(source, number)
+    except DatasetError:
+        return None
+    return None

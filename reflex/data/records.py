@@ -4,7 +4,10 @@ Detected per record in this order:
 
 - OpenAI chat: ``{"messages": [{"role", "content"}, ...], "ideal": ...}``; without an explicit
   reference (``ideal`` / ``output`` / ``expected`` / ``answer``) a final assistant message
-  becomes the reference and is removed from the conversation.
+  becomes the reference and is removed from the conversation. Tool-call turns (assistant
+  ``tool_calls``, ``tool`` results) are kept whole; a final assistant message's calls are the
+  reference answer text (:mod:`reflex.data.tool_rows`), and a row's ``tools`` go to
+  ``Example.tools`` (any schema).
 - ShareGPT: ``{"conversations": [{"from": "human"|"gpt"|"system", "value"}, ...]}``; same rule.
 - Alpaca: ``{"instruction", "input", "output"}``; the user message is instruction + input.
 - Plain: ``{"input", "ideal"}`` (or ``output`` / ``expected`` / ``answer`` / ``target``).
@@ -20,13 +23,15 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from reflex.data.readers import PLAIN_REFERENCES, Where
 from reflex.data.templates import value_text
+from reflex.data.tool_rows import check_offered, is_tool_message, reference, row_tools, tool_message
 from reflex.errors import MissingInputError
 from reflex.types import Example
 
-__all__ = ["canonical", "parse_any", "parse_bound", "parse_plain", "parse_record"]
+__all__ = ["canonical", "parse_any", "parse_bound", "parse_plain", "parse_record", "record_id"]
 
 _SPLIT_ALIASES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
 _PLAIN_REFERENCES = PLAIN_REFERENCES
@@ -35,18 +40,23 @@ _SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "system": "system"}
 _ACCEPTED = "'messages' (OpenAI), 'conversations' (ShareGPT), 'instruction' (Alpaca), 'input'"
 _INPUT_KEYS = ("messages", "conversations", "instruction", "input")
 
-_RESERVED = frozenset({"id", "split", "metadata"})
+_RESERVED = frozenset({"id", "split", "metadata", "tools"})
 
 
 def parse_record(
-    record: object, where: Where, input_field: str | None, output_field: str | None
+    record: object,
+    where: Where,
+    input_field: str | None,
+    output_field: str | None,
+    tools: Sequence[Mapping[str, Any]] = (),
 ) -> Example:
-    """One record as an Example (what :func:`reflex.data.dataset.load_dataset` builds of it)."""
-    if output_field is None and input_field in (None, "input"):
+    """One record as an Example (what :func:`reflex.data.dataset.load_dataset` builds of it);
+    ``tools`` are the run's, offered to rows that name none."""
+    if output_field is None and input_field in (None, "input") and not tools:
         plain = parse_plain(record, input_field)
         if plain is not None:
             return plain
-    return parse_any(record, where, input_field, output_field)
+    return parse_any(record, where, input_field, output_field, tools)
 
 
 def parse_plain(record: object, input_field: str | None) -> Example | None:
@@ -93,7 +103,11 @@ def _storable(*values: object) -> bool:
 
 
 def parse_any(
-    record: object, where: Where, input_field: str | None, output_field: str | None
+    record: object,
+    where: Where,
+    input_field: str | None,
+    output_field: str | None,
+    tools: Sequence[Mapping[str, Any]] = (),
 ) -> Example:
     if not isinstance(record, dict):
         hint = "; the file looks like a JSON array: write one object per line (JSON Lines)"
@@ -103,12 +117,15 @@ def parse_any(
         )
     _refuse_lone_surrogates(record, where)
     messages, ideal, used = _extract(record, where, input_field, output_field)
+    offered = row_tools(record, where)
+    check_offered(ideal, offered or tools, where)
     return Example(
-        id=_record_id(record, where),
+        id=record_id(record, where),
         messages=messages,
         ideal=ideal,
         metadata=_metadata(record, used, where),
         split=_record_split(record.get("split"), where),
+        tools=offered,
     )
 
 
@@ -136,15 +153,16 @@ def parse_bound(
         values[name] = value_text(value)
     refs = (output_field,) if output_field else _PLAIN_REFERENCES
     ideal, ref_key = _reference(record, where, refs)
-    used = set(variables.values()) | ({ref_key} if ref_key else set())
+    used = set(variables.values()) | ({ref_key} if ref_key else set()) | {"tools"}
     content = json.dumps(values, ensure_ascii=False)
     return Example(
-        id=_record_id(record, where),
+        id=record_id(record, where),
         messages=({"role": "user", "content": content},),
         ideal=ideal,
         metadata=_metadata(record, used, where),
         split=_record_split(record.get("split"), where),
         variables=values,
+        tools=row_tools(record, where),
     )
 
 
@@ -164,7 +182,7 @@ def _refuse_lone_surrogates(record: Mapping[str, object], where: Where) -> None:
 
 def _extract(
     record: Mapping[str, object], where: Where, input_field: str | None, output_field: str | None
-) -> tuple[tuple[dict[str, str], ...], str | None, set[str]]:
+) -> tuple[tuple[dict[str, Any], ...], str | None, set[str]]:
     """The conversation, the reference and the fields they used."""
     key = input_field or None
     if key is None:
@@ -194,24 +212,18 @@ def _extract(
     convert = _openai_message if key == "messages" else _sharegpt_message
     messages = [convert(item, f"{key}[{i}]", where) for i, item in enumerate(raw)]
     if ref_key is None and messages[-1]["role"] == "assistant":
-        ideal = messages.pop()["content"]
+        ideal = reference(messages.pop())  # its tool calls, if any, as the answer text
     if not messages:
         raise where.error(f"field {key!r} holds only an assistant reply; add the user message")
     return tuple(messages), ideal, used
 
 
 _ROLES = ("system", "developer", "user", "assistant")
-_TOOL_KEYS = ("tool_calls", "function_call", "tool_call_id")
 
 
-def _openai_message(item: object, field: str, where: Where) -> dict[str, str]:
-    tool = [k for k in _TOOL_KEYS if isinstance(item, dict) and item.get(k) is not None]
-    if tool or (isinstance(item, dict) and item.get("role") in ("tool", "function")):
-        what = f"{tool[0]!r}" if tool else f"role {item['role']!r}"  # type: ignore[index]
-        raise where.error(
-            f"{field} is part of a tool-call conversation ({what}), which reflex cannot send "
-            "faithfully yet (the calls would be dropped); remove the tool turns from this row"
-        )
+def _openai_message(item: object, field: str, where: Where) -> dict[str, Any]:
+    if isinstance(item, dict) and is_tool_message(item):
+        return tool_message(item, field, where)  # kept whole: calls, results, their ids
     if not isinstance(item, dict) or "role" not in item or "content" not in item:
         raise where.error(f"{field} must be an object with 'role' and 'content', got {_kind(item)}")
     role = _text(item["role"], f"{field}.role", where)
@@ -220,7 +232,7 @@ def _openai_message(item: object, field: str, where: Where) -> dict[str, str]:
     return {"role": role, "content": _text(item["content"], f"{field}.content", where)}
 
 
-def _sharegpt_message(item: object, field: str, where: Where) -> dict[str, str]:
+def _sharegpt_message(item: object, field: str, where: Where) -> dict[str, Any]:
     if not isinstance(item, dict) or "from" not in item or "value" not in item:
         raise where.error(f"{field} must be an object with 'from' and 'value', got {_kind(item)}")
     role = _SHAREGPT_ROLES.get(item["from"]) if isinstance(item["from"], str) else None
@@ -254,7 +266,7 @@ def _text(value: object, field: str, where: Where) -> str:
     return value
 
 
-def _record_id(record: Mapping[str, object], where: Where) -> str:
+def record_id(record: Mapping[str, object], where: Where) -> str:
     value = record.get("id")
     if value is None:
         return hashlib.sha256(canonical(record).encode("utf-8")).hexdigest()[:16]

@@ -150,7 +150,7 @@ def load_rubric(path: str | Path) -> Rubric:
 def _conversation(example: Example) -> str:
     turns = [m for m in example.messages if m.get("role") != "system"]
     if len(turns) == 1:
-        return turns[0].get("content", "")
+        return str(turns[0].get("content") or "")
     return "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in turns)
 
 

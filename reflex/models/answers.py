@@ -6,15 +6,28 @@ line: such numbers must never reach the cache, the ledger or a price (a total of
 tokens once lowered a priced run's spend; ``prompt_tokens = 10**30`` overflowed the cache).
 A 200 answer that carries ``{"error": {...}}`` instead is the provider's own failure, classified
 by its status and kept in its own words (:func:`error_in_body`).
+
+The answer text is one string on both transports (and the Router's): the message's content,
+then its ``tool_calls`` as :func:`reflex.toolcalls.render_answer` writes them, so samples, the
+cache, the record, trackers and the report keep the calls unchanged (:func:`message_text`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["MAX_TOKENS", "MalformedAnswer", "answer_text", "error_in_body", "token_counts"]
+from reflex.toolcalls import TOOL_CALL_OPEN, from_openai, render_answer
+
+__all__ = [
+    "MAX_TOKENS",
+    "MalformedAnswer",
+    "answer_text",
+    "error_in_body",
+    "message_text",
+    "token_counts",
+]
 
 # More tokens than any model's context window holds, far below what sqlite's INTEGER holds.
 MAX_TOKENS = 10**9
@@ -74,8 +87,37 @@ def answer_text(payload: object) -> str:
     message = first.get("message") if isinstance(first, Mapping) else None
     if not isinstance(message, Mapping):
         raise MalformedAnswer("the provider's answer has no choices[0].message")
-    text = message.get("content")
-    return "" if text is None else str(text)
+    return message_text(message)
+
+
+def _plain(value: object) -> object:
+    """A LiteLLM (pydantic) object as plain values; mappings and lists walked through."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        value = dump()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def message_text(message: object) -> str:
+    """The answer string of a chat message (a JSON object, or LiteLLM's ``Message``): its
+    ``content`` ("" for null; a literal ``<tool_call>`` in it escaped), then one canonical line
+    per entry of its ``tool_calls``."""
+    if isinstance(message, Mapping):
+        content, calls = message.get("content"), message.get("tool_calls")
+    else:
+        content, calls = getattr(message, "content", None), getattr(message, "tool_calls", None)
+    text = "" if content is None else str(content)
+    if not calls:  # content that looks like a call is escaped: only tool_calls make calls
+        return render_answer(text) if TOOL_CALL_OPEN in text else text
+    plain = _plain(calls)
+    if not isinstance(plain, Sequence) or isinstance(plain, str):
+        raise MalformedAnswer("the provider's answer has a malformed tool_calls (not a list)")
+    entries = [entry for entry in plain if isinstance(entry, Mapping)]
+    return render_answer(text, from_openai(entries))
 
 
 def error_in_body(payload: object) -> tuple[int, str] | None:

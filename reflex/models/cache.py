@@ -16,6 +16,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reflex.errors import StorageError, storage_error
 
@@ -37,7 +38,7 @@ class CachedResponse:
 
 
 def cache_key(
-    namespace: str, model: str, params: Mapping[str, object], messages: Sequence[Mapping[str, str]]
+    namespace: str, model: str, params: Mapping[str, object], messages: Sequence[Mapping[str, Any]]
 ) -> str:
     """sha256 over a canonical JSON of everything that determines the response."""
     payload = {"ns": namespace, "model": model, "params": dict(params), "messages": list(messages)}

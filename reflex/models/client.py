@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reflex.config import default
 from reflex.errors import (
@@ -161,14 +161,14 @@ class ProviderClient:
         self._limit()  # resets the locks when the loop changed
         return self._serial.setdefault(provider, asyncio.Lock())
 
-    def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> str:
+    def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]]) -> str:
         """The cache key: the spec, the messages, and what outside the spec selects the answer
         (the endpoint an environment variable chose...: ``reflex.models.target.selectors``)."""
         params = spec.cache_params()
         params.update(selectors(spec))
         return cache_key(self.namespace, spec.model, params, messages)
 
-    def would_pay(self, spec: ModelSpec, messages: Sequence[Mapping[str, str]]) -> bool:
+    def would_pay(self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]]) -> bool:
         """Whether ``complete`` would count a paid call (a miss, or a replay of our own call)."""
         key = self.key(spec, messages)
         hit = self.cache.get(key) if self.cache is not None else None
@@ -178,7 +178,7 @@ class ProviderClient:
         return self.owner is not None and hit.owner == self.owner and key not in self._seen
 
     async def complete(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role = "task"
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], role: Role = "task"
     ) -> Completion:
         """One answer: from the cache, from an identical call in flight, or from the provider.
 
@@ -196,7 +196,7 @@ class ProviderClient:
         return self._entry
 
     async def _complete(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], role: Role
     ) -> Completion:
         key = self.key(spec, messages)
         if key in self._inflight:  # the same request is already being paid for: share it
@@ -221,7 +221,7 @@ class ProviderClient:
         return await self._pay(key, spec, messages, role)
 
     async def _pay(
-        self, key: str, spec: ModelSpec, messages: Sequence[Mapping[str, str]], role: Role
+        self, key: str, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], role: Role
     ) -> Completion:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -263,7 +263,7 @@ class ProviderClient:
     async def _call_with_retries(
         self,
         spec: ModelSpec,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         role: Role,
         gate: tuple[int, int] | None = None,
     ) -> Completion:
@@ -319,7 +319,7 @@ class ProviderClient:
     async def _attempt(
         self,
         spec: ModelSpec,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         attempt: int,
         gate: tuple[int, int] | None,
     ) -> Completion:
@@ -330,7 +330,7 @@ class ProviderClient:
     async def _attempt_capped(
         self,
         spec: ModelSpec,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         attempt: int,
         gate: tuple[int, int] | None,
     ) -> Completion:
@@ -352,7 +352,7 @@ class ProviderClient:
         return await self._here(spec, messages, attempt)
 
     async def _here(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], attempt: int
     ) -> Completion:
         litellm = load_litellm()  # the first import takes seconds: not inside the deadline
         return await within_deadline(

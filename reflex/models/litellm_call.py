@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from contextvars import Token
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from reflex.models.answers import MalformedAnswer, token_counts
+from reflex.models.answers import MalformedAnswer, message_text, token_counts
 from reflex.models.body_limit import watching
 from reflex.models.wire import lean_route, send
 
@@ -49,7 +49,7 @@ class _Response(Protocol):
 
 
 async def call_once(
-    litellm: ModuleType, spec: ModelSpec, messages: Sequence[Mapping[str, str]], attempt: int
+    litellm: ModuleType, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], attempt: int
 ) -> Completion:
     """One attempt: over the lean transport when LiteLLM routes ``spec`` there, else LiteLLM's."""
     route = None if litellm_listens(litellm) else lean_route(litellm, spec)
@@ -83,13 +83,10 @@ async def call_once(
                 quiet.var.reset(quiet)
     if not response.choices or getattr(response.choices[0], "message", None) is None:
         raise MalformedAnswer("the provider's answer has no choices[0].message")
-    choice = response.choices[0]
-    text = choice.message.content
-    if text is None:
-        text = ""
+    text = message_text(response.choices[0].message)
     prompt_tokens, completion_tokens = usage_of(response)
     return Completion(
-        str(text),
+        text,
         prompt_tokens,
         completion_tokens,
         _cost(litellm, response),

@@ -24,10 +24,13 @@ CLI, so we only locate its directory and never import it).
 
 Each model file is loaded once per process (``n_ctx=2048``, ``seed=0``) and generations are
 serialised by a lock (llama.cpp contexts are not thread-safe). Decoding reads ``temperature``
-(default 0), ``max_tokens`` (default 256), ``seed``, ``stop`` and ``top_p``. Every failure is
-raised as a LiteLLM ``BadRequestError`` (``ContextWindowExceededError`` for a prompt that does
-not fit), so it is never retried: nothing about a local model gets better by waiting. Calls are
-priced at $0 (registered with LiteLLM), so the ledger shows a known zero cost, not "unknown".
+(default 0), ``max_tokens`` (default 256), ``seed``, ``stop`` and ``top_p``; ``tools``,
+``tool_choice`` and ``response_format`` are handled as :mod:`reflex.models.local_tools` says
+(the model's own chat template, its ``<tool_call>`` answers, a JSON-schema grammar). Every
+failure is raised as a LiteLLM ``BadRequestError`` (``ContextWindowExceededError`` for a
+prompt that does not fit), so it is never retried: nothing about a local model gets better by
+waiting. Calls are priced at $0 (registered with LiteLLM), so the ledger shows a known zero
+cost, not "unknown".
 
 Neither llama_cpp nor litellm is imported when this module is imported.
 """
@@ -292,13 +295,15 @@ def _generate(
     name: str, messages: list[dict[str, object]], params: Mapping[str, Any]
 ) -> dict[str, object]:
     """One chat completion as llama_cpp's OpenAI-shaped dict, ``model`` set to ``name``."""
+    from reflex.models.local_tools import answer_calls, request_options, template_messages
+
     llama, lock = load_llama(resolve_model_path(name))
     with lock:
         result: dict[str, object] = llama.create_chat_completion(
-            messages=messages, **_decoding(params)
+            messages=template_messages(messages), **_decoding(params), **request_options(params)
         )
     result["model"] = name
-    return result
+    return answer_calls(result, params)
 
 
 def _as_litellm_error(litellm: ModuleType, name: str, exc: Exception) -> Exception:

@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from reflex.models.body_limit import current_limit
 from reflex.models.deadline import CallDeadlineExceeded, within_deadline
@@ -162,7 +162,7 @@ class OffloadPool:
     @staticmethod
     def portable(spec: ModelSpec) -> bool:
         """Whether a call with ``spec`` can run in a client process (plain decoding options)."""
-        return portable(dict(spec.extra))
+        return portable(dict(spec.extra)) and portable(spec.request_options())
 
     def ready(self) -> bool:
         """Whether any worker has LiteLLM loaded and can take a call now."""
@@ -190,7 +190,7 @@ class OffloadPool:
     async def call(
         self,
         spec: ModelSpec,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         attempt: int,
         gate: tuple[int, int] | None = None,
         deadline: float | None = None,

@@ -13,7 +13,7 @@ import socket
 import struct
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reflex.models.retry import retry_after_seconds
 
@@ -113,11 +113,43 @@ def portable(value: object) -> bool:
     return False
 
 
+def _plain(value: Any) -> Any:
+    """``value`` made of plain ``str``/``dict``/``list`` (a subclass may not unpickle there)."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def plain_spec(spec: ModelSpec) -> ModelSpec:
     """``spec`` with plain ``str`` fields (a ``str`` subclass would not unpickle there)."""
     base = None if spec.api_base is None else str(spec.api_base)
-    return dataclasses.replace(spec, model=str(spec.model), api_base=base, extra=dict(spec.extra))
+    choice = spec.tool_choice
+    return dataclasses.replace(
+        spec,
+        model=str(spec.model),
+        api_base=base,
+        extra=dict(spec.extra),
+        tools=tuple(_plain(tool) for tool in spec.tools),
+        tool_choice=None if choice is None else _plain(choice),
+        response_format=None if spec.response_format is None else _plain(spec.response_format),
+    )
 
 
-def plain_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
-    return [{str(k): str(v) for k, v in message.items()} for message in messages]
+def plain_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as plain values: text as ``str``, a tool-call turn's ``tool_calls`` list
+    and a null ``content`` kept as they are (JSON values, as the rows hold them)."""
+    return [
+        {
+            str(k): None
+            if v is None
+            else _plain(v)
+            if isinstance(v, (Mapping, list, tuple))
+            else str(v)
+            for k, v in message.items()
+        }
+        for message in messages
+    ]

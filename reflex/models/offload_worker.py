@@ -24,7 +24,7 @@ import socket
 import sys
 import threading
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reflex.models.body_limit import response_limit
 from reflex.models.litellm_call import Completion, call_once
@@ -101,7 +101,7 @@ class _Caller:
         self.trusted: set[str] = set()
 
     async def __call__(
-        self, spec: ModelSpec, messages: list[dict[str, str]], attempt: int, gate: Gate | None
+        self, spec: ModelSpec, messages: list[dict[str, Any]], attempt: int, gate: Gate | None
     ) -> Completion:
         if gate is None:
             return await call_once(self.litellm, spec, messages, attempt)
@@ -148,7 +148,7 @@ def serve(sock: socket.socket) -> None:
     async def answer(
         rid: int,
         spec: ModelSpec,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         attempt: int,
         gate: Gate | None,
         limit: int,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reflex.errors import ConfigurationError
-from reflex.models.answers import MalformedAnswer
+from reflex.models.answers import MalformedAnswer, message_text
 from reflex.models.body_limit import watching
 from reflex.models.litellm_call import Completion, _cost, usage_of
 from reflex.models.pacing import Pacing, install_pacer, local_pacing, redis_pacing
@@ -265,7 +265,7 @@ class ModelRouter:
         self,
         litellm: Any,
         spec: ModelSpec,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         attempt: int,
     ) -> Completion:
         """One attempt through the Router; the Completion names the deployment that served it."""
@@ -291,10 +291,10 @@ def completion_of(litellm: Any, response: Any, attempt: int, deployment: str | N
     message = getattr(choices[0], "message", None) if choices else None
     if message is None:
         raise MalformedAnswer("the provider's answer has no choices[0].message")
-    text = getattr(message, "content", None)
+    text = message_text(message)
     prompt_tokens, completion_tokens = usage_of(response)
     return Completion(
-        "" if text is None else str(text),
+        text,
         prompt_tokens,
         completion_tokens,
         _cost(litellm, response),

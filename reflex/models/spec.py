@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from reflex.errors import ConfigurationError
 
@@ -32,9 +33,38 @@ class ModelSpec:
     seed: int | None = 0
     timeout: float = 120.0
     extra: Mapping[str, object] = field(default_factory=dict)
+    # What the request offers and asks for (OpenAI's fields, checked by
+    # reflex.data.tool_schemas): sent on every transport, part of the cache key when set.
+    tools: Sequence[Mapping[str, Any]] = ()
+    tool_choice: str | Mapping[str, Any] | None = None
+    response_format: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         parse_model(self.model)
+
+    def request_options(self) -> dict[str, object]:
+        """``tools`` / ``tool_choice`` / ``response_format`` as the request carries them (only
+        those set; ``tool_choice`` only with tools, where providers accept it)."""
+        options: dict[str, object] = {}
+        if self.tools:
+            options["tools"] = [dict(tool) for tool in self.tools]
+            if self.tool_choice is not None:
+                choice = self.tool_choice
+                options["tool_choice"] = choice if isinstance(choice, str) else dict(choice)
+        if self.response_format is not None:
+            options["response_format"] = dict(self.response_format)
+        return options
+
+    def with_tools(self, tools: Sequence[Mapping[str, Any]]) -> ModelSpec:
+        """This spec offering ``tools`` instead of its own (an example's tools); itself when
+        ``tools`` is empty (the example offers the run's tools, if any)."""
+        return replace(self, tools=tuple(tools)) if tools else self
+
+    def without_options(self) -> ModelSpec:
+        """This spec without its request options (the lean transport's route is made once)."""
+        if not (self.tools or self.tool_choice is not None or self.response_format is not None):
+            return self
+        return replace(self, tools=(), tool_choice=None, response_format=None)
 
     def cache_params(self) -> dict[str, object]:
         params = {
@@ -43,6 +73,7 @@ class ModelSpec:
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             **dict(self.extra),
+            **self.request_options(),  # none set: the keys of plain calls are unchanged
         }
         if self.model.startswith("local/"):  # the same name can mean another file later
             from reflex.models.local import model_identity
@@ -62,4 +93,5 @@ class ModelSpec:
             if getattr(self, name) is not None:
                 kwargs[name] = getattr(self, name)
         kwargs.update(self.extra)
+        kwargs.update(self.request_options())
         return kwargs

@@ -24,10 +24,10 @@ API key" under a ``default`` entry). Answers are read up to ``--max-response-mb`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -36,13 +36,29 @@ from reflex.models.answers import answer_text, error_in_body, token_counts
 from reflex.models.body_limit import read_capped
 from reflex.models.pricing import price
 from reflex.models.target import base_env, base_url
+from reflex.models.wire_body import (
+    PROBE,
+    Route,
+    body_params,
+    chat_config,
+    sent_messages,
+    with_options,
+)
 from reflex.models.wire_session import env_proxy
 from reflex.models.wire_session import session as http_session
 
 if TYPE_CHECKING:
     from reflex.models.spec import ModelSpec
 
-__all__ = ["LEAN_PROVIDERS", "Route", "WireAnswer", "lean_candidate", "lean_route", "send"]
+__all__ = [
+    "LEAN_PROVIDERS",
+    "Route",
+    "WireAnswer",
+    "lean_candidate",
+    "lean_route",
+    "send",
+    "with_options",
+]
 
 # Providers whose chat calls are a plain JSON POST to ``<api_base>/chat/completions``, and how
 # LiteLLM finds their base URL and key (arg > module setting > environment > default), as its
@@ -69,27 +85,9 @@ _FULL_PATH_ENV = (
     "OPENAI_PROJECT_ID",
     "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER",
 )
-_PROBE: list[Any] = [
-    {"role": "system", "content": "probe-s"},
-    {"role": "user", "content": "probe-u"},
-]
 
 
-@dataclass(frozen=True)
-class Route:
-    """Where and how one model spec's requests go: all of it decided by LiteLLM, once."""
-
-    model: str  # the provider's model name (no ``provider/`` prefix)
-    provider: str
-    url: str
-    headers: Mapping[str, str]
-    params: Mapping[str, object]  # the request body without ``messages``
-    timeout: float
-    proxy: str | None = None  # from HTTP(S)_PROXY / NO_PROXY, as aiohttp's trust_env reads them
-    proxy_auth: Any = None  # an aiohttp.BasicAuth from the proxy URL's user:password
-
-
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class WireAnswer:
     text: str
     prompt_tokens: int
@@ -119,8 +117,12 @@ def lean_route(litellm: ModuleType, spec: ModelSpec) -> Route | None:
     """The lean route for ``spec``, or None when the call takes LiteLLM's full path.
 
     Resolved by LiteLLM once per spec and settings: the environment variables and LiteLLM
-    module settings a route depends on are read on every call (~10 us) and compared.
+    module settings a route depends on are read on every call (~10 us) and compared. A spec's
+    tools, tool choice and response format are added to its plain route (:func:`with_options`).
     """
+    if spec.tools or spec.response_format is not None:
+        plain = lean_route(litellm, spec.without_options())
+        return None if plain is None else with_options(plain, spec)
     settings = _settings(litellm)
     known = _BY_SPEC.get(id(spec))
     if known is not None and known[0] is spec and known[1] == settings:
@@ -230,14 +232,6 @@ def _first(*values: object) -> str | None:
     return next((str(value) for value in values if value), None)
 
 
-def _chat_config(model: str, provider: str) -> Any:
-    """LiteLLM's chat config for the provider (request, headers, URL, error classes)."""
-    from litellm.types.utils import LlmProviders
-    from litellm.utils import ProviderConfigManager
-
-    return ProviderConfigManager.get_provider_chat_config(model, LlmProviders(provider))
-
-
 def _build(
     litellm: Any,
     spec: ModelSpec,
@@ -249,7 +243,7 @@ def _build(
 ) -> Route | None:
     from litellm.utils import get_optional_params
 
-    config = _chat_config(model, provider)
+    config = chat_config(model, provider)
     if config is None:
         return None
     decoding: dict[str, object] = {
@@ -262,30 +256,25 @@ def _build(
     optional = get_optional_params(model=model, custom_llm_provider=provider, **chosen)
     if optional.get("stream") or optional.get("extra_headers"):
         return None
-    headers = config.validate_environment({}, model, _PROBE, dict(optional), {}, api_key, api_base)
+    headers = config.validate_environment({}, model, PROBE, dict(optional), {}, api_key, api_base)
     url = config.get_complete_url(api_base, api_key, model, dict(optional), {}, stream=False)
-    body = config.transform_request(model, [dict(m) for m in _PROBE], dict(optional), {}, headers)
-    if body.get("messages") != _PROBE or body.get("model") != model:
-        return None  # the provider rewrites messages: LiteLLM must do it
-    params = {name: value for name, value in body.items() if name != "messages"}
-    merged = params.pop("extra_body", None) or {}  # sent inside the body, as the SDK does
-    if not isinstance(merged, dict):
+    params = body_params(config, model, optional, headers)
+    if params is None:
         return None
-    params.update(merged)
-    if params.get("stream") is False:  # what LiteLLM sends for a non-streaming call
-        del params["stream"]
     proxy, proxy_auth = env_proxy(str(url))
-    return Route(model, provider, str(url), dict(headers), params, spec.timeout, proxy, proxy_auth)
+    return Route(
+        model, provider, str(url), dict(headers), params, spec.timeout, proxy, proxy_auth, chosen
+    )
 
 
 async def send(
-    litellm: ModuleType, route: Route, messages: Sequence[Mapping[str, str]]
+    litellm: ModuleType, route: Route, messages: Sequence[Mapping[str, Any]]
 ) -> WireAnswer:
     """One request over the shared session; failures raise LiteLLM's exception classes."""
     import aiohttp
 
     body = dict(route.params)
-    body["messages"] = [dict(message) for message in messages]
+    body["messages"] = sent_messages(route, messages)
     data = json.dumps(body, ensure_ascii=False).encode()
     timeout = aiohttp.ClientTimeout(total=route.timeout)
     try:
@@ -333,7 +322,7 @@ def _provider_error(
 
     mapping: Any = exception_mapping_utils  # untyped in LiteLLM
     plain = httpx.Headers(list(headers.items()))
-    error: BaseException = _chat_config(route.model, route.provider).get_error_class(
+    error: BaseException = chat_config(route.model, route.provider).get_error_class(
         message, status, plain
     )
     try:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from statistics import fmean
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from reflex.config import BaseRunConfig
 from reflex.data.demos import prompt_messages
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.result import EvalSnapshot, Sample
@@ -42,6 +43,31 @@ def render_messages(
     See :func:`reflex.data.demos.prompt_messages` (public as ``reflex.prompt_messages``).
     """
     return prompt_messages(prompt, example, mode)
+
+
+def task_spec(config: BaseRunConfig, model: str) -> ModelSpec:
+    """How the task model ``model`` is called: the run's decoding settings, and the tools,
+    tool choice and response format every request carries (a row's own tools replace the
+    run's: :func:`request_for`)."""
+    return ModelSpec(
+        model=model,
+        api_base=config.api_base,
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        seed=config.seed,
+        tools=tuple(config.tools or ()),
+        tool_choice=config.tool_choice,
+        response_format=config.response_format,
+    )
+
+
+def request_for(
+    spec: ModelSpec, prompt: str, example: Example, mode: PromptMode = "replace"
+) -> tuple[ModelSpec, list[dict[str, str]]]:
+    """The task request for ``example``: the spec with the example's tools (else the run's),
+    and the conversation :func:`render_messages` makes. Evaluations, budget estimates and the
+    gate's counts all use it, so they agree on what each call (and its cache key) is."""
+    return spec.with_tools(example.tools), render_messages(prompt, example, mode)
 
 
 def combine_scores(scores: Mapping[str, float], weights: Mapping[str, float]) -> float | None:
@@ -92,7 +118,7 @@ class Evaluator:
             sample = await self._scored(example, spec.model, outcome.output, outcome)
             return replace(sample, trace=outcome.trace)
         completion = await self.client.complete(
-            spec, render_messages(prompt, example, self.prompt_mode)
+            *request_for(spec, prompt, example, self.prompt_mode)
         )
         return await self._scored(example, spec.model, completion.text, completion.cached)
 

@@ -25,7 +25,7 @@ from reflex.models.runner import LoopRunner
 from reflex.models.shared_cache import open_cache
 from reflex.redact import REDACTED
 from reflex.result import EvalSnapshot, best_val_of
-from reflex.run.evaluate import Evaluator, render_messages
+from reflex.run.evaluate import Evaluator, request_for, task_spec
 from reflex.run.records import RUN_DIR, read_json, resolve_run
 from reflex.types import Example, Metric
 
@@ -238,16 +238,7 @@ def build_evaluator(
     there cost nothing, new ones are added to it. A run made with ``--cache-url`` (or a Router
     config) reads that shared cache (and routes through that Router) instead.
     """
-    specs = [
-        ModelSpec(
-            model=m,
-            api_base=config.api_base,
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-            seed=config.seed,
-        )
-        for m in config.models
-    ]
+    specs = [task_spec(config, m) for m in config.models]
     check_models([*specs, *judge_specs(metrics)], config.router_config)  # before any call
     client = ProviderClient(
         max_workers=config.max_workers,
@@ -270,7 +261,7 @@ def build_evaluator(
 def paid_calls(evaluator: Evaluator, prompt: str, examples: Sequence[Example]) -> int:
     """How many task-model calls evaluating ``prompt`` would pay for (cache misses)."""
     return sum(
-        evaluator.client.would_pay(spec, render_messages(prompt, ex, evaluator.prompt_mode))
+        evaluator.client.would_pay(*request_for(spec, prompt, ex, evaluator.prompt_mode))
         for spec in evaluator.models
         for ex in examples
     )

@@ -26,7 +26,7 @@ from reflex.models.runner import LoopRunner
 from reflex.models.shared_cache import check_cache_url, open_cache
 from reflex.redact import scrub
 from reflex.run.budget import Budget
-from reflex.run.evaluate import Evaluator
+from reflex.run.evaluate import Evaluator, task_spec
 from reflex.run.pipeline_runner import PipelineRunner
 from reflex.run.resume import ResumePoint, earlier_retries, logged_evaluations, prompt_hash
 from reflex.run.session import Session
@@ -52,17 +52,6 @@ def check_cache_file(url: str | None) -> None:
         problem = f"{what} is a directory"
     if problem is not None:
         raise ConfigurationError(f"{problem}; name a regular file (or leave --cache-url out)")
-
-
-def task_spec(config: RunConfig, model: str) -> ModelSpec:
-    """How the task model ``model`` is called."""
-    return ModelSpec(
-        model=model,
-        api_base=config.api_base,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        seed=config.seed,
-    )
 
 
 def reasoning_spec(config: RunConfig) -> ModelSpec | None:

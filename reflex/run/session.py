@@ -21,7 +21,7 @@ from reflex.models.runner import LoopRunner
 from reflex.redact import redact_data
 from reflex.result import EvalSnapshot
 from reflex.run.budget import Budget
-from reflex.run.evaluate import Evaluator, render_messages
+from reflex.run.evaluate import Evaluator, request_for
 from reflex.run.store import RunStore
 from reflex.types import Example
 
@@ -81,7 +81,7 @@ class Session:
             return self.evaluator.pipeline.estimate_calls(rows)
         mode = self.evaluator.prompt_mode
         return sum(
-            self.client.would_pay(spec, render_messages(prompt, example, mode))
+            self.client.would_pay(*request_for(spec, prompt, example, mode))
             for spec in self.evaluator.models
             for example in examples
         )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from reflex.callbacks import AnyCallback
 from reflex.config import RunConfig
-from reflex.data.dataset import Dataset
+from reflex.data.dataset import Dataset, check_run_tools
 from reflex.data.pipeline import Pipeline
 from reflex.data.prompts import PromptSpec
 from reflex.plugins import get_registry
@@ -43,6 +43,7 @@ def start_run(
 ) -> OptimizationResult:
     """Run the engine on ``spec``; ``resume`` is False, True (the latest matching unfinished
     run) or a run id. ``strategy_named``: the user chose the strategy (else the default's note)."""
+    check_run_tools(dataset, config.tools)  # before any call: every reference call is offered
     text = spec.render()
     strategy_cls = get_registry().strategy(config.strategy)
     run_id: str | None = None

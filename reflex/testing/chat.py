@@ -3,6 +3,11 @@
 ``ChatRequest`` is what a client asked (model, messages, the other body fields); a
 ``Responder`` turns it into the answer text (``echo`` by default); ``completion`` builds the
 response body with its usage numbers. :mod:`reflex.testing.endpoint` serves them.
+
+A request that offers ``tools`` is answered as a server with a tool-call parser answers (vLLM's
+Hermes parser): the answer text's ``<tool_call>{...}</tool_call>`` lines
+(:func:`reflex.toolcalls.render_answer`'s form) become the message's ``tool_calls``, the rest
+its content (null when empty), ``finish_reason`` ``tool_calls``.
 """
 
 from __future__ import annotations
@@ -11,9 +16,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from reflex.data.json_types import JSONDict
+from reflex.data.json_types import JSONDict, JSONValue
+from reflex.toolcalls import parse_answer, to_openai
 
-__all__ = ["ChatRequest", "Reply", "Responder", "completion", "echo"]
+__all__ = ["ChatRequest", "Reply", "Responder", "answer_message", "completion", "echo"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,16 @@ def echo(request: ChatRequest) -> str:
     return request.user
 
 
+def answer_message(text: str, tools_offered: bool) -> tuple[JSONDict, str]:
+    """(the assistant message, its finish reason) for the answer ``text``: with tools offered,
+    its ``<tool_call>`` lines are the message's ``tool_calls`` (a Hermes tool parser's answer)."""
+    content, calls = parse_answer(text) if tools_offered else (text, [])
+    if not calls:
+        return {"role": "assistant", "content": text}, "stop"
+    called: list[JSONValue] = [dict(call) for call in to_openai(calls)]
+    return {"role": "assistant", "content": content or None, "tool_calls": called}, "tool_calls"
+
+
 def completion(request: ChatRequest, text: str, usage: tuple[int, int] | None = None) -> JSONDict:
     """The chat-completion body answering ``request`` with ``text``; ``usage`` is (prompt,
     completion) tokens, else words counted."""
@@ -64,18 +80,13 @@ def completion(request: ChatRequest, text: str, usage: tuple[int, int] | None = 
     else:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in request.messages)
         completion_tokens = len(text.split())
+    message, finish = answer_message(text, bool(request.params.get("tools")))
     return {
         "id": "chatcmpl-local",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.model,
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": text},
-            }
-        ],
+        "choices": [{"index": 0, "finish_reason": finish, "message": message}],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,

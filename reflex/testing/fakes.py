@@ -2,7 +2,9 @@
 
 ``FakeModel`` is a deterministic model that sits behind the LiteLLM boundary (a LiteLLM custom
 provider, ``fake/<name>`` by default), so code under test makes real ``litellm.acompletion``
-calls. ``RecordingCallback`` records every lifecycle call in order.
+calls. Offered tools, it answers as the local endpoint does: the ``<tool_call>`` lines of the
+responder's text are the message's ``tool_calls`` (:func:`reflex.testing.chat.answer_message`).
+``RecordingCallback`` records every lifecycle call in order.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from reflex.callbacks import Callback
 from reflex.models.client import register_provider
+from reflex.testing.chat import answer_message
 
 if TYPE_CHECKING:
     from litellm.llms.custom_llm import CustomLLM
@@ -94,15 +97,10 @@ def _adapter(litellm: Any, fake: FakeModel) -> CustomLLM:
             optional = kwargs.get("optional_params")
             params = dict(optional) if isinstance(optional, Mapping) else {}
             text, p_tokens, c_tokens = fake.answer(f"{fake.provider}/{model}", messages, params)
+            message, finish = answer_message(text, bool(params.get("tools")))
             return litellm.ModelResponse(
                 model=model,
-                choices=[
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": text},
-                    }
-                ],
+                choices=[{"index": 0, "finish_reason": finish, "message": message}],
                 usage={
                     "prompt_tokens": p_tokens,
                     "completion_tokens": c_tokens,

@@ -3,7 +3,8 @@
 OpenAI ``messages`` with tool calls used to be refused with a type error (``content: null``) or,
 with ``content: ""``, loaded with the tool calls silently dropped, so the tool message went to
 the provider without the call it answers; an unknown role was sent to the provider as is.
-Tool-call conversations are now refused with a line that says why; unknown roles too.
+They were then refused with a line that says why; since issue 31 they are kept whole (calls,
+results and their ids), and only malformed tool turns and unknown roles are refused.
 """
 
 from __future__ import annotations
@@ -24,37 +25,56 @@ def _row(*messages: dict[str, object]) -> dict[str, object]:
     return {"id": "t1", "messages": [*messages, {"role": "assistant", "content": "sunny"}]}
 
 
-CASES = {
-    "null content with tool_calls": (
-        _row(USER, {"role": "assistant", "content": None, "tool_calls": [CALL]}),
-        "'tool_calls'",
+KEPT = {
+    "null content with tool_calls": _row(
+        USER,
+        {"role": "assistant", "content": None, "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "c1", "content": "18C"},
     ),
-    "empty content with tool_calls": (
-        _row(
-            USER,
-            {"role": "assistant", "content": "", "tool_calls": [CALL]},
-            {"role": "tool", "tool_call_id": "c1", "content": "18C"},
-        ),
-        "'tool_calls'",
-    ),
-    "a tool message": (_row(USER, {"role": "tool", "content": "18C"}), "role 'tool'"),
-    "a legacy function call": (
-        _row(USER, {"role": "assistant", "content": "", "function_call": {"name": "f"}}),
-        "'function_call'",
+    "empty content with tool_calls": _row(
+        USER,
+        {"role": "assistant", "content": "", "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "c1", "content": "18C"},
     ),
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_tool_call_conversations_are_refused_not_cut(case: str, tmp_path: Path) -> None:
-    row, expect = CASES[case]
+@pytest.mark.parametrize("case", list(KEPT))
+def test_tool_call_conversations_are_kept_whole(case: str, tmp_path: Path) -> None:
+    row = KEPT[case]
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (example,) = load_dataset(path)
+    assert [dict(m) for m in example.messages] == row["messages"][:-1]  # type: ignore[index]
+    assert example.ideal == "sunny"
+
+
+REFUSED = {
+    "a tool message without its call id": (
+        _row(USER, {"role": "tool", "content": "18C"}),
+        "needs a string 'tool_call_id'",
+    ),
+    "a legacy function call": (
+        _row(USER, {"role": "assistant", "content": "", "function_call": {"name": "f"}}),
+        "legacy 'function_call'",
+    ),
+    "a call without a function name": (
+        _row(USER, {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}),
+        "messages[1].tool_calls[0] must be",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_malformed_tool_turns_are_refused_naming_the_line(case: str, tmp_path: Path) -> None:
+    row, expect = REFUSED[case]
     path = tmp_path / "chat.jsonl"
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     with pytest.raises(DatasetError) as caught:
         load_dataset(path)
     message = str(caught.value)
-    assert "chat.jsonl:1" in message and "tool-call conversation" in message, message
-    assert expect in message and "\n" not in message
+    assert message.startswith(f"{path}:1: ") and expect in message, message
+    assert "\n" not in message
 
 
 def test_an_unknown_role_is_refused(tmp_path: Path) -> None:

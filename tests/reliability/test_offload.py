@@ -227,3 +227,46 @@ def test_no_process_starts_for_a_run_of_in_process_models() -> None:
         client.complete(ModelSpec("fake/task"), [{"role": "user", "content": "q"}])
     )
     assert answer.text == "here" and client.offload is None and not client._wire
+
+
+def test_tools_formats_and_tool_call_turns_go_through_client_processes(
+    api_key: str, pool: OffloadPool
+) -> None:
+    import json
+
+    from reflex.testing.http import Request
+    from reflex.toolcalls import ToolCall, render_answer
+
+    tool = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}
+    turns = [
+        {"role": "user", "content": "time?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c", "content": "noon"},
+        {"role": "user", "content": "and now?"},
+    ]
+    called = render_answer("", [ToolCall("get_time", {})])
+    captured: list[Request] = []
+    client = ProviderClient(max_workers=2, offload=pool)
+    with serve(capture=captured, responder=lambda _: called) as url:
+        spec = ModelSpec(
+            "openai/task",
+            api_base=url,
+            tools=(tool,),
+            tool_choice="required",
+            response_format={"type": "json_object"},
+        )
+        before = served(pool)
+        answer = LoopRunner.shared().run(client.complete(spec, turns))
+        assert served(pool) - before == 1  # it went through a worker
+    assert answer.text == called  # the answer's tool_calls, rendered canonically there
+    body = json.loads(captured[0].body)
+    assert body["tools"] == [tool] and body["tool_choice"] == "required"
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["messages"][1]["tool_calls"][0]["function"]["name"] == "get_time"
+    assert body["messages"][2] == {"role": "tool", "tool_call_id": "c", "content": "noon"}
