@@ -51,7 +51,14 @@ from reflex_mlflow.tracing import LlmTracing
 from reflex_mlflow.views import ChildRuns, description, log_dataset_inputs, write_table
 
 if TYPE_CHECKING:
-    from reflex.api import Dataset, EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
+    from reflex.api import (
+        Dataset,
+        EvalLabel,
+        EvalSnapshot,
+        IterationRecord,
+        OptimizationResult,
+        RunConfig,
+    )
 
 __all__ = ["MLflowCallback"]
 
@@ -130,7 +137,7 @@ class MLflowCallback(GuardedCallback):
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
 
-    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+    def on_evaluation_end(self, label: EvalLabel, snapshot: EvalSnapshot) -> None:
         # Only the initial prompt's val evaluation is logged; the others make no tracker call,
         # so they do not go through _safely (a success there resets the outage breaker).
         if label == INITIAL_VAL_LABEL:

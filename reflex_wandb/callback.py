@@ -36,7 +36,7 @@ from reflex.api import (
 from reflex_wandb.offline import logged_artifacts, logged_keys
 
 if TYPE_CHECKING:
-    from reflex.api import EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
+    from reflex.api import EvalLabel, EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
 
 __all__ = ["WandbCallback"]
 
@@ -97,7 +97,7 @@ class WandbCallback(GuardedCallback):
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
 
-    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+    def on_evaluation_end(self, label: EvalLabel, snapshot: EvalSnapshot) -> None:
         # Only the initial prompt's val evaluation is logged; the others make no tracker call,
         # so they do not go through _safely (a success there resets the outage breaker).
         if label == INITIAL_VAL_LABEL:
