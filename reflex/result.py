@@ -99,8 +99,8 @@ class Outcome:
     - ``Outcome.rejected(reason)``: turned down before val (screened out, gated); val is not paid.
     - ``Outcome.failed(reason)``: no candidate (an unusable answer, an error); val is not paid.
 
-    Invariants: ``reason`` is a text (None otherwise) exactly for ``rejected`` and ``failed``. Passing no
-    outcome at all means "val decides": accepted exactly when it becomes the new best on val.
+    Invariants: ``reason`` is a text (None otherwise) exactly for ``rejected`` and ``failed``.
+    Passing no outcome means "val decides": accepted exactly when it becomes the new best on val.
     The engine may still turn an accepted or declined candidate into ``rejected`` (leakage under
     ``--strict-leakage``, a guard metric that regressed); the record carries the final verdict.
     """

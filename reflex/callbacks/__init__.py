@@ -34,6 +34,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class EvalLabel:
     """What one evaluation measured: the typed form of the labels events.jsonl holds.

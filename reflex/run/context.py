@@ -12,11 +12,11 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
+from reflex.callbacks import EvalLabel
 from reflex.checks.leakage import LeakageFlag
 from reflex.data.dataset import Dataset
 from reflex.data.prompts import PromptSpec
 from reflex.errors import ConfigurationError, ReflexError
-from reflex.callbacks import EvalLabel
 from reflex.result import EvalSnapshot, IterationRecord, Outcome, StopReason
 from reflex.run.budget import Budget
 from reflex.run.capabilities import OptIn, verdict
@@ -285,7 +285,9 @@ class RunContext(OptIn):
             train = self._train_score(prompt)
         val = None
         if failed is None and rejected is None and len(self.val):
-            val = self._session.evaluate(prompt, list(self.val), EvalLabel.at("val", self.iteration + 1))
+            val = self._session.evaluate(
+                prompt, list(self.val), EvalLabel.at("val", self.iteration + 1)
+            )
         selection = val.mean_score if val is not None else None
         if not len(self.val) and failed is None and rejected is None and train is not None:
             selection = train.mean_score

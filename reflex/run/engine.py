@@ -159,7 +159,9 @@ class Engine:
         self._preflight(session, prompt)
         requests, cost, judged = requests_and_cost(session.client.ledger)
         paid, clock = session.budget.metric_calls, session.budget.elapsed
-        result.baseline = session.evaluate(prompt, list(self.split.test), EvalLabel("test", "baseline"))
+        result.baseline = session.evaluate(
+            prompt, list(self.split.test), EvalLabel("test", "baseline")
+        )
         # Also on resume: a tracker may have lost it with the killed process (they dedupe).
         session.dispatcher.baseline(result.baseline)
         after_requests, after_cost, after_judged = requests_and_cost(session.client.ledger)

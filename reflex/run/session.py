@@ -106,9 +106,7 @@ class Session:
         clock = self.budget.elapsed
         try:
             snapshot = self.run_in_budget(
-                self.evaluator.evaluate(
-                    prompt, examples, label.split, progress=self._advance
-                ),
+                self.evaluator.evaluate(prompt, examples, label.split, progress=self._advance),
                 use_reserve=use_reserve,
             )
         finally:  # calls paid before a deadline cancelled the rest still count
