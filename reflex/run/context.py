@@ -243,7 +243,9 @@ class RunContext(OptIn):
         offered = _offered(self)
         if key not in offered:
             known = ", ".join(sorted(k.name for k in offered))
-            raise ConfigurationError(f"no capability {key!r} in this context (known: {known})")
+            raise ConfigurationError(
+                f"no capability {key.name!r}: ask for one of reflex.api's keys ({known})"
+            )
         return cast(CapT, offered[key])
 
     def leakage_screen(self, prompt: str) -> str | None:
