@@ -40,7 +40,7 @@ class StopReason(str, Enum):
 
     @property
     def per_phase(self) -> bool:
-        """True when a new phase (``ctx.begin_phase``) clears this stop: early stopping ends a
+        """True when a new phase (``begin_phase``, PHASES) clears this stop: early stopping ends a
         phase of a phased strategy (e.g. ``auto``), not its run."""
         return self is StopReason.EARLY_STOPPING
 

@@ -15,7 +15,7 @@ Iterations are split up front (``plan_iterations``), out of the iterations left 
 call budget, the full val passes it still pays for when fewer (``affordable_passes``):
 reasoning axes keep a third (at least one), ``instructions`` gets two fifths of the rest (at
 least one), ``fewshot`` what remains; a reasoning phase may use half of what is left (at
-least ``min_phase_iterations``). Each phase opens with ``ctx.begin_phase(name,
+least ``min_phase_iterations``). Each phase opens with ``begin_phase(name,
 max_iterations=cap)``, starts from ``ctx.best_prompt`` and shares the run's context, so
 batch size, seed, budgets and workers carry over unchanged.
 Early stopping ends a phase, not the run; the budget, the score threshold or

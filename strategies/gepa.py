@@ -13,7 +13,7 @@ see :mod:`reflex.data.prompts`). Each iteration:
 4. run the child on the same minibatch; accept it only if it scores strictly higher, and only
    then score it on the whole validation set (it joins the front). Under ``strict_leakage`` a
    child (or merge) that copies held-out text is rejected before that val evaluation
-   (``ctx.leakage_screen``).
+   (``ctx.capability(SCREENING).leakage_screen``).
 
 After an accepted child, a multi-component run tries one *merge*: two candidates that improved
 different components since a common ancestor are combined, and the merge is kept if it does at

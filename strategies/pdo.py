@@ -7,8 +7,8 @@
    un-duelled mutant is first paired with the champion instead); both prompts are scored on the
    same ``duel_rows`` seeded train rows with ``ctx.evaluate``, and each row goes to the prompt
    the **user's metrics** score higher (a tie is half a win each). Only when the run is
-   label-free (no train row has a reference) and one metric is a judge (``ctx.judge``) does a
-   *pairwise* judge decide each row instead (``ctx.judge_pairs``, ``judging.pairwise``): asked
+   label-free (no train row has a reference) and one metric is a judge (the ``JUDGING``
+   capability) does a *pairwise* judge decide each row instead (``judge_pairs``): asked
    in both orders against position bias, a row it cannot judge after a retry is a logged tie.
 3. Rankings: Copeland, Borda, Elo and average win rate (``_ranking``), fused with weights
    learned by multiplicative updates: a method gains weight when it predicted a duel's winner.

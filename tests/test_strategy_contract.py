@@ -288,7 +288,7 @@ def test_evaluation_labels_are_typed_and_keep_their_recorded_text(
     texts = [str(label) for label in seen.labels]
     assert texts[:3] == ["train:preflight", "test:baseline", "val:baseline"]
     assert texts[-1] == "test:final" and "train:it1" in texts and "val:it1" in texts
-    assert all(EvalLabel.parse(text) == label for text, label in zip(texts, seen.labels))
+    assert [EvalLabel.parse(text) for text in texts] == seen.labels
     assert EvalLabel.at("val", 3) == EvalLabel("val", "iteration", 3)
     assert EvalLabel.parse("nonsense") is None
     [events] = tmp_path.rglob("events.jsonl")

@@ -252,7 +252,7 @@ class RunContext(OptIn):
         """Check a candidate for copied held-out text before a strategy scores it on val itself.
 
         Returns the rejection reason under ``strict_leakage`` when it copies some (pass it as
-        ``record_iteration(..., rejected=reason)`` and skip the val evaluation), else None.
+        ``record_iteration(..., Outcome.rejected(reason))`` and skip the val evaluation), else None.
         The flags land on the next ``record_iteration`` of this prompt (and its ``leakage``
         event), exactly as when ``record_iteration`` screens the candidate itself.
         """
