@@ -90,8 +90,7 @@ class RunEnd(str, Enum):
 
 @dataclass(frozen=True)
 class Outcome:
-    """How one iteration ended: what a strategy tells ``ctx.record_iteration``, and what the
-    record says afterwards (:attr:`IterationRecord.outcome`).
+    """How one iteration ended: told to ``ctx.record_iteration``; ``IterationRecord.outcome``.
 
     - ``Outcome.accepted()``: the strategy adopts the candidate; it is measured on val.
     - ``Outcome.declined()``: measured on val, but the strategy does not adopt it (it may still
@@ -99,10 +98,9 @@ class Outcome:
     - ``Outcome.rejected(reason)``: turned down before val (screened out, gated); val is not paid.
     - ``Outcome.failed(reason)``: no candidate (an unusable answer, an error); val is not paid.
 
-    Invariants: ``reason`` is a text (None otherwise) exactly for ``rejected`` and ``failed``.
-    Passing no outcome means "val decides": accepted exactly when it becomes the new best on val.
-    The engine may still turn an accepted or declined candidate into ``rejected`` (leakage under
-    ``--strict-leakage``, a guard metric that regressed); the record carries the final verdict.
+    Invariants: ``reason`` is a text exactly for ``rejected`` and ``failed`` (else None). No
+    outcome means "val decides": accepted exactly when it becomes the new best on val. The
+    engine may still reject a candidate (``--strict-leakage``, a guard metric that regressed).
     """
 
     kind: Literal["accepted", "declined", "rejected", "failed"]
@@ -205,11 +203,9 @@ class IterationRecord:
     see :func:`reflex.models.usage.cost_text`). ``components``: the candidate's named prompt
     components when the strategy edits components (see :mod:`reflex.data.prompts`), else None.
     ``leakage``: the candidate's leakage flags (:mod:`reflex.checks.leakage`), each a
-    ``LeakageFlag.to_dict()``. ``lineage``: the candidates this iteration added to a search
-    strategy's population, in order, each a JSON object (``gepa``: ``id``, ``parents`` (ids),
-    ``changed`` (component names), ``kind`` ("seed", "reflection", "merge"), ``iteration``,
-    ``val_score``, ``minibatch``); ``OptimizationResult.lineage`` is every record's, in order.
-    ``outcome`` is the verdict as an :class:`Outcome`.
+    ``LeakageFlag.to_dict()``. ``lineage``: the candidates (JSON objects; gepa's: ``id``,
+    ``parents``, ``changed``, ``kind``, ``iteration``, ``val_score``, ``minibatch``) this
+    iteration added to a search's population; ``OptimizationResult.lineage`` is all, in order.
     """
 
     iteration: int

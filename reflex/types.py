@@ -203,28 +203,19 @@ class Capability(Generic[CapT]):
 
 
 class StrategyContext(Protocol):
-    """What every strategy sees: the engine's side of the Strategy contract (the core).
+    """What every strategy sees: the core of the engine's side of the Strategy contract.
 
-    Data (read-only): ``train``, ``val`` (selection happens on val, never on test, which a
-    strategy cannot reach) and ``initial_prompt``. ``settings`` (:class:`RunSettings`) and
-    ``budget`` (:class:`BudgetView`) are read-only snapshots. ``rng`` is seeded from the run's
-    seed: every random choice goes through it, so a rerun (and a resume) chooses the same.
-    ``state`` is the strategy's resumable state (JSON values only; in every checkpoint).
+    Read-only: the data (``train``, ``val``, ``initial_prompt``; the test split is out of
+    reach), the ``settings`` and ``budget`` snapshots, progress (``iteration``, ``best_prompt``
+    / ``best_val``: the best on val so far, ties keep the earlier; ``should_stop``). ``rng`` is
+    seeded from the run's seed (every random choice goes through it, so a rerun and a resume
+    choose the same); ``state`` is the strategy's resumable state (JSON values; checkpointed).
 
-    Progress (read-only): ``iteration`` (iterations recorded so far), ``best_prompt`` /
-    ``best_val`` (the best on val so far; ties keep the earlier), ``should_stop`` (checked
-    before each iteration: max iterations, early stopping, the threshold, a phase's cap).
-
-    Actions: ``evaluate`` scores a prompt on train or val rows (cached, counted, within the
-    budget); ``record_iteration`` closes an iteration with an :class:`~reflex.api.Outcome`;
-    ``log`` appends an event. Invariants: a strategy never calls a model itself; every
-    iteration ends in exactly one ``record_iteration``; ``BudgetExhausted`` raised by any action
-    propagates (the engine ends the run with an honest final measurement).
-
-    Everything else is an opt-in capability asked for by key, ``ctx.capability(KEY)``:
-    ``REASONING`` (:class:`Reasoning`), ``COMPONENTS`` (:class:`Components`), ``SCREENING``
-    (:class:`Screening`), ``PHASES`` (:class:`Phases`), ``JUDGING`` (:class:`Judging`) and
-    ``STRATEGIES`` (:class:`Strategies`, for composite strategies).
+    Invariants: a strategy never calls a model itself; ``evaluate`` is cached, counted and
+    within the budget; every iteration ends in exactly one ``record_iteration``, with an
+    :class:`~reflex.api.Outcome`; ``BudgetExhausted`` from any action propagates (the engine
+    ends the run with an honest final measurement). Anything more is an opt-in capability,
+    asked for by key: ``ctx.capability(REASONING)`` (see the protocols below).
     """
 
     @property
@@ -270,15 +261,11 @@ class StrategyContext(Protocol):
         failed: str | None = None,
         rejected: str | None = None,
     ) -> IterationRecord:
-        """Close one iteration: measured on val unless ``outcome`` is rejected or failed.
-
-        ``train``: the candidate's train (or minibatch) snapshot, if the strategy measured one.
-        ``outcome`` None: val decides (accepted exactly when it becomes the new best on val).
-        ``components``: the candidate as named components (``prompt`` is their rendering).
-        ``lineage``: the candidates this iteration added to the strategy's population (JSON
-        objects; ``IterationRecord.lineage``). ``accepted``/``failed``/``rejected``: the old
-        spelling of ``outcome``, deprecated (a DeprecationWarning; removed in the next release).
-        """
+        """Close one iteration: measured on val unless ``outcome`` is rejected or failed (None:
+        val decides). ``train``: the strategy's train (or minibatch) snapshot, if any;
+        ``components``: the candidate's named parts (``prompt`` is their rendering); ``lineage``:
+        the candidates it added to the strategy's population (``IterationRecord.lineage``).
+        ``accepted``/``failed``/``rejected``: deprecated spellings of ``outcome`` (a warning)."""
         ...
 
     def log(self, kind: str, **data: Any) -> None:

@@ -13,21 +13,39 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reflex.errors import ConfigurationError
 from reflex.judging.judge import judge_channel
 from reflex.judging.pairwise import PairOutcome, compare_all
 from reflex.plugins import build_options, get_registry
 from reflex.result import Outcome
-from reflex.types import Example, ModelGradedMetric, Strategy
+from reflex.types import (
+    COMPONENTS,
+    JUDGING,
+    PHASES,
+    REASONING,
+    SCREENING,
+    STRATEGIES,
+    Capability,
+    Components,
+    Example,
+    Judging,
+    ModelGradedMetric,
+    Phases,
+    Reasoning,
+    Screening,
+    Strategies,
+    Strategy,
+    StrategyContext,
+)
 
 if TYPE_CHECKING:
     from reflex.config import RunConfig
     from reflex.data.dataset import Dataset
     from reflex.run.session import Session
 
-__all__ = ["LEGACY_FLAGS", "OptIn", "verdict"]
+__all__ = ["LEGACY_FLAGS", "OptIn", "offered", "verdict"]
 
 LEGACY_FLAGS = frozenset({"accepted", "failed", "rejected"})
 """The keywords ``record_iteration`` took before :class:`Outcome` (deprecated, one release)."""
@@ -62,6 +80,24 @@ def verdict(
     if outcome.kind == "rejected":
         return False, None, outcome.reason
     return outcome.kind == "accepted", None, None
+
+
+class Everything(
+    StrategyContext, Reasoning, Components, Screening, Phases, Judging, Strategies, Protocol
+):
+    """The core and every capability: what the engine's context implements."""
+
+
+def offered(ctx: Everything) -> dict[Capability[Any], object]:
+    """Every capability key with what it gives: the context itself, typed by each protocol."""
+    return {
+        REASONING: ctx,
+        COMPONENTS: ctx,
+        SCREENING: ctx,
+        PHASES: ctx,
+        JUDGING: ctx,
+        STRATEGIES: ctx,
+    }
 
 
 class OptIn:

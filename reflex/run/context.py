@@ -19,30 +19,11 @@ from reflex.data.prompts import PromptSpec
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.result import EvalSnapshot, IterationRecord, Outcome, StopReason
 from reflex.run.budget import Budget
-from reflex.run.capabilities import OptIn, verdict
+from reflex.run.capabilities import OptIn, offered, verdict
 from reflex.run.screening import CandidateScreen
 from reflex.run.session import Session
 from reflex.run.stopping import DEFAULT_ITERATIONS, Stopping
-from reflex.types import (
-    COMPONENTS,
-    JUDGING,
-    PHASES,
-    REASONING,
-    SCREENING,
-    STRATEGIES,
-    BudgetView,
-    Capability,
-    CapT,
-    Components,
-    Example,
-    Judging,
-    Phases,
-    Reasoning,
-    RunSettings,
-    Screening,
-    Strategies,
-    StrategyContext,
-)
+from reflex.types import BudgetView, Capability, CapT, Example, RunSettings
 
 __all__ = ["RunContext"]
 
@@ -240,13 +221,13 @@ class RunContext(OptIn):
 
     def capability(self, key: Capability[CapT]) -> CapT:
         """The opt-in part named by ``key``: this context, which implements every one."""
-        offered = _offered(self)
-        if key not in offered:
-            known = ", ".join(sorted(k.name for k in offered))
+        parts = offered(self)  # mypy checks here that this context implements each protocol
+        if key not in parts:
+            known = ", ".join(sorted(k.name for k in parts))
             raise ConfigurationError(
                 f"no capability {key.name!r}: ask for one of reflex.api's keys ({known})"
             )
-        return cast(CapT, offered[key])
+        return cast(CapT, parts[key])
 
     def leakage_screen(self, prompt: str) -> str | None:
         """Check a candidate for copied held-out text before a strategy scores it on val itself.
@@ -270,15 +251,10 @@ class RunContext(OptIn):
         lineage: Sequence[Mapping[str, Any]] = (),
         **legacy: Any,
     ) -> IterationRecord:
-        """Record one iteration and return it.
-
-        The candidate is measured on val unless its ``outcome`` is failed (an error) or
-        rejected before val (e.g. screened out on train; the reason is recorded). No outcome
-        means "accepted if it became the new best on val". ``components``: the candidate as named
-        components (``prompt`` must be their rendering); kept as ``best_components`` if it wins.
-        Leakage flags (:mod:`reflex.checks.leakage`) are recorded; ``strict_leakage`` rejects them.
-        ``legacy``: the deprecated ``accepted``/``failed``/``rejected`` keywords.
-        """
+        """Record one iteration and return it: measured on val unless its ``outcome`` is failed
+        or rejected (no outcome: accepted if it became the new best on val). ``components``: kept
+        as ``best_components`` if it wins. Leakage flags (:mod:`reflex.checks.leakage`) are
+        recorded; ``strict_leakage`` rejects them. ``legacy``: the deprecated keywords."""
         accepted, failed, rejected = verdict(outcome, legacy)
         leaks = self._screen.span_flags(prompt, failed, rejected)
         rejected = rejected or self._screen.reject(leaks)  # before val is paid for
@@ -428,24 +404,3 @@ class RunContext(OptIn):
             cost_unknown=total.cost_unknown,
             elapsed_s=round(time.monotonic() - self._started, 3),
         )
-
-
-def _offered(ctx: RunContext) -> dict[Capability[Any], object]:
-    """Every capability key with what it gives (the annotations make mypy check that the
-    context implements each protocol)."""
-    core: StrategyContext = ctx
-    reasoning: Reasoning = ctx
-    components: Components = ctx
-    screening: Screening = ctx
-    phases: Phases = ctx
-    judging: Judging = ctx
-    strategies: Strategies = ctx
-    del core
-    return {
-        REASONING: reasoning,
-        COMPONENTS: components,
-        SCREENING: screening,
-        PHASES: phases,
-        JUDGING: judging,
-        STRATEGIES: strategies,
-    }
