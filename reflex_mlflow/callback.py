@@ -24,6 +24,7 @@ from mlflow.tracking.context.registry import resolve_tags
 from reflex.api import (
     INITIAL_VAL_LABEL,
     RUN_END_SERIES,
+    EvalLabel,
     GuardedCallback,
     ParamValue,
     RunningTotals,
@@ -51,14 +52,7 @@ from reflex_mlflow.tracing import LlmTracing
 from reflex_mlflow.views import ChildRuns, description, log_dataset_inputs, write_table
 
 if TYPE_CHECKING:
-    from reflex.api import (
-        Dataset,
-        EvalLabel,
-        EvalSnapshot,
-        IterationRecord,
-        OptimizationResult,
-        RunConfig,
-    )
+    from reflex.api import Dataset, EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
 
 __all__ = ["MLflowCallback"]
 

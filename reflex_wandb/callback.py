@@ -18,6 +18,7 @@ import wandb
 
 from reflex.api import (
     INITIAL_VAL_LABEL,
+    EvalLabel,
     GuardedCallback,
     RunningTotals,
     baseline_metrics,
@@ -36,7 +37,7 @@ from reflex.api import (
 from reflex_wandb.offline import logged_artifacts, logged_keys
 
 if TYPE_CHECKING:
-    from reflex.api import EvalLabel, EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
+    from reflex.api import EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
 
 __all__ = ["WandbCallback"]
 
