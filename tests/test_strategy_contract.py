@@ -291,6 +291,9 @@ def test_evaluation_labels_are_typed_and_keep_their_recorded_text(
     assert [EvalLabel.parse(text) for text in texts] == seen.labels
     assert EvalLabel.at("val", 3) == EvalLabel("val", "iteration", 3)
     assert EvalLabel.parse("nonsense") is None
+    with pytest.warns(DeprecationWarning, match="comparing an EvalLabel to a string"):
+        assert EvalLabel("val", "baseline") == "val:baseline"  # what callbacks got before
+    assert {EvalLabel("val", "baseline"): 1}[EvalLabel.parse("val:baseline")] == 1
     [events] = tmp_path.rglob("events.jsonl")
     logged = [json.loads(line) for line in events.read_text().splitlines()]
     assert [e["label"] for e in logged if e["type"] == "evaluation"] == texts

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
@@ -44,11 +45,30 @@ class EvalLabel:
     prompt on a few train rows before the run) or "iteration" (during iteration ``iteration``,
     1-based; None for the other kinds). ``str(label)`` is the recorded text, ``"val:baseline"``,
     ``"train:it3"``; :meth:`parse` reads it back (None for a text of no known shape).
+
+    Callbacks received that text before this release: for one release a label still equals its
+    text (``label == "val:baseline"``), with a DeprecationWarning; compare the fields instead.
     """
 
     split: str
     kind: str
     iteration: int | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            warnings.warn(
+                "comparing an EvalLabel to a string is deprecated and goes in the next release: "
+                "compare its split, kind and iteration (or str(label))",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return str(self) == other
+        if not isinstance(other, EvalLabel):
+            return NotImplemented
+        return (self.split, self.kind, self.iteration) == (other.split, other.kind, other.iteration)
+
+    def __hash__(self) -> int:
+        return hash(str(self))  # equal to its text's, as the comparison above
 
     def __post_init__(self) -> None:
         if (self.kind == "iteration") != (self.iteration is not None):
