@@ -93,8 +93,7 @@ class Outcome:
     """How one iteration ended: told to ``ctx.record_iteration``; ``IterationRecord.outcome``.
 
     - ``Outcome.accepted()``: the strategy adopts the candidate; it is measured on val.
-    - ``Outcome.declined()``: measured on val, but the strategy does not adopt it (it may still
-      become the best on val: selection is the engine's).
+    - ``Outcome.declined()``: measured on val, not adopted (the engine may still select it).
     - ``Outcome.rejected(reason)``: turned down before val (screened out, gated); val is not paid.
     - ``Outcome.failed(reason)``: no candidate (an unusable answer, an error); val is not paid.
 

@@ -132,8 +132,7 @@ class MLflowCallback(GuardedCallback):
         self._safely("on_iteration", lambda: self._iteration(record))
 
     def on_evaluation_end(self, label: EvalLabel, snapshot: EvalSnapshot) -> None:
-        # Only the initial prompt's val evaluation is logged; the others make no tracker call,
-        # so they do not go through _safely (a success there resets the outage breaker).
+        # Logs the initial val only; others make no call (so they skip _safely's breaker reset).
         if label == INITIAL_VAL_LABEL:
             self._safely("on_evaluation_end", lambda: self._initial_val(snapshot.mean_score))
 
