@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
 
 __all__ = [
+    "INITIAL_VAL_LABEL",
     "AnyCallback",
     "Callback",
     "CallbackDispatcher",
@@ -93,6 +94,11 @@ class EvalLabel:
             return cls.at(split, int(kind[2:]))
         return cls(split, kind)
 
+
+INITIAL_VAL_LABEL = EvalLabel("val", "baseline")
+"""The initial prompt's evaluation on the val split (``on_evaluation_end``'s label; its text,
+``"val:baseline"``, in the ``evaluation`` events of events.jsonl): the best val score before
+any candidate beat it."""
 
 # Any object with any subset of Callback's ``on_*`` methods; subclassing Callback is optional.
 AnyCallback: TypeAlias = object

@@ -12,8 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from reflex.callbacks import AnyCallback, EvalLabel
-from reflex.callbacks.tracking import INITIAL_VAL_LABEL
+from reflex.callbacks import INITIAL_VAL_LABEL, AnyCallback, EvalLabel
 from reflex.checks.audit import annotate, seal_after_run
 from reflex.checks.outcome import end_state, unpriced_warning
 from reflex.checks.stats import paired_test
