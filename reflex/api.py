@@ -4,8 +4,11 @@ Everything a plugin needs is here, typed:
 
 - **contracts**: :class:`Metric` / :class:`ModelGradedMetric` (score one output),
   :class:`Strategy` with :class:`BaseStrategy` (improve a prompt), :class:`StrategyContext`
-  (what a strategy may see and do: data, :class:`RunSettings`, :class:`BudgetView`, evaluate,
-  reason, record iterations), :class:`Callback` (lifecycle hooks for trackers);
+  (what every strategy may see and do: data, :class:`RunSettings`, :class:`BudgetView`,
+  evaluate, record iterations with an :class:`Outcome`) and the opt-in capabilities it asks
+  for by key (``ctx.capability(REASONING)``: :class:`Reasoning`, :class:`Components`,
+  :class:`Screening`, :class:`Phases`, :class:`Judging`, :class:`Strategies`),
+  :class:`Callback` (lifecycle hooks for trackers; :class:`EvalLabel` names an evaluation);
 - **hooks**: ``hookimpl`` and the registrar types each hook receives
   (:data:`StrategyRegistrar`, :data:`MetricRegistrar`, :data:`OptionRegistrar`);
 - **records**: :class:`Example`, :class:`Score`, :class:`EvalSnapshot`, :class:`Sample`,
@@ -91,7 +94,26 @@ from reflex.types import (
 
 # isort: split
 # Tool calls as answer text (issue 31): what tool_call-style metrics read.
+# The strategy contract's opt-in capabilities (ctx.capability(KEY)), the iteration Outcome and
+# the typed evaluation label (issue 30, item 4); their __all__ entries are marked "# contract".
+from reflex.callbacks import EvalLabel
+from reflex.result import Outcome
 from reflex.toolcalls import ToolCall, parse_answer, render_answer
+from reflex.types import (
+    COMPONENTS,
+    JUDGING,
+    PHASES,
+    REASONING,
+    SCREENING,
+    STRATEGIES,
+    Capability,
+    Components,
+    Judging,
+    Phases,
+    Reasoning,
+    Screening,
+    Strategies,
+)
 
 # isort: split
 # Tracking helpers, for tracker adapters.
@@ -130,16 +152,22 @@ __all__ = [
     "BudgetExhausted",
     "BudgetView",
     "CHAT_DEMOS_HEADER",
+    "COMPONENTS",  # contract
     "Callback",
     "CallbackFactory",
+    "Capability",  # contract
+    "Components",  # contract
     "ConfigurationError",
     "Dataset",
+    "EvalLabel",  # contract
     "EvalSnapshot",
     "Example",
     "GuardedCallback",
     "INITIAL_VAL_LABEL",
     "IterationRecord",
+    "JUDGING",  # contract
     "JudgeCall",
+    "Judging",  # contract
     "LLMJudge",
     "Message",
     "Metric",
@@ -149,20 +177,29 @@ __all__ = [
     "OptimizationResult",
     "OptionRegistrar",
     "OptionsT",
+    "Outcome",  # contract
+    "PHASES",  # contract
     "PairOutcome",
     "ParamValue",
+    "Phases",  # contract
     "PromptSpec",
     "Proposal",
     "ProposalError",
+    "REASONING",  # contract
     "RUN_END_SERIES",
+    "Reasoning",  # contract
     "ReflexError",
     "RunConfig",
     "RunEnd",
     "RunSettings",
     "RunningTotals",
+    "SCREENING",  # contract
+    "STRATEGIES",  # contract
     "Sample",
     "Score",
+    "Screening",  # contract
     "StopReason",
+    "Strategies",  # contract
     "Strategy",
     "StrategyContext",
     "StrategyRegistrar",

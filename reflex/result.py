@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "SCHEMA_VERSION",
     "EvalSnapshot",
     "IterationRecord",
     "OptimizationResult",
+    "Outcome",
     "RunEnd",
     "Sample",
     "StopReason",
@@ -39,7 +40,7 @@ class StopReason(str, Enum):
 
     @property
     def per_phase(self) -> bool:
-        """True when a new phase (``ctx.begin_phase``) clears this stop: early stopping ends a
+        """True when a new phase (``begin_phase``, PHASES) clears this stop: early stopping ends a
         phase of a phased strategy (e.g. ``auto``), not its run."""
         return self is StopReason.EARLY_STOPPING
 
@@ -85,6 +86,45 @@ class RunEnd(str, Enum):
         # Older records carry the interruption only in their text; new code reads end_state.
         interrupted = "KeyboardInterrupt" in str(data.get("stop_reason"))
         return cls.INTERRUPTED if interrupted else cls.FAILED
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one iteration ended: told to ``ctx.record_iteration``; ``IterationRecord.outcome``.
+
+    - ``Outcome.accepted()``: the strategy adopts the candidate; it is measured on val.
+    - ``Outcome.declined()``: measured on val, not adopted (the engine may still select it).
+    - ``Outcome.rejected(reason)``: turned down before val (screened out, gated); val is not paid.
+    - ``Outcome.failed(reason)``: no candidate (an unusable answer, an error); val is not paid.
+
+    Invariants: ``reason`` is a text exactly for ``rejected`` and ``failed`` (else None). No
+    outcome means "val decides": accepted exactly when it becomes the new best on val. The
+    engine may still reject a candidate (``--strict-leakage``, a guard metric that regressed).
+    """
+
+    kind: Literal["accepted", "declined", "rejected", "failed"]
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        needs_reason = self.kind in ("rejected", "failed")
+        if needs_reason != (self.reason is not None):
+            raise ValueError(f"Outcome {self.kind!r} takes {'a' if needs_reason else 'no'} reason")
+
+    @classmethod
+    def accepted(cls) -> Outcome:
+        return cls("accepted")
+
+    @classmethod
+    def declined(cls) -> Outcome:
+        return cls("declined")
+
+    @classmethod
+    def rejected(cls, reason: str) -> Outcome:
+        return cls("rejected", reason)
+
+    @classmethod
+    def failed(cls, reason: str) -> Outcome:
+        return cls("failed", reason)
 
 
 @dataclass(frozen=True)
@@ -162,7 +202,9 @@ class IterationRecord:
     see :func:`reflex.models.usage.cost_text`). ``components``: the candidate's named prompt
     components when the strategy edits components (see :mod:`reflex.data.prompts`), else None.
     ``leakage``: the candidate's leakage flags (:mod:`reflex.checks.leakage`), each a
-    ``LeakageFlag.to_dict()``.
+    ``LeakageFlag.to_dict()``. ``lineage``: the candidates (JSON objects; gepa's: ``id``,
+    ``parents``, ``changed``, ``kind``, ``iteration``, ``val_score``, ``minibatch``) this
+    iteration added to a search's population; ``OptimizationResult.lineage`` is all, in order.
     """
 
     iteration: int
@@ -185,6 +227,16 @@ class IterationRecord:
     components: dict[str, str] | None = None
     leakage: list[dict[str, Any]] = field(default_factory=list)
     cost_unknown: int = 0
+    lineage: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> Outcome:
+        """The verdict: failed, rejected, accepted, or declined (measured, not adopted)."""
+        if self.failed is not None:
+            return Outcome.failed(self.failed)
+        if self.rejected is not None:
+            return Outcome.rejected(self.rejected)
+        return Outcome.accepted() if self.accepted else Outcome.declined()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

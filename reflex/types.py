@@ -18,19 +18,32 @@ if TYPE_CHECKING:  # pydantic is imported where option models are built, not to 
     from reflex.data.prompts import PromptSpec
     from reflex.judging.pairwise import PairOutcome
     from reflex.models.spec import ModelSpec
-    from reflex.result import EvalSnapshot, IterationRecord, StopReason
+    from reflex.result import EvalSnapshot, IterationRecord, Outcome, StopReason
 
 __all__ = [
+    "COMPONENTS",
+    "JUDGING",
+    "PHASES",
+    "REASONING",
+    "SCREENING",
+    "STRATEGIES",
     "BaseStrategy",
     "BudgetView",
+    "Capability",
+    "Components",
     "Example",
     "JudgeCall",
+    "Judging",
     "Message",
     "Metric",
     "ModelGradedMetric",
     "OptionsT",
+    "Phases",
+    "Reasoning",
     "RunSettings",
     "Score",
+    "Screening",
+    "Strategies",
     "Strategy",
     "StrategyContext",
 ]
@@ -185,27 +198,31 @@ class BudgetView:
 OptionsT = TypeVar("OptionsT", bound="BaseModel")
 
 
+CapT = TypeVar("CapT")
+
+
+@dataclass(frozen=True)
+class Capability(Generic[CapT]):
+    """The key of an opt-in part of the context: ``ctx.capability(PHASES)`` is a :class:`Phases`
+    (a key, not the protocol class, so that type checkers infer what ``capability`` returns)."""
+
+    name: str
+
+
 class StrategyContext(Protocol):
-    """What a strategy sees: the engine's side of the Strategy contract.
+    """What every strategy sees: the core of the engine's side of the Strategy contract.
 
-    The data (read-only): ``train``, ``val`` (selection happens on val, never on test, which a
-    strategy cannot reach), ``initial_prompt`` and ``prompt_spec`` (the prompt as named
-    components). ``settings`` (:class:`RunSettings`) and ``budget`` (:class:`BudgetView`) are
-    read-only snapshots. ``rng`` is seeded from the run's seed: use it for every random choice so
-    a rerun (and a resume) makes the same choices. ``state`` is the strategy's resumable state
-    (JSON-serialisable values only; saved in every checkpoint).
+    Read-only: the data (``train``, ``val``, ``initial_prompt``; the test split is out of
+    reach), the ``settings`` and ``budget`` snapshots, progress (``iteration``, ``best_prompt``
+    / ``best_val``: the best on val so far, ties keep the earlier; ``should_stop``). ``rng`` is
+    seeded from the run's seed (every random choice goes through it, so a rerun and a resume
+    choose the same); ``state`` is the strategy's resumable state (JSON values; checkpointed).
 
-    Progress (read-only): ``iteration`` (iterations recorded so far), ``phase`` (the current
-    phase's name), ``best_prompt`` / ``best_val`` (best on val so far), ``should_stop`` (check it
-    before each iteration), ``stop`` (a :class:`StopReason`, None while the run goes on;
-    ``stop.per_phase`` is True for early stopping, which a new phase clears) and ``stop_reason``
-    (the same in words, "" while the run goes on).
-
-    Actions: ``evaluate`` scores a prompt on train rows (cached, counted, within the budget);
-    ``reason`` asks the reasoning model; ``record_iteration`` measures a candidate on val,
-    keeps the best, applies early stopping and notifies callbacks; ``log`` appends an event.
-    ``BudgetExhausted`` raised by any of them must propagate: the engine ends the run with an
-    honest final measurement.
+    Invariants: a strategy never calls a model itself; ``evaluate`` is cached, counted and
+    within the budget; every iteration ends in exactly one ``record_iteration``, with an
+    :class:`~reflex.api.Outcome`; ``BudgetExhausted`` from any action propagates (the engine
+    ends the run with an honest final measurement). Anything more is an opt-in capability,
+    asked for by key: ``ctx.capability(REASONING)`` (see the protocols below).
     """
 
     @property
@@ -214,8 +231,6 @@ class StrategyContext(Protocol):
     def val(self) -> Dataset: ...
     @property
     def initial_prompt(self) -> str: ...
-    @property
-    def prompt_spec(self) -> PromptSpec: ...
     @property
     def settings(self) -> RunSettings: ...
     @property
@@ -227,95 +242,149 @@ class StrategyContext(Protocol):
     @property
     def iteration(self) -> int: ...
     @property
-    def phase(self) -> str: ...
-    @property
     def best_prompt(self) -> str: ...
     @property
     def best_val(self) -> float | None: ...
     @property
     def should_stop(self) -> bool: ...
-    @property
-    def stop_reason(self) -> str: ...
-    @property
-    def stop(self) -> StopReason | None: ...
 
     def evaluate(
         self, prompt: str, examples: Sequence[Example] | None = None, label: str = "train"
     ) -> EvalSnapshot:
-        """Score ``prompt`` on ``examples`` (default: the whole train split)."""
-        ...
-
-    def reason(self, messages: Sequence[Mapping[str, str]] | str) -> str:
-        """Ask the reasoning model; a plain string is sent as one user message."""
+        """Score ``prompt`` on ``examples`` (default: all of train); ``label``: their split."""
         ...
 
     def record_iteration(
         self,
         prompt: str,
         train: EvalSnapshot | None,
+        outcome: Outcome | None = None,
         *,
         reasoning: str = "",
-        accepted: bool | None = None,
         change: float | None = None,
+        components: Mapping[str, str] | None = None,
+        lineage: Sequence[Mapping[str, Any]] = (),
+        accepted: bool | None = None,
         failed: str | None = None,
         rejected: str | None = None,
-        components: Mapping[str, str] | None = None,
     ) -> IterationRecord:
-        """Record one iteration: measured on val unless ``failed`` or ``rejected`` before val.
-
-        ``train``: the candidate's train (or minibatch) snapshot, if the strategy measured one.
-        ``accepted=None`` means "accepted if it became the new best on val". ``components``: the
-        candidate as named components (``prompt`` must be their rendering).
-        """
+        """Close one iteration: measured on val unless ``outcome`` is rejected or failed (None:
+        val decides). ``train``: the strategy's train (or minibatch) snapshot, if any;
+        ``components``: the candidate's named parts (``prompt`` is their rendering); ``lineage``:
+        the candidates it added to the strategy's population (``IterationRecord.lineage``).
+        ``accepted``/``failed``/``rejected``: deprecated spellings of ``outcome`` (a warning)."""
         ...
 
     def log(self, kind: str, **data: Any) -> None:
         """Append a strategy event (``kind`` plus JSON-serialisable fields) to events.jsonl."""
         ...
 
-    def fail_proposal(self, purpose: str, error: str, **data: Any) -> None:
-        """Record a reasoning answer that stayed unusable (``result.failed_proposals``)."""
+    def capability(self, key: Capability[CapT]) -> CapT:
+        """The opt-in part of the context named by ``key`` (a ConfigurationError if unknown)."""
         ...
+
+
+class Reasoning(Protocol):
+    """The reasoning model (``REASONING``), for strategies with ``requires_reasoning_model``.
+
+    Invariants: ``reason`` sends through the run's client (cached, counted under "reasoning",
+    within the budget); an answer that stays unusable is recorded with ``fail_proposal`` and
+    the run goes on. :func:`reflex.api.ask` does both, with one retry.
+    """
+
+    def reason(self, messages: Sequence[Mapping[str, str]] | str) -> str:
+        """Ask the reasoning model; a plain string is sent as one user message."""
+        ...
+
+    def fail_proposal(self, purpose: str, error: str, **data: Any) -> None:
+        """Record an answer unusable after its retry (``result.failed_proposals``)."""
+        ...
+
+
+class Components(Protocol):
+    """The prompt as named components (``COMPONENTS``), for strategies that edit parts.
+
+    Invariant: ``prompt_spec.render()`` is ``initial_prompt``; a strategy that edits the text
+    as a whole ignores it (and its best prompt then has no components).
+    """
+
+    @property
+    def prompt_spec(self) -> PromptSpec: ...
+
+
+class Screening(Protocol):
+    """Leakage screening ahead of a strategy's own val evaluations (``SCREENING``; ``gepa``).
+
+    Invariants: ``leakage_screen`` returns the rejection reason when the prompt copies held-out
+    text under strict leakage, else None; its flags land on the prompt's next
+    ``record_iteration``, exactly as when ``record_iteration`` screens the candidate itself.
+    """
+
+    def leakage_screen(self, prompt: str) -> str | None: ...  # the reason, or None
+
+
+class Phases(Protocol):
+    """Named phases of one run (``PHASES``): a composite strategy running others in turn.
+
+    Invariants: ``phase`` is the current phase's name (the strategy's own name before any
+    ``begin_phase``); each ``begin_phase`` opens a ``phase_history`` entry and, by default,
+    restarts early stopping; ``stop`` (a :class:`StopReason`) is None while the run goes on,
+    ``stop.per_phase`` is True for a stop a new phase clears; ``stop_reason`` says it in words.
+    """
+
+    @property
+    def phase(self) -> str: ...
+    @property
+    def stop(self) -> StopReason | None: ...
+    @property
+    def stop_reason(self) -> str: ...
 
     def begin_phase(
         self, name: str, *, reset_patience: bool = True, max_iterations: int | None = None
     ) -> None:
-        """Start a named phase (a composite strategy running another); see ``phase_history``.
-
-        ``max_iterations`` caps the phase: ``should_stop`` turns True after that many more
-        iterations without setting ``stop_reason``, so the caller may start another phase.
-        """
+        """Start a phase; ``max_iterations`` caps it (``should_stop``, with no ``stop``)."""
         ...
 
-    def end_phase(self, **facts: Any) -> None:
-        """Add ``facts`` (JSON-serialisable) to the current phase's ``phase_history`` entry."""
-        ...
+    def end_phase(self, **facts: Any) -> None: ...  # JSON facts for its phase_history entry
 
-    def leakage_screen(self, prompt: str) -> str | None:
-        """The rejection reason when ``prompt`` copies held-out text under strict leakage."""
-        ...
 
-    @property
-    def judge(self) -> ModelGradedMetric | None:
-        """The run's first model-graded metric, or None."""
-        ...
+class Judging(Protocol):
+    """The run's judge (``JUDGING``), for label-free strategies that compare outputs.
+
+    Invariants: ``judge`` is the run's first model-graded metric or None; ``judge_pairs``
+    asks it both orders (position bias), cached and counted under "judge", and raises a
+    ConfigurationError when ``judge`` is None.
+    """
 
     @property
-    def label_free(self) -> bool:
-        """True when no train row has a reference answer."""
-        ...
+    def judge(self) -> ModelGradedMetric | None: ...
+    @property
+    def label_free(self) -> bool: ...  # True when no train row has a reference answer
 
     def judge_pairs(self, rows: Sequence[tuple[Example, str, str]]) -> list[PairOutcome]:
-        """Ask the run's judge which output is better, per ``(example, first, second)``."""
+        """Which output is better, per ``(example, first, second)``."""
         ...
 
-    def strategies(self) -> Mapping[str, type[Strategy[Any]]]:
-        """Every registered strategy class by name (for composite strategies such as auto)."""
-        ...
+
+class Strategies(Protocol):
+    """The strategy registry (``STRATEGIES``), for composite strategies such as ``auto``.
+
+    Invariant: a strategy built here runs with the same context (its iterations are the run's).
+    """
+
+    def strategies(self) -> Mapping[str, type[Strategy[Any]]]: ...  # every one, by name
 
     def build_strategy(self, name: str, options: Mapping[str, object]) -> Strategy[Any]:
         """A registered strategy with validated ``options`` (one-line ConfigurationError)."""
         ...
+
+
+REASONING: Capability[Reasoning] = Capability("reasoning")
+COMPONENTS: Capability[Components] = Capability("components")
+SCREENING: Capability[Screening] = Capability("screening")
+PHASES: Capability[Phases] = Capability("phases")
+JUDGING: Capability[Judging] = Capability("judging")
+STRATEGIES: Capability[Strategies] = Capability("strategies")
 
 
 @runtime_checkable
@@ -331,8 +400,8 @@ class Strategy(Protocol[OptionsT]):
       a prompt that scores 0 on every preflight row (other strategies refuse it).
     - ``auto_eligible`` (default False): ``auto`` may run it as one of its phases (with a
       reasoning model when ``requires_reasoning_model``).
-    - ``optimize(ctx)``: never calls a model directly; uses ``ctx.evaluate``, ``ctx.reason``,
-      ``ctx.record_iteration`` and stops when ``ctx.should_stop`` is True. It may keep
+    - ``optimize(ctx)``: never calls a model directly; uses ``ctx.evaluate``, the reasoning
+      capability, ``ctx.record_iteration`` and stops when ``ctx.should_stop`` is True. It may keep
       resumable state in ``ctx.state``. Budget exhaustion is signalled by ``BudgetExhausted``
       raised from the context; strategies let it propagate.
 

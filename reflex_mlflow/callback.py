@@ -24,6 +24,7 @@ from mlflow.tracking.context.registry import resolve_tags
 from reflex.api import (
     INITIAL_VAL_LABEL,
     RUN_END_SERIES,
+    EvalLabel,
     GuardedCallback,
     ParamValue,
     RunningTotals,
@@ -130,9 +131,8 @@ class MLflowCallback(GuardedCallback):
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
 
-    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
-        # Only the initial prompt's val evaluation is logged; the others make no tracker call,
-        # so they do not go through _safely (a success there resets the outage breaker).
+    def on_evaluation_end(self, label: EvalLabel, snapshot: EvalSnapshot) -> None:
+        # Logs the initial val only; others make no call (so they skip _safely's breaker reset).
         if label == INITIAL_VAL_LABEL:
             self._safely("on_evaluation_end", lambda: self._initial_val(snapshot.mean_score))
 

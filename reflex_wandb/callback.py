@@ -18,6 +18,7 @@ import wandb
 
 from reflex.api import (
     INITIAL_VAL_LABEL,
+    EvalLabel,
     GuardedCallback,
     RunningTotals,
     baseline_metrics,
@@ -97,7 +98,7 @@ class WandbCallback(GuardedCallback):
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
 
-    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+    def on_evaluation_end(self, label: EvalLabel, snapshot: EvalSnapshot) -> None:
         # Only the initial prompt's val evaluation is logged; the others make no tracker call,
         # so they do not go through _safely (a success there resets the outage breaker).
         if label == INITIAL_VAL_LABEL:

@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from reflex.api import BudgetExhausted, EvalSnapshot, Example, IterationRecord
+from reflex.api import PHASES, BudgetExhausted, EvalSnapshot, Example, IterationRecord, Outcome
 
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
@@ -81,9 +81,9 @@ def try_candidate(
                 f"screened out on a {len(rows)}-row train minibatch: "
                 f"{train.mean_score:.3f} < incumbent {before.mean_score:.3f}"
             )
-            ctx.log("candidate_rejected", phase=ctx.phase, reason=reason)
+            ctx.log("candidate_rejected", phase=ctx.capability(PHASES).phase, reason=reason)
             return ctx.record_iteration(
-                prompt, train, reasoning=reasoning, accepted=False, change=change, rejected=reason
+                prompt, train, Outcome.rejected(reason), reasoning=reasoning, change=change
             )
     if not len(ctx.val) and train is None:
         # No val split: record_iteration selects on the train score, so one is needed.
@@ -92,7 +92,7 @@ def try_candidate(
     if not record.is_best:
         ctx.log(
             "candidate_rejected",
-            phase=ctx.phase,
+            phase=ctx.capability(PHASES).phase,
             reason="not better on val",
             val_score=record.val_score,
             best_val=ctx.best_val,

@@ -15,7 +15,7 @@ Iterations are split up front (``plan_iterations``), out of the iterations left 
 call budget, the full val passes it still pays for when fewer (``affordable_passes``):
 reasoning axes keep a third (at least one), ``instructions`` gets two fifths of the rest (at
 least one), ``fewshot`` what remains; a reasoning phase may use half of what is left (at
-least ``min_phase_iterations``). Each phase opens with ``ctx.begin_phase(name,
+least ``min_phase_iterations``). Each phase opens with ``begin_phase(name,
 max_iterations=cap)``, starts from ``ctx.best_prompt`` and shares the run's context, so
 batch size, seed, budgets and workers carry over unchanged.
 Early stopping ends a phase, not the run; the budget, the score threshold or
@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.api import (
+    PHASES,
+    STRATEGIES,
     BaseStrategy,
     BudgetExhausted,
     ConfigurationError,
@@ -111,7 +113,7 @@ def _extra_axes(ctx: StrategyContext, reasoning: bool) -> list[str]:
     """Registered strategies (not built in) that declare themselves auto-eligible."""
     return [
         name
-        for name, cls in sorted(ctx.strategies().items())
+        for name, cls in sorted(ctx.capability(STRATEGIES).strategies().items())
         if name not in BUILTIN_AXES
         and name != "auto"
         and cls.auto_eligible
@@ -183,8 +185,9 @@ class AutoStrategy(BaseStrategy[AutoOptions]):
         extras: list[str],
     ) -> PhaseOutcome:
         start, first = ctx.best_val, ctx.iteration
-        ctx.begin_phase(axis, max_iterations=cap)
-        ctx.end_phase(
+        phases = ctx.capability(PHASES)
+        phases.begin_phase(axis, max_iterations=cap)
+        phases.end_phase(
             start_score=start, split="val" if len(ctx.val) else "train", evidence=evidence.to_dict()
         )
         try:
@@ -192,7 +195,7 @@ class AutoStrategy(BaseStrategy[AutoOptions]):
         except BudgetExhausted as exc:  # the run ends here: its last phase is still complete
             _close_phase(ctx, first, f"budget exhausted: {exc.reason}")
             raise
-        stop = ctx.stop_reason or ("phase cap" if ctx.iteration - first >= cap else "finished")
+        stop = phases.stop_reason or ("phase cap" if ctx.iteration - first >= cap else "finished")
         _close_phase(ctx, first, stop)
         gain = (ctx.best_val or 0.0) - (start or 0.0)
         return PhaseOutcome(axis, gain, ctx.iteration - first)
@@ -216,12 +219,12 @@ class AutoStrategy(BaseStrategy[AutoOptions]):
             return StructuralStrategy(opts.structural)
         if axis == "pdo":
             return PDOStrategy(opts.pdo)
-        return ctx.build_strategy(axis, opts.extra_options.get(axis, {}))
+        return ctx.capability(STRATEGIES).build_strategy(axis, opts.extra_options.get(axis, {}))
 
 
 def _close_phase(ctx: StrategyContext, first: int, stop: str) -> None:
     """Record the phase's end: best score, last iteration, iterations run and why it stopped."""
-    ctx.end_phase(
+    ctx.capability(PHASES).end_phase(
         end_score=ctx.best_val,
         end_iteration=ctx.iteration,
         iterations=ctx.iteration - first,
@@ -233,7 +236,8 @@ def _run_over(ctx: StrategyContext) -> bool:
     """True when the run (not just a phase) must end: a stop reason other than early stopping."""
     if ctx.iteration >= ctx.settings.max_iterations:
         return True
-    return ctx.stop is not None and not ctx.stop.per_phase
+    stop = ctx.capability(PHASES).stop
+    return stop is not None and not stop.per_phase
 
 
 @hookimpl

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.api import BaseStrategy, Example, StrategyRegistrar, hookimpl, render_chat_demos
+from reflex.api import PHASES, BaseStrategy, Example, StrategyRegistrar, hookimpl, render_chat_demos
 
 from ._common import join_sections, references, screening_batch, try_candidate
 
@@ -146,7 +146,7 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
         if not pool:
             ctx.log(
                 "no_candidates",
-                phase=ctx.phase,
+                phase=ctx.capability(PHASES).phase,
                 reason="no train row has a reference or was answered correctly",
             )
             return

@@ -13,7 +13,7 @@ see :mod:`reflex.data.prompts`). Each iteration:
 4. run the child on the same minibatch; accept it only if it scores strictly higher, and only
    then score it on the whole validation set (it joins the front). Under ``strict_leakage`` a
    child (or merge) that copies held-out text is rejected before that val evaluation
-   (``ctx.leakage_screen``).
+   (``ctx.capability(SCREENING).leakage_screen``).
 
 After an accepted child, a multi-component run tries one *merge*: two candidates that improved
 different components since a common ancestor are combined, and the merge is kept if it does at
@@ -24,7 +24,8 @@ Calls per proposal: ``2 * minibatch_size`` (parent, child) per task model, plus 
 when accepted, times the model calls a pipeline makes per row (its average so far). The plan
 is logged (``budget_plan`` event) before the search starts, with a warning when the metric-call
 budget buys fewer than ``min_proposals`` proposals. The lineage (parents, changed component,
-scores) is ``ctx.state["lineage"]``, reported as ``result.lineage``.
+scores) rides on the iteration records (``IterationRecord.lineage``: the seed on the first, each
+accepted child or merge on its own), reported in order as ``result.lineage``.
 """
 
 from __future__ import annotations
@@ -32,14 +33,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING, ClassVar, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.api import (
+    COMPONENTS,
+    SCREENING,
     BaseStrategy,
     EvalSnapshot,
     Example,
+    Outcome,
     Sample,
     StrategyRegistrar,
     ask,
@@ -56,7 +60,7 @@ from ._pareto import sample_parent
 from ._rows import sample_row
 
 if TYPE_CHECKING:
-    from reflex.api import StrategyContext
+    from reflex.api import PromptSpec, StrategyContext
 
 __all__ = ["BudgetPlan", "GepaOptions", "GepaStrategy", "plan_budget", "register_strategies"]
 
@@ -101,9 +105,10 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         self._turn = 0
         self._merge_due = False
         self._merges_tried: set[tuple[int, int]] = set()
+        self._lineage: list[dict[str, object]] = []  # candidates added since the last record
 
     def optimize(self, ctx: StrategyContext) -> None:
-        spec = ctx.prompt_spec
+        spec = _spec(ctx)
         pool = list(ctx.val) if len(ctx.val) else list(ctx.train)
         if not spec.is_single:
             ctx.log("gepa_components", components=spec.names)
@@ -111,7 +116,7 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         plan = plan_budget(ctx, len(pool), batch_rows, seed_cached=bool(len(ctx.val)))
         self._announce(ctx, plan)
         seed = ctx.evaluate(spec.render(), pool, label="val")
-        self._add(ctx, Candidate(0, dict(spec.components), (), (), "seed", 0), seed)
+        self._add(Candidate(0, dict(spec.components), (), (), "seed", 0), seed)
         while not ctx.should_stop:
             if self._merge_due and self._can_merge(ctx):
                 self._merge_due = False
@@ -145,15 +150,26 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
     def _can_merge(self, ctx: StrategyContext) -> bool:
         return (
             self.options.merge
-            and len(ctx.prompt_spec.names) > 1
+            and len(_spec(ctx).names) > 1
             and len(self._merges_tried) < self.options.max_merges
         )
 
-    def _add(self, ctx: StrategyContext, cand: Candidate, pool_snap: EvalSnapshot) -> None:
+    def _add(self, cand: Candidate, pool_snap: EvalSnapshot) -> None:
         self._cands.append(cand)
         self._scores[str(cand.id)] = pool_snap.per_example()
-        entry = cand.to_lineage(pool_snap.mean_score)
-        ctx.state["lineage"] = [*ctx.state.get("lineage", []), entry]
+        self._lineage.append(cand.to_lineage(pool_snap.mean_score))
+
+    def _record(
+        self,
+        ctx: StrategyContext,
+        text: str,
+        train: EvalSnapshot | None,
+        outcome: Outcome,
+        **fields: Any,
+    ) -> None:
+        """``ctx.record_iteration``, carrying the candidates added since the last record."""
+        ctx.record_iteration(text, train, outcome, lineage=self._lineage, **fields)
+        self._lineage = []
 
     def _batch(self, ctx: StrategyContext) -> list[Example]:
         train = list(ctx.train)
@@ -167,7 +183,7 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         return [name]
 
     def _reflect(self, ctx: StrategyContext, pool: list[Example]) -> None:
-        spec = ctx.prompt_spec
+        spec = _spec(ctx)
         opts = self.options
         parent = self._cands[
             int(sample_parent(self._scores, ctx.rng, epsilon=opts.epsilon, top_k=opts.top_k))
@@ -175,19 +191,14 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         batch = self._batch(ctx)
         before = ctx.evaluate(spec.render(parent.components), batch)
         if all(s.score == 1.0 for s in before.samples):
-            ctx.record_iteration(
-                spec.render(parent.components),
-                before,
-                accepted=False,
-                rejected=f"parent {parent.id} is perfect on this minibatch",
-                components=parent.components,
-            )
+            perfect = Outcome.rejected(f"parent {parent.id} is perfect on this minibatch")
+            text = spec.render(parent.components)
+            self._record(ctx, text, before, perfect, components=parent.components)
             return
         child, changed, notes, error = self._propose(ctx, parent, before)
         if error is not None:
-            ctx.record_iteration(
-                spec.render(parent.components), None, accepted=False, failed=error, reasoning=notes
-            )
+            failed = Outcome.failed(error)
+            self._record(ctx, spec.render(parent.components), None, failed, reasoning=notes)
             return
         self._judge(ctx, pool, parent, child, changed, batch, before, notes)
 
@@ -202,7 +213,7 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         before: EvalSnapshot,
         notes: str,
     ) -> None:
-        text = ctx.prompt_spec.render(child)
+        text = _spec(ctx).render(child)
         after = ctx.evaluate(text, batch)
         change = after.mean_score - before.mean_score
         if change <= 0:
@@ -219,29 +230,25 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
                 f"minibatch gate: {after.mean_score:.3f} <= parent {parent.id} "
                 f"{before.mean_score:.3f}"
             )
-            _reject(ctx, text, after, notes, change, child, reason)
+            self._reject(ctx, text, after, notes, change, child, reason)
             return
         if self._leaks(ctx, text, after, notes, change, child):
             return
         full = ctx.evaluate(text, pool, label="val")
-        ctx.record_iteration(
-            text,
-            after if len(ctx.val) else full,
-            reasoning=notes,
-            accepted=True,
-            change=change,
-            components=child,
-        )
         cand = Candidate(
             len(self._cands),
             child,
             (parent.id,),
             tuple(changed),
             "reflection",
-            ctx.iteration,
+            ctx.iteration + 1,  # the iteration recorded next
             (before.mean_score, after.mean_score),
         )
-        self._add(ctx, cand, full)
+        self._add(cand, full)
+        train = after if len(ctx.val) else full
+        self._record(
+            ctx, text, train, Outcome.accepted(), reasoning=notes, change=change, components=child
+        )
         self._merge_due = True
 
     def _leaks(
@@ -258,10 +265,10 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         Checked before the Pareto-set (val) evaluation: a candidate copying held-out text is
         never scored on val, so it costs no val calls and its val scores never reach the front.
         """
-        reason = ctx.leakage_screen(text)
+        reason = ctx.capability(SCREENING).leakage_screen(text)
         if reason is None:
             return False
-        _reject(ctx, text, after, notes, change, components, reason)
+        self._reject(ctx, text, after, notes, change, components, reason)
         return True
 
     def _propose(
@@ -270,10 +277,11 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         child = dict(parent.components)
         changed: list[str] = []
         notes: list[str] = []
+        spec = _spec(ctx)
         editable = ctx.settings.rewrite_messages
-        names = [n for n in ctx.prompt_spec.names if editable is None or n in editable]
-        template = bool(ctx.prompt_spec.variables)  # a component keeps its placeholders
-        for name in self._targets(names or ctx.prompt_spec.names):
+        names = [n for n in spec.names if editable is None or n in editable]
+        template = bool(spec.variables)  # a component keeps its placeholders
+        for name in self._targets(names or spec.names):
             current = parent.components[name]
             tried = [m["text"] for m in self._memory if m["component"] == name]
             messages = [
@@ -295,7 +303,7 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
                 return child, changed, "\n".join(notes), error
             child[name] = proposal.prompt
             changed.append(name)
-            label = "" if ctx.prompt_spec.is_single else f"[{name}] "
+            label = "" if _spec(ctx).is_single else f"[{name}] "
             notes.append(label + (proposal.diagnosis or proposal.edit or proposal.reasoning))
         return child, changed, "\n".join(notes), None
 
@@ -315,7 +323,7 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         return render(
             "gepa.reflect",
             ctx.settings.reasoning_templates,
-            whole=ctx.prompt_spec.render(parent.components),
+            whole=_spec(ctx).render(parent.components),
             component=name,
             current=parent.components[name],
             score=f"{before.mean_score:.3f}",
@@ -336,7 +344,7 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         changed: list[str],
     ) -> None:
         self._merges_tried.add((a.id, b.id))
-        spec = ctx.prompt_spec
+        spec = _spec(ctx)
         batch = self._batch(ctx)
         score_a = ctx.evaluate(spec.render(a.components), batch).mean_score
         score_b = ctx.evaluate(spec.render(b.components), batch).mean_score
@@ -346,29 +354,46 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         best = max(score_a, score_b)
         if after.mean_score < best:
             reason = f"merge scored {after.mean_score:.3f} < {best:.3f}"
-            _reject(ctx, text, after, notes, after.mean_score - best, merged, reason)
+            self._reject(ctx, text, after, notes, after.mean_score - best, merged, reason)
             return
         if self._leaks(ctx, text, after, notes, after.mean_score - best, merged):
             return
         full = ctx.evaluate(text, pool, label="val")
-        ctx.record_iteration(
-            text,
-            after if len(ctx.val) else full,
-            reasoning=notes,
-            accepted=True,
-            change=after.mean_score - best,
-            components=merged,
-        )
         cand = Candidate(
             len(self._cands),
             merged,
             (a.id, b.id),
             tuple(changed),
             "merge",
-            ctx.iteration,
+            ctx.iteration + 1,  # the iteration recorded next
             (best, after.mean_score),
         )
-        self._add(ctx, cand, full)
+        self._add(cand, full)
+        self._record(
+            ctx,
+            text,
+            after if len(ctx.val) else full,
+            Outcome.accepted(),
+            reasoning=notes,
+            change=after.mean_score - best,
+            components=merged,
+        )
+
+    def _reject(
+        self,
+        ctx: StrategyContext,
+        text: str,
+        after: EvalSnapshot,
+        notes: str,
+        change: float,
+        components: dict[str, str],
+        reason: str,
+    ) -> None:
+        """Record a candidate refused before its val evaluation (gate, merge or leakage)."""
+        outcome = Outcome.rejected(reason)
+        self._record(
+            ctx, text, after, outcome, reasoning=notes, change=change, components=components
+        )
 
 
 @hookimpl
@@ -376,22 +401,6 @@ def register_strategies(register: StrategyRegistrar) -> None:
     register(GepaStrategy)
 
 
-def _reject(
-    ctx: StrategyContext,
-    text: str,
-    after: EvalSnapshot,
-    notes: str,
-    change: float,
-    components: dict[str, str],
-    reason: str,
-) -> None:
-    """Record a candidate refused before its val evaluation (gate, merge or leakage)."""
-    ctx.record_iteration(
-        text,
-        after,
-        reasoning=notes,
-        accepted=False,
-        change=change,
-        rejected=reason,
-        components=components,
-    )
+def _spec(ctx: StrategyContext) -> PromptSpec:
+    """The prompt as named components (the components capability)."""
+    return ctx.capability(COMPONENTS).prompt_spec

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.api import BaseStrategy, Example, StrategyRegistrar, hookimpl
+from reflex.api import PHASES, BaseStrategy, Example, StrategyRegistrar, hookimpl
 
 from ._common import join_sections, references, screening_batch, try_candidate
 
@@ -136,7 +136,7 @@ class InstructionsStrategy(BaseStrategy[InstructionsOptions]):
         if not candidates:
             ctx.log(
                 "no_candidates",
-                phase=ctx.phase,
+                phase=ctx.capability(PHASES).phase,
                 reason="train references are missing, "
                 "free text, or too many distinct values for a label set",
             )

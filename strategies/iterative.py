@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reflex.api import (
     BaseStrategy,
     EvalSnapshot,
+    Outcome,
     Proposal,
     Sample,
     StrategyRegistrar,
@@ -74,18 +75,12 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
             before = ctx.evaluate(current, batch)
             if all(s.score == 1.0 for s in before.samples):
                 # Nothing to diagnose on this minibatch: don't pay the reasoning model for it.
-                ctx.record_iteration(
-                    current,
-                    before,
-                    accepted=False,
-                    rejected="current prompt is perfect on this minibatch",
-                )
+                perfect = Outcome.rejected("current prompt is perfect on this minibatch")
+                ctx.record_iteration(current, before, perfect)
                 continue
             proposal, reasoning, error = self._propose(ctx, current, before, log)
             if proposal is None:
-                ctx.record_iteration(
-                    current, None, reasoning=reasoning, accepted=False, failed=error
-                )
+                ctx.record_iteration(current, None, Outcome.failed(error), reasoning=reasoning)
                 continue
             after = ctx.evaluate(proposal.prompt, batch)
             change = after.mean_score - before.mean_score
@@ -99,14 +94,14 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
                     "prompt": proposal.prompt,
                 }
             )
-            gated = self.options.val_gate and not accepted
+            if accepted:
+                outcome = Outcome.accepted()
+            elif self.options.val_gate:  # not worth a val evaluation
+                outcome = Outcome.rejected("no better than the current prompt on its minibatch")
+            else:
+                outcome = Outcome.declined()
             record = ctx.record_iteration(
-                proposal.prompt,
-                after,
-                reasoning=reasoning,
-                accepted=accepted,
-                change=change,
-                rejected="no better than the current prompt on its minibatch" if gated else None,
+                proposal.prompt, after, outcome, reasoning=reasoning, change=change
             )
             if accepted and record.rejected is None:  # never build on a rejected (leaking) text
                 current = proposal.prompt
@@ -114,7 +109,7 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
 
     def _propose(
         self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot, log: list[_Edit]
-    ) -> tuple[Proposal | None, str, str | None]:
+    ) -> tuple[Proposal | None, str, str]:
         messages = [
             {"role": "system", "content": system_prompt(ctx, "iterative.system")},
             {"role": "user", "content": self._brief(ctx, current, snapshot, log)},
@@ -127,7 +122,7 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
         proposal, error = ask(ctx, "iterative: revise the prompt", messages, parse)
         if proposal is None:
             return None, "", error
-        return proposal, proposal.reasoning, None
+        return proposal, proposal.reasoning, ""
 
     def _brief(
         self, ctx: StrategyContext, current: str, snapshot: EvalSnapshot, log: list[_Edit]

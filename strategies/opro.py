@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.api import (
+    COMPONENTS,
     BaseStrategy,
     EvalSnapshot,
     Example,
+    Outcome,
     StrategyRegistrar,
     ask,
     hookimpl,
@@ -75,8 +77,9 @@ class OproStrategy(BaseStrategy[OproOptions]):
         train = list(ctx.train)
         screen = ctx.rng.sample(train, min(opts.screen_size, len(train)))
         shots = ctx.rng.sample(train, min(opts.exemplars, len(train)))
-        if not ctx.prompt_spec.is_single:
-            ctx.log("edits_assembled_text", strategy=self.name, components=ctx.prompt_spec.names)
+        spec = ctx.capability(COMPONENTS).prompt_spec
+        if not spec.is_single:
+            ctx.log("edits_assembled_text", strategy=self.name, components=spec.names)
         incumbent = Scored(ctx.initial_prompt, ctx.evaluate(ctx.initial_prompt, screen).mean_score)
         history = [incumbent]
         rounds = 0
@@ -108,16 +111,12 @@ class OproStrategy(BaseStrategy[OproOptions]):
         change = entry.score - incumbent.score
         note = f"opro round {rounds}: best of {self.options.proposals_per_round} proposals"
         if change <= 0:
+            reason = f"screen {entry.score:.3f} <= incumbent {incumbent.score:.3f}"
             ctx.record_iteration(
-                entry.prompt,
-                snap,
-                reasoning=note,
-                accepted=False,
-                change=change,
-                rejected=f"screen {entry.score:.3f} <= incumbent {incumbent.score:.3f}",
+                entry.prompt, snap, Outcome.rejected(reason), reasoning=note, change=change
             )
             return incumbent
-        ctx.record_iteration(entry.prompt, snap, reasoning=note, accepted=True, change=change)
+        ctx.record_iteration(entry.prompt, snap, Outcome.accepted(), reasoning=note, change=change)
         return entry
 
     def _propose(

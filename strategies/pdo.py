@@ -7,8 +7,8 @@
    un-duelled mutant is first paired with the champion instead); both prompts are scored on the
    same ``duel_rows`` seeded train rows with ``ctx.evaluate``, and each row goes to the prompt
    the **user's metrics** score higher (a tie is half a win each). Only when the run is
-   label-free (no train row has a reference) and one metric is a judge (``ctx.judge``) does a
-   *pairwise* judge decide each row instead (``ctx.judge_pairs``, ``judging.pairwise``): asked
+   label-free (no train row has a reference) and one metric is a judge (the ``JUDGING``
+   capability) does a *pairwise* judge decide each row instead (``judge_pairs``): asked
    in both orders against position bias, a row it cannot judge after a retry is a logged tie.
 3. Rankings: Copeland, Borda, Elo and average win rate (``_ranking``), fused with weights
    learned by multiplicative updates: a method gains weight when it predicted a duel's winner.
@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from reflex.api import (
+    JUDGING,
+    PHASES,
     BaseStrategy,
     Example,
     Proposal,
@@ -163,7 +165,8 @@ class PDOStrategy(BaseStrategy[PDOOptions]):
         train = list(ctx.train)
         pool = self._seed_pool(ctx)
         if len(pool.alive) < 2 or not train:
-            ctx.log("no_candidates", phase=ctx.phase, reason="fewer than two distinct prompts")
+            phase = ctx.capability(PHASES).phase
+            ctx.log("no_candidates", phase=phase, reason="fewer than two distinct prompts")
             return
         report_rows = ctx.rng.sample(train, min(ctx.settings.batch_size, len(train)))
         size = min(self.options.duel_rows or ctx.settings.batch_size, len(train))
@@ -225,7 +228,8 @@ class PDOStrategy(BaseStrategy[PDOOptions]):
 
     def _pairwise(self, ctx: StrategyContext) -> bool:
         """Duels go to a pairwise judge only on label-free runs that have a judge metric."""
-        return self.options.judge_duels and ctx.label_free and ctx.judge is not None
+        judging = ctx.capability(JUDGING)
+        return self.options.judge_duels and judging.label_free and judging.judge is not None
 
     def _duel(self, ctx: StrategyContext, pool: Pool, rows: list[Example]) -> None:
         i, j = self._pair(ctx, pool)
@@ -259,7 +263,7 @@ class PDOStrategy(BaseStrategy[PDOOptions]):
     ) -> list[float | None]:
         """First's share of each row by the pairwise judge (both orders asked, see pairwise)."""
         rows = [(ctx.train.by_id(m.example_id), m.output, o.output) for m, o in pairs]
-        verdicts = ctx.judge_pairs(rows)
+        verdicts = ctx.capability(JUDGING).judge_pairs(rows)
         for (mine, _), verdict in zip(pairs, verdicts, strict=True):
             if verdict.error is not None:  # counted as a tie, and said so
                 ctx.log(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.api import (
+    COMPONENTS,
     BaseStrategy,
     StrategyRegistrar,
     ask,
@@ -45,8 +46,9 @@ class RandomStrategy(BaseStrategy[RandomOptions]):
     requires_reasoning_model: ClassVar[bool] = True
 
     def optimize(self, ctx: StrategyContext) -> None:
-        if not ctx.prompt_spec.is_single:
-            ctx.log("edits_assembled_text", strategy=self.name, components=ctx.prompt_spec.names)
+        spec = ctx.capability(COMPONENTS).prompt_spec
+        if not spec.is_single:
+            ctx.log("edits_assembled_text", strategy=self.name, components=spec.names)
         tried = [ctx.initial_prompt]
         pending: list[str] = []
         rounds = empty = 0

@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from reflex.api import (
+    PHASES,
     BaseStrategy,
     EvalSnapshot,
     Example,
+    Outcome,
     Proposal,
     StrategyRegistrar,
     ask,
@@ -97,11 +99,10 @@ class StructuralStrategy(BaseStrategy[StructuralOptions]):
                 variants += [("freeform", freeform)] if freeform else []
             if not variants:
                 if note:
-                    ctx.record_iteration(
-                        incumbent, None, reasoning=note, accepted=False, failed=note
-                    )
+                    ctx.record_iteration(incumbent, None, Outcome.failed(note), reasoning=note)
                     continue
-                ctx.log("no_candidates", phase=ctx.phase, reason="every layout was tried")
+                phase = ctx.capability(PHASES).phase
+                ctx.log("no_candidates", phase=phase, reason="every layout was tried")
                 return
             winner = self._round(ctx, incumbent, base, batch, variants, log, note)
             if winner is not None:
@@ -179,13 +180,9 @@ class StructuralStrategy(BaseStrategy[StructuralOptions]):
             winner=name,
         )
         if change <= 0:
+            reason = "no layout beat the incumbent on the round's batch"
             ctx.record_iteration(
-                prompt,
-                snap,
-                reasoning=reasoning,
-                accepted=False,
-                change=change,
-                rejected="no layout beat the incumbent on the round's batch",
+                prompt, snap, Outcome.rejected(reason), reasoning=reasoning, change=change
             )
             return None
         record = ctx.record_iteration(prompt, snap, reasoning=reasoning, change=change)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from reflex.redact import scrub
@@ -22,9 +24,81 @@ if TYPE_CHECKING:
     from reflex.config import RunConfig
     from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult
 
-__all__ = ["AnyCallback", "Callback", "CallbackDispatcher", "FailureListener", "SummaryListener"]
+__all__ = [
+    "INITIAL_VAL_LABEL",
+    "AnyCallback",
+    "Callback",
+    "CallbackDispatcher",
+    "EvalLabel",
+    "FailureListener",
+    "SummaryListener",
+]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EvalLabel:
+    """What one evaluation measured: the typed form of the labels events.jsonl holds.
+
+    ``split``: "train", "val" or "test". ``kind``: "baseline" (the initial prompt: on test, and
+    on val before any candidate), "final" (the best prompt on test), "preflight" (the initial
+    prompt on a few train rows before the run) or "iteration" (during iteration ``iteration``,
+    1-based; None for the other kinds). ``str(label)`` is the recorded text, ``"val:baseline"``,
+    ``"train:it3"``; :meth:`parse` reads it back (None for a text of no known shape).
+
+    Callbacks received that text before this release: for one release a label still equals its
+    text (``label == "val:baseline"``), with a DeprecationWarning; compare the fields instead.
+    """
+
+    split: str
+    kind: str
+    iteration: int | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            warnings.warn(
+                "comparing an EvalLabel to a string is deprecated and goes in the next release: "
+                "compare its split, kind and iteration (or str(label))",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return str(self) == other
+        if not isinstance(other, EvalLabel):
+            return NotImplemented
+        return (self.split, self.kind, self.iteration) == (other.split, other.kind, other.iteration)
+
+    def __hash__(self) -> int:
+        return hash(str(self))  # equal to its text's, as the comparison above
+
+    def __post_init__(self) -> None:
+        if (self.kind == "iteration") != (self.iteration is not None):
+            raise ValueError(f"EvalLabel {self.kind!r}: an iteration exactly for 'iteration'")
+
+    @classmethod
+    def at(cls, split: str, iteration: int) -> EvalLabel:
+        """The evaluation of ``split`` during iteration ``iteration``."""
+        return cls(split, "iteration", iteration)
+
+    def __str__(self) -> str:
+        if self.iteration is not None:
+            return f"{self.split}:it{self.iteration}"
+        return f"{self.split}:{self.kind}"
+
+    @classmethod
+    def parse(cls, text: object) -> EvalLabel | None:
+        split, _, kind = str(text).partition(":")
+        if not split or not kind:
+            return None
+        if kind.startswith("it") and kind[2:].isdigit():
+            return cls.at(split, int(kind[2:]))
+        return cls(split, kind)
+
+
+INITIAL_VAL_LABEL = EvalLabel("val", "baseline")
+"""The initial prompt's evaluation on the val split (``on_evaluation_end``'s label; its text,
+``"val:baseline"``, in the ``evaluation`` events of events.jsonl): the best val score before
+any candidate beat it."""
 
 # Any object with any subset of Callback's ``on_*`` methods; subclassing Callback is optional.
 AnyCallback: TypeAlias = object
@@ -66,13 +140,14 @@ class Callback:
     def on_run_error(self, error: BaseException, partial: OptimizationResult | None) -> None:
         """The run failed; close whatever the callback opened. The error is re-raised after."""
 
-    def on_evaluation_start(self, label: str, total: int) -> None:
-        """An evaluation of ``total`` calls starts (``label`` names the split and purpose)."""
+    def on_evaluation_start(self, label: EvalLabel, total: int) -> None:
+        """An evaluation of ``total`` calls starts (``label``: its split, kind and iteration;
+        ``str(label)`` is the text events.jsonl records, e.g. ``"val:it3"``)."""
 
     def on_evaluation_advance(self, n: int) -> None:
         """``n`` more calls of the current evaluation finished."""
 
-    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+    def on_evaluation_end(self, label: EvalLabel, snapshot: EvalSnapshot) -> None:
         """The current evaluation finished."""
 
 
@@ -122,13 +197,13 @@ class CallbackDispatcher:
         self._call("on_run_error", error, partial)
         self._summarize()
 
-    def evaluation_start(self, label: str, total: int) -> None:
+    def evaluation_start(self, label: EvalLabel, total: int) -> None:
         self._call("on_evaluation_start", label, total)
 
     def evaluation_advance(self, n: int) -> None:
         self._call("on_evaluation_advance", n)
 
-    def evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+    def evaluation_end(self, label: EvalLabel, snapshot: EvalSnapshot) -> None:
         self._call("on_evaluation_end", label, snapshot)
 
     def _call(self, hook: Hook, *args: object) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from reflex.callbacks import Callback
+from reflex.callbacks import INITIAL_VAL_LABEL, Callback
 from reflex.models.usage import known_cost
 from reflex.redact import is_secret_name, redact_data, redact_url, scrub
 
@@ -201,12 +201,6 @@ RUN_END_SERIES = (
 )
 """The run-end numbers that have a true value after every iteration (a running best or total):
 trackers log them as a series, one point per iteration, whose last point is the run-end number."""
-
-
-INITIAL_VAL_LABEL = "val:baseline"
-"""The evaluation label of the initial prompt on the val split (the engine's, in
-``on_evaluation_end`` and the ``evaluation`` events of events.jsonl): the best val score before
-any candidate beat it."""
 
 
 class RunningTotals:

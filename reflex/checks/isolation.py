@@ -17,10 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reflex.callbacks import EvalLabel
+
 __all__ = ["EVALUATIONS_FILE", "Isolation", "check_isolation", "prompt_id_of"]
 
 EVALUATIONS_FILE = "evaluations.jsonl"
-TEST_LABELS = ("test:baseline", "test:final")
+TEST_LABELS = (str(EvalLabel("test", "baseline")), str(EvalLabel("test", "final")))
+
+
+def _on_val(row: Mapping[str, Any]) -> bool:
+    """Whether the row's evaluation was one on the val split (its label read back, typed)."""
+    label = EvalLabel.parse(row.get("label", ""))
+    return label is not None and label.split == "val"
 
 
 def prompt_id_of(prompt: str) -> str:
@@ -98,13 +106,9 @@ def check_isolation(run: Path) -> Isolation:
     test, val = set(splits.get("test") or []), set(splits.get("val") or [])
     rows = _rows(log)
     final = result.get("best_prompt") if result.get("final") else None
-    prompts = {"test:baseline": result.get("initial_prompt"), "test:final": final}
+    prompts = dict(zip(TEST_LABELS, (result.get("initial_prompt"), final), strict=True))
     problems = _test_problems(rows, test, prompts, _resumed(run))
-    wrong = [
-        r
-        for r in rows
-        if str(r.get("label", "")).startswith("val:") and r.get("example_id") not in val
-    ]
+    wrong = [r for r in rows if _on_val(r) and r.get("example_id") not in val]
     if wrong:
         problems.append(f"{len(wrong)} val evaluation rows are not val rows")
     named = {v: k for k, vs in splits.items() for v in vs} if isinstance(splits, dict) else {}
@@ -112,7 +116,7 @@ def check_isolation(run: Path) -> Isolation:
         problems.append("rows name a split other than splits.json's")
     if problems:
         return Isolation(False, "test split NOT proven isolated: " + "; ".join(problems))
-    vals = len({r.get("label") for r in rows if str(r.get("label", "")).startswith("val:")})
+    vals = len({r.get("label") for r in rows if _on_val(r)})
     ends = "baseline and final prompts" if final is not None else "baseline prompt (no final)"
     times = "exactly twice" if final is not None else "exactly once"
     if _resumed(run):

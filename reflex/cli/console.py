@@ -20,7 +20,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from reflex.callbacks import Callback
+from reflex.callbacks import Callback, EvalLabel
 from reflex.models.usage import cost_text
 from reflex.redact import scrub
 from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, RunEnd
@@ -97,17 +97,17 @@ class ConsoleReporter(Callback):
             f"({config.dataset_size} rows)"
         )
 
-    def on_evaluation_start(self, label: str, total: int) -> None:
+    def on_evaluation_start(self, label: EvalLabel, total: int) -> None:
         if self._plain:
             with self._lock:
-                self._plain_state = (label, total, 0, 0)
+                self._plain_state = (str(label), total, 0, 0)
             self.console.print(f"{label}: {total} evaluations", soft_wrap=True)
             return
         with self._lock:
             if not self._started:
                 self._progress.start()
                 self._started = True
-            self._task = self._progress.add_task(label, total=total)
+            self._task = self._progress.add_task(str(label), total=total)
 
     def on_evaluation_advance(self, n: int) -> None:
         if self._plain:
@@ -126,7 +126,7 @@ class ConsoleReporter(Callback):
         if step < reached < PLAIN_STEPS:
             self.console.print(f"{label}: {done}/{total}", soft_wrap=True)
 
-    def on_evaluation_end(self, label: str, snapshot: EvalSnapshot) -> None:
+    def on_evaluation_end(self, label: EvalLabel, snapshot: EvalSnapshot) -> None:
         if self._plain:
             self.console.print(f"{label}: done, mean {_fmt(snapshot.mean_score)}", soft_wrap=True)
             return

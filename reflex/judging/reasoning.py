@@ -30,6 +30,7 @@ from reflex.data.language import detect_language
 from reflex.data.templates import parse_template, placeholders, template_problem, variables_of
 from reflex.errors import ConfigurationError
 from reflex.judging.templates import DEFAULT_TEMPLATES, family, migration_notes
+from reflex.types import REASONING
 
 if TYPE_CHECKING:
     from reflex.types import StrategyContext
@@ -135,12 +136,15 @@ def ask(
     messages: Sequence[Mapping[str, str]],
     parse: Callable[[str], T],
 ) -> tuple[T | None, str]:
-    """Ask, parse, retry once on a ``ProposalError``: ``(value, "")`` or ``(None, reason)``."""
+    """Ask, parse, retry once on a ``ProposalError``: ``(value, "")`` or ``(None, reason)``.
+
+    Through the context's reasoning capability (``ctx.capability(REASONING)``)."""
+    reasoning = ctx.capability(REASONING)
     sent = [dict(m) for m in messages]
     error = ""
     for attempt in (1, 2):
         before = _reasoning_tokens(ctx)
-        answer = ctx.reason(sent)
+        answer = reasoning.reason(sent)
         tokens = _reasoning_tokens(ctx) - before
         try:
             value = parse(answer)
@@ -163,7 +167,7 @@ def ask(
             continue
         ctx.log("reasoning_call", purpose=purpose, attempt=attempt, tokens=tokens, outcome="ok")
         return value, ""
-    ctx.fail_proposal(purpose, error, attempts=2)
+    reasoning.fail_proposal(purpose, error, attempts=2)
     return None, f"reasoning model gave no usable answer twice ({purpose}): {error}"
 
 

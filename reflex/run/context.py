@@ -8,34 +8,27 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
+from reflex.callbacks import EvalLabel
 from reflex.checks.leakage import LeakageFlag
 from reflex.data.dataset import Dataset
 from reflex.data.prompts import PromptSpec
 from reflex.errors import ConfigurationError, ReflexError
-from reflex.judging.judge import judge_channel
-from reflex.judging.pairwise import PairOutcome, compare_all
-from reflex.plugins import build_options, get_registry
-from reflex.result import EvalSnapshot, IterationRecord, StopReason
+from reflex.result import EvalSnapshot, IterationRecord, Outcome, StopReason
 from reflex.run.budget import Budget
+from reflex.run.capabilities import OptIn, offered, verdict
 from reflex.run.screening import CandidateScreen, refused_snapshot
 from reflex.run.session import Session
 from reflex.run.stopping import DEFAULT_ITERATIONS, Stopping
-from reflex.types import (
-    BudgetView,
-    Example,
-    ModelGradedMetric,
-    RunSettings,
-    Strategy,
-)
+from reflex.types import BudgetView, Capability, CapT, Example, RunSettings
 
 __all__ = ["RunContext"]
 
 
-class RunContext:
+class RunContext(OptIn):
     """The engine's side of the Strategy contract: implements ``reflex.types.StrategyContext``.
 
     ``record_iteration`` measures each candidate on the validation split, keeps the best-on-val
@@ -193,16 +186,6 @@ class RunContext:
         if self.phase_history:
             self.phase_history[-1].update(facts)
 
-    def strategies(self) -> Mapping[str, type[Strategy[Any]]]:
-        """Every registered strategy class by name."""
-        registry = get_registry()
-        return MappingProxyType({name: cls for name, (_, cls) in registry.strategies.items()})
-
-    def build_strategy(self, name: str, options: Mapping[str, object]) -> Strategy[Any]:
-        """A registered strategy with validated ``options`` (a one-line ConfigurationError)."""
-        cls = get_registry().strategy(name)
-        return cls(build_options(cls, options))
-
     def evaluate(
         self, prompt: str, examples: Sequence[Example] | None = None, label: str = "train"
     ) -> EvalSnapshot:
@@ -215,10 +198,10 @@ class RunContext:
                 f"ctx.evaluate: {len(held)} row(s) of the test split (e.g. {held[0]!r}); a "
                 "strategy may evaluate train and val rows only"
             )
-        split = f"{label}:it{self.iteration + 1}"
+        split = EvalLabel.at(label, self.iteration + 1)
         refused = self._refusal(prompt)
         if refused is not None:  # no call is paid for a candidate that breaks the template
-            return refused_snapshot(prompt, split, rows, self.settings.models, refused)
+            return refused_snapshot(prompt, str(split), rows, self.settings.models, refused)
         return self._session.evaluate(prompt, rows, split)
 
     def _refusal(self, prompt: str) -> str | None:
@@ -255,36 +238,21 @@ class RunContext:
         self.failed_proposals.append(entry)
         self.log("failed_proposal", **{k: v for k, v in entry.items() if k != "iteration"})
 
-    @property
-    def judge(self) -> ModelGradedMetric | None:
-        """The run's first model-graded metric (e.g. an ``LLMJudge``), or None; read-only use."""
-        metrics = self._session.evaluator.metrics
-        return next((m for m in metrics if isinstance(m, ModelGradedMetric)), None)
-
-    @property
-    def label_free(self) -> bool:
-        """True when no train row has a reference answer."""
-        return all(example.ideal is None for example in self.train)
-
-    def judge_pairs(self, rows: Sequence[tuple[Example, str, str]]) -> list[PairOutcome]:
-        """Ask the run's judge, per ``(example, first output, second output)``, which is better.
-
-        Both orders are asked (position bias); calls are cached and counted under "judge".
-        See :mod:`reflex.judging.pairwise`. Raises ConfigurationError when the run has no judge.
-        """
-        metric = self.judge
-        if metric is None:
-            raise ConfigurationError("pairwise judging needs a judge metric: add one (--judge)")
-        self._session.budget.check_evaluation(0)  # the clock and cost limits still apply
-        call = judge_channel(self._session.client, metric.judge)
-        templates = self.config.reasoning_templates
-        return self._session.run_in_budget(compare_all(call, metric, rows, templates))
+    def capability(self, key: Capability[CapT]) -> CapT:
+        """The opt-in part named by ``key``: this context, which implements every one."""
+        parts = offered(self)  # mypy checks here that this context implements each protocol
+        if key not in parts:
+            known = ", ".join(sorted(k.name for k in parts))
+            raise ConfigurationError(
+                f"no capability {key.name!r}: ask for one of reflex.api's keys ({known})"
+            )
+        return cast(CapT, parts[key])
 
     def leakage_screen(self, prompt: str) -> str | None:
         """Check a candidate for copied held-out text before a strategy scores it on val itself.
 
         Returns the rejection reason under ``strict_leakage`` when it copies some (pass it as
-        ``record_iteration(..., rejected=reason)`` and skip the val evaluation), else None.
+        ``record_iteration(..., Outcome.rejected(reason))`` and skip the val evaluation), else None.
         The flags land on the next ``record_iteration`` of this prompt (and its ``leakage``
         event), exactly as when ``record_iteration`` screens the candidate itself.
         """
@@ -294,20 +262,20 @@ class RunContext:
         self,
         prompt: str,
         train: EvalSnapshot | None,
+        outcome: Outcome | None = None,
         *,
         reasoning: str = "",
-        accepted: bool | None = None,
         change: float | None = None,
-        failed: str | None = None,
-        rejected: str | None = None,
         components: Mapping[str, str] | None = None,
+        lineage: Sequence[Mapping[str, Any]] = (),
+        **legacy: Any,
     ) -> IterationRecord:
-        """Record one iteration and return it: measured on val unless it ``failed`` (an error)
-        or was ``rejected`` before val (screened out on train, or it breaks the chat template;
-        the reason is recorded). ``accepted=None``: accepted if it became the new best on val.
-        ``components``: the candidate as named components (``prompt`` their rendering), kept as
-        ``best_components`` if it wins. Leakage flags (:mod:`reflex.checks.leakage`) are
-        recorded; ``strict_leakage`` rejects them."""
+        """Record one iteration and return it: measured on val unless its ``outcome`` is failed
+        or rejected (screened out on train, or it breaks the chat template; the reason is
+        recorded; no outcome: accepted if it became the new best on val). ``components``: kept
+        as ``best_components`` if it wins. Leakage flags (:mod:`reflex.checks.leakage`) are
+        recorded; ``strict_leakage`` rejects them. ``legacy``: the deprecated keywords."""
+        accepted, failed, rejected = verdict(outcome, legacy)
         rejected = self._refusal(prompt) or rejected  # a broken template: nothing is paid
         leaks = self._screen.span_flags(prompt, failed, rejected)
         rejected = rejected or self._screen.reject(leaks)  # before val is paid for
@@ -316,7 +284,9 @@ class RunContext:
             train = self._train_score(prompt)
         val = None
         if failed is None and rejected is None and len(self.val):
-            val = self._session.evaluate(prompt, list(self.val), f"val:it{self.iteration + 1}")
+            val = self._session.evaluate(
+                prompt, list(self.val), EvalLabel.at("val", self.iteration + 1)
+            )
         selection = val.mean_score if val is not None else None
         if not len(self.val) and failed is None and rejected is None and train is not None:
             selection = train.mean_score
@@ -343,6 +313,7 @@ class RunContext:
             rejected=rejected,
             components=dict(components) if components else None,
             leakage=[flag.to_dict() for flag in leaks],
+            lineage=[dict(entry) for entry in lineage],
         )
         self._log_leakage(record, leaks)
         self.iterations.append(record)
@@ -363,7 +334,8 @@ class RunContext:
             self._train_batch = random.Random(f"train-batch:{self.seed}").sample(rows, size)
         if self.budget.remaining_calls is not None:
             return None  # under --max-calls every call goes to the search (val), none to charts
-        return self._session.evaluate(prompt, self._train_batch, f"train:it{self.iteration + 1}")
+        label = EvalLabel.at("train", self.iteration + 1)
+        return self._session.evaluate(prompt, self._train_batch, label)
 
     def _log_leakage(self, record: IterationRecord, leaks: Sequence[LeakageFlag]) -> None:
         if leaks:  # session.event skips it while a resumed run replays what it logged

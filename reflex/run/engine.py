@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from reflex.callbacks import AnyCallback
+from reflex.callbacks import INITIAL_VAL_LABEL, AnyCallback, EvalLabel
 from reflex.checks.audit import annotate, seal_after_run
 from reflex.checks.outcome import end_state, unpriced_warning
 from reflex.checks.stats import paired_test
@@ -158,7 +158,9 @@ class Engine:
         self._preflight(session, prompt)
         requests, cost, judged = requests_and_cost(session.client.ledger)
         paid, clock = session.budget.metric_calls, session.budget.elapsed
-        result.baseline = session.evaluate(prompt, list(self.split.test), "test:baseline")
+        result.baseline = session.evaluate(
+            prompt, list(self.split.test), EvalLabel("test", "baseline")
+        )
         # Also on resume: a tracker may have lost it with the killed process (they dedupe).
         session.dispatcher.baseline(result.baseline)
         after_requests, after_cost, after_judged = requests_and_cost(session.client.ledger)
@@ -176,9 +178,9 @@ class Engine:
         result.best_prompt, result.best_score_val = ctx.best_prompt, ctx.best_val
         result.best_score = max((s for s in result.score_trajectory if s is not None), default=None)
         result.best_components = ctx.best_components
-        result.lineage = list(ctx.state.get("lineage", []))
+        result.lineage = [entry for record in ctx.iterations for entry in record.lineage]
         result.final = session.evaluate(
-            ctx.best_prompt, list(self.split.test), "test:final", use_reserve=True
+            ctx.best_prompt, list(self.split.test), EvalLabel("test", "final"), use_reserve=True
         )
         session.notify.final(result.final)
         before, after = result.baseline.per_example(), result.final.per_example()
@@ -196,7 +198,7 @@ class Engine:
         initial_val, spent = None, None
         try:  # a budget spent here stops the search before it starts: the final still runs
             if len(self.split.val):
-                initial_val = session.evaluate(prompt, list(self.split.val), "val:baseline")
+                initial_val = session.evaluate(prompt, list(self.split.val), INITIAL_VAL_LABEL)
         except BudgetExhausted as exc:
             spent = exc
         if not (self.resume and self.resume.checkpoint):  # a later checkpoint stays as it is
@@ -233,7 +235,7 @@ class Engine:
 
     def _preflight(self, session: Session, prompt: str) -> None:
         rows = list(self.split.train)[:PREFLIGHT_ROWS]
-        snap = session.evaluate(prompt, rows, "train:preflight")
+        snap = session.evaluate(prompt, rows, EvalLabel("train", "preflight"))
         scored = [s for s in snap.samples if s.score is not None]
         errored = snap.n_errors == len(snap.samples)
         all_worst = (

@@ -12,7 +12,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from reflex.callbacks import CallbackDispatcher
+from reflex.callbacks import CallbackDispatcher, EvalLabel
 from reflex.checks.isolation import EVALUATIONS_FILE, prompt_id_of
 from reflex.config import RunConfig
 from reflex.errors import ConfigurationError
@@ -87,7 +87,12 @@ class Session:
         )
 
     def evaluate(
-        self, prompt: str, examples: Sequence[Example], label: str, *, use_reserve: bool = False
+        self,
+        prompt: str,
+        examples: Sequence[Example],
+        label: EvalLabel,
+        *,
+        use_reserve: bool = False,
     ) -> EvalSnapshot:
         """Evaluate ``prompt`` on ``examples`` after checking the budget; emits progress."""
         if not examples:
@@ -101,18 +106,16 @@ class Session:
         clock = self.budget.elapsed
         try:
             snapshot = self.run_in_budget(
-                self.evaluator.evaluate(
-                    prompt, examples, label.split(":")[0], progress=self._advance
-                ),
+                self.evaluator.evaluate(prompt, examples, label.split, progress=self._advance),
                 use_reserve=use_reserve,
             )
         finally:  # calls paid before a deadline cancelled the rest still count
             self.budget.metric_calls += self.client.ledger.by_role["task"].calls - before
         self.budget.pace = (total, self.budget.elapsed - clock)  # what a time message can cite
-        self._log_rows(prompt, label, snapshot)
+        self._log_rows(prompt, str(label), snapshot)
         self.event(
             "evaluation",
-            label=label,
+            label=str(label),
             examples=len(examples),
             calls=needed,
             mean_score=snapshot.mean_score,
@@ -123,12 +126,12 @@ class Session:
             self.end_replay(0)  # the record ends here: what follows is logged
         return snapshot
 
-    def _replayed(self, prompt: str, examples: Sequence[Example], label: str) -> None:
+    def _replayed(self, prompt: str, examples: Sequence[Example], label: EvalLabel) -> None:
         """On a resume with no checkpoint: keep replaying while the record holds this
         evaluation's rows; at the first one it lacks, end the replay (it is logged)."""
         if not self.replaying_log:
             return
-        key = (label, prompt_id_of(prompt))
+        key = (str(label), prompt_id_of(prompt))
         rows = {(e.id, spec.model) for e in examples for spec in self.evaluator.models}
         if rows <= self.replay_log.get(key, set()):
             del self.replay_log[key]

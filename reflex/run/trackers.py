@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from reflex.callbacks import EvalLabel
 from reflex.callbacks.tracking import INITIAL_VAL_LABEL, GuardedCallback
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset, load_dataset
@@ -95,7 +96,7 @@ def recorded_initial_val(run: Path | None) -> float | None:
     except OSError:
         return None
     for line in lines:
-        if INITIAL_VAL_LABEL not in line:
+        if str(INITIAL_VAL_LABEL) not in line:
             continue
         try:
             event = json.loads(line)
@@ -104,7 +105,7 @@ def recorded_initial_val(run: Path | None) -> float | None:
         if (
             isinstance(event, dict)
             and event.get("type") == "evaluation"
-            and event.get("label") == INITIAL_VAL_LABEL
+            and EvalLabel.parse(event.get("label")) == INITIAL_VAL_LABEL
             and isinstance(event.get("mean_score"), int | float)
         ):
             return float(event["mean_score"])

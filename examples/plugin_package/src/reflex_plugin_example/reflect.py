@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.api import BaseStrategy, EvalSnapshot, Proposal, ask, parse_proposal
+from reflex.api import BaseStrategy, EvalSnapshot, Outcome, Proposal, ask, parse_proposal
 
 if TYPE_CHECKING:
     from reflex.api import Sample, StrategyContext
@@ -59,25 +59,25 @@ class ReflectStrategy(BaseStrategy[ReflectOptions]):
             batch = ctx.rng.sample(train, min(ctx.settings.batch_size, len(train)))
             before = ctx.evaluate(current, batch)
             if all(s.score == 1.0 for s in before.samples):
-                ctx.record_iteration(current, before, accepted=False, rejected="already perfect")
+                ctx.record_iteration(current, before, Outcome.rejected("already perfect"))
                 continue
             proposal, error = self._propose(ctx, current, before, edits)
             if proposal is None:
-                ctx.record_iteration(current, None, accepted=False, failed=error)
+                ctx.record_iteration(current, None, Outcome.failed(error))
                 continue
             after = ctx.evaluate(proposal.prompt, batch)
             change = after.mean_score - before.mean_score
+            better = change > 0  # only then worth a val evaluation
             ctx.record_iteration(
                 proposal.prompt,
                 after,
+                Outcome.accepted() if better else Outcome.rejected("no better on its minibatch"),
                 reasoning=proposal.diagnosis,
-                accepted=change > 0,
                 change=change,
-                rejected=None if change > 0 else "no better on its minibatch",
             )
             edit = proposal.edit or "(unnamed)"
             edits.append({"edit": edit, "change": round(change, 4), "prompt": proposal.prompt})
-            current = proposal.prompt if change > 0 else current
+            current = proposal.prompt if better else current
             ctx.state.update(current=current, edits=edits)
 
     def _propose(
