@@ -6,13 +6,13 @@ import asyncio
 import gc
 from collections.abc import Mapping, Sequence
 
-from reflex.models.client import Completion, ModelSpec, ProviderClient, load_litellm
+from reflex.models.client import ClientSettings, Completion, ModelSpec, ProviderClient, load_litellm
 from reflex.models.runner import LoopRunner
 from reflex.models.usage import Role
 
 
 def test_calls_inside_complete_are_bounded(runner: LoopRunner) -> None:
-    client = ProviderClient(max_workers=2)
+    client = ProviderClient(ClientSettings(max_workers=2))
     inside, peak = 0, 0
 
     async def counting(

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from reflex.checks.leakage import LeakageFlag
 from reflex.data.dataset import Dataset
 from reflex.data.prompts import PromptSpec
-from reflex.errors import ConfigurationError, ReflexError
+from reflex.errors import ConfigurationError
 from reflex.judging.judge import judge_channel
 from reflex.judging.pairwise import PairOutcome, compare_all
 from reflex.plugins import build_options, get_registry
@@ -43,7 +43,8 @@ class RunContext:
     and the threshold, writes a checkpoint and notifies callbacks.
 
     On resume the strategy is replayed from the start against the response cache (no paid calls);
-    iterations up to the checkpoint are checked against it and not reported twice.
+    iterations up to the checkpoint are checked against it and not reported twice
+    (``reflex.run.replay``).
     """
 
     def __init__(
@@ -55,7 +56,6 @@ class RunContext:
         initial_prompt: str,
         options: BaseModel,
         initial_val: EvalSnapshot | None,
-        replay: Sequence[Mapping[str, Any]] = (),
         prompt_spec: PromptSpec | None = None,
         test: Dataset | None = None,
     ) -> None:
@@ -92,10 +92,8 @@ class RunContext:
         )
         self._started = time.monotonic()
         self._test_ids = frozenset(e.id for e in (test or ()))
-        self._replay = list(replay)
         self._train_batch: list[Example] | None = None  # see ``_train_score``
-        if not self._replay:
-            session.end_replay(0)
+        session.replay.strategy_starts()
 
     @functools.cached_property
     def settings(self) -> RunSettings:
@@ -364,25 +362,12 @@ class RunContext:
 
     def _publish(self, record: IterationRecord) -> None:
         session = self._session
-        if session.replaying:
-            self._check_replay(record)
-            if self.iteration >= len(self._replay):
-                session.end_replay(self.iteration)
+        if session.replay.iteration_replayed(record):
             return
         session.store.write_prompt(f"iter_{record.iteration:03d}", record.system_prompt)
         session.store.write_json("checkpoint.json", self.checkpoint())
         session.event("iteration", **record.to_dict())
         session.dispatcher.iteration(record)
-
-    def _check_replay(self, record: IterationRecord) -> None:
-        saved = self._replay[record.iteration - 1]
-        fields = ("system_prompt", "score", "val_score", "failed", "is_best")
-        diffs = [f for f in fields if saved.get(f) != getattr(record, f)]
-        if diffs:
-            raise ReflexError(
-                f"resume diverged at iteration {record.iteration} ({', '.join(diffs)} differ): "
-                "the models or the cache changed since the run was interrupted; start a new run"
-            )
 
     def checkpoint(self) -> dict[str, Any]:
         """The state after the latest iteration (written atomically after each iteration)."""
