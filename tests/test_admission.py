@@ -101,7 +101,7 @@ def test_wire_mode_is_one_way_and_admits_no_call_once_off(runner: LoopRunner) ->
     admission = Admission(3, wire=True)
 
     async def scenario() -> list[object]:
-        gates = []
+        gates: list[object] = []
         for wire_ok in (True, False, True):
             async with admission.slot(wire_ok=wire_ok) as gate:
                 gates.append(gate)
