@@ -93,7 +93,7 @@ class Replay:
         self._store = store
         self._iterations = list(iterations)  # the checkpoint's records, case 1
         self._logged: Logged | None = logged  # evaluations.jsonl's rows, case 3
-        self.active = store is not None
+        self.active = store is not None  # a record to replay (and to say "resumed" in)
 
     @classmethod
     def resuming(cls, store: RunStore, run_id: str, checkpoint: Mapping[str, Any] | None) -> Replay:
