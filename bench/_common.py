@@ -112,11 +112,12 @@ def make_session(
     from reflex.callbacks import CallbackDispatcher
     from reflex.config import RunConfig
     from reflex.models.cache import ResponseCache
-    from reflex.models.client import ModelSpec, ProviderClient, client_pool
+    from reflex.models.client import ClientSettings, ModelSpec, ProviderClient, client_pool
     from reflex.models.runner import LoopRunner
     from reflex.plugins import get_registry
     from reflex.run.budget import Budget
     from reflex.run.evaluate import Evaluator
+    from reflex.run.replay import CallReplay
     from reflex.run.session import Session
     from reflex.run.store import RunStore
 
@@ -130,9 +131,9 @@ def make_session(
     )
     store = RunStore(run_dir)
     client = ProviderClient(
-        max_workers=workers,
+        ClientSettings(max_workers=workers),
         cache=ResponseCache(store.cache_path),
-        owner=store.run_id,
+        replay=CallReplay(store.run_id),
         offload=client_pool(processes),
     )
     spec = ModelSpec(MODEL, api_base=url, extra={"api_key": "sk-none"})

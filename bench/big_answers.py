@@ -19,7 +19,7 @@ import sys
 
 
 def one(args: argparse.Namespace, lean: str, cap: float) -> dict[str, object]:
-    from reflex.models.client import ProviderClient
+    from reflex.models.client import ClientSettings, ProviderClient
     from reflex.models.retry import RetryPolicy
     from reflex.models.runner import LoopRunner
     from reflex.models.spec import ModelSpec
@@ -30,7 +30,9 @@ def one(args: argparse.Namespace, lean: str, cap: float) -> dict[str, object]:
     failed = 0
     with serve(faults=FaultPlan(rate=1.0, kinds=["huge"], huge_mb=args.mb)) as url:
         client = ProviderClient(
-            max_workers=args.max_workers, retry=RetryPolicy(max_retries=0), max_response_mb=cap
+            ClientSettings(
+                max_workers=args.max_workers, retry=RetryPolicy(max_retries=0), max_response_mb=cap
+            )
         )
         spec = ModelSpec("openai/gpt-4o-mini", api_base=url, extra={"api_key": "sk-bench"})
 

@@ -16,7 +16,7 @@ import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from reflex.models.client import ModelSpec, ProviderClient, load_litellm
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient, load_litellm
 from reflex.models.retry import RetryPolicy
 from reflex.models.runner import LoopRunner
 from reflex.testing.endpoint import FaultPlan, serve
@@ -31,7 +31,7 @@ def main() -> None:
     load_litellm()  # its import is not part of the call
     question = [{"role": "user", "content": " ".join(["word"] * args.words)}]
     with serve(faults=FaultPlan(script=["trickle"], drip=args.drip)) as url:
-        client = ProviderClient(retry=RetryPolicy(max_retries=3, base_delay=0.01))
+        client = ProviderClient(ClientSettings(retry=RetryPolicy(max_retries=3, base_delay=0.01)))
         spec = ModelSpec("openai/m", api_base=url, timeout=args.timeout, extra={"api_key": "x"})
         started = time.perf_counter()
         out = LoopRunner.shared().run(client.complete(spec, question))

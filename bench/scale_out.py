@@ -76,10 +76,10 @@ def config(urls: list[str], rate: float, redis: str | None = None) -> dict[str, 
 
 
 async def _calls(cfg: dict[str, Any], prefix: str, n: int, workers: int) -> dict[str, Any]:
-    from reflex.models.client import ModelSpec, ProviderClient
+    from reflex.models.client import ClientSettings, ModelSpec, ProviderClient
     from reflex.models.router import ModelRouter
 
-    client = ProviderClient(max_workers=workers, router=ModelRouter(cfg))
+    client = ProviderClient(ClientSettings(max_workers=workers), router=ModelRouter(cfg))
     spec = ModelSpec("router/task", timeout=60.0)
     jobs = [client.complete(spec, [{"role": "user", "content": f"{prefix} {i}"}]) for i in range(n)]
     started = time.perf_counter()

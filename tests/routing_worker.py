@@ -13,13 +13,15 @@ import asyncio
 import json
 import sys
 
-from reflex.models.client import ModelSpec, ProviderClient, load_litellm
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient, load_litellm
 from reflex.models.router import ModelRouter
 
 
 async def _main(config: str, prefix: str, calls: int, workers: int) -> dict[str, object]:
     with open(config, encoding="utf-8") as handle:
-        client = ProviderClient(max_workers=workers, router=ModelRouter(json.load(handle)))
+        client = ProviderClient(
+            ClientSettings(max_workers=workers), router=ModelRouter(json.load(handle))
+        )
     spec = ModelSpec("router/task", timeout=60.0)
     messages = [[{"role": "user", "content": f"{prefix} {i}"}] for i in range(calls)]
     done = await asyncio.gather(

@@ -11,7 +11,7 @@ import pytest
 
 from reflex.errors import ProviderError, TransientProviderError
 from reflex.models.cache import CachedResponse, ResponseCache, cache_key
-from reflex.models.client import Completion, ModelSpec, ProviderClient
+from reflex.models.client import ClientSettings, Completion, ModelSpec, ProviderClient
 from reflex.models.retry import RetryPolicy
 from reflex.models.runner import LoopRunner
 from reflex.testing import FakeModel
@@ -99,7 +99,7 @@ def test_sqlite_cache_persists_across_instances(tmp_path: Path) -> None:
 
 
 def test_second_identical_call_is_a_cache_hit(runner: LoopRunner, fake: FakeModel) -> None:
-    client = ProviderClient(cache=ResponseCache(None), retry=FAST)
+    client = ProviderClient(ClientSettings(retry=FAST), cache=ResponseCache(None))
     first = call(runner, client)
     second = call(runner, client)
     assert len(fake.requests) == 1
@@ -130,7 +130,7 @@ def test_cache_hit_keeps_the_original_cost(
         }
     )
     try:
-        client = ProviderClient(cache=ResponseCache(None), retry=FAST)
+        client = ProviderClient(ClientSettings(retry=FAST), cache=ResponseCache(None))
         first = call(runner, client, ModelSpec(name))
         second = call(runner, client, ModelSpec(name))
     finally:
@@ -164,15 +164,15 @@ def test_any_difference_misses(
     namespace: str,
 ) -> None:
     cache = ResponseCache(None)
-    call(runner, ProviderClient(cache=cache, retry=FAST))
-    client = ProviderClient(cache=cache, cache_namespace=namespace, retry=FAST)
+    call(runner, ProviderClient(ClientSettings(retry=FAST), cache=cache))
+    client = ProviderClient(ClientSettings(cache_namespace=namespace, retry=FAST), cache=cache)
     out = call(runner, client, spec, messages)
     assert out.cached is False and len(fake.requests) == 2 and len(cache) == 2
     assert client.ledger.by_role["task"].cache_hits == 0
 
 
 def test_timeout_is_not_part_of_the_key(runner: LoopRunner, fake: FakeModel) -> None:
-    client = ProviderClient(cache=ResponseCache(None), retry=FAST)
+    client = ProviderClient(ClientSettings(retry=FAST), cache=ResponseCache(None))
     call(runner, client, ModelSpec("fake/m", timeout=120.0))
     assert call(runner, client, ModelSpec("fake/m", timeout=5.0)).cached is True
 
@@ -187,7 +187,7 @@ def test_transient_failures_are_never_cached(runner: LoopRunner, litellm: Any) -
 
     fake = FakeModel(lambda r: "fresh", fault=fault).install()
     cache = ResponseCache(None)
-    client = ProviderClient(cache=cache, retry=FAST)
+    client = ProviderClient(ClientSettings(retry=FAST), cache=cache)
     with pytest.raises(TransientProviderError):
         call(runner, client)
     assert len(cache) == 0 and len(fake.requests) == 3
@@ -212,7 +212,7 @@ def test_a_call_that_recovered_after_retries_is_cached_once(
     )
     fake.install()
     cache = ResponseCache(None)
-    client = ProviderClient(cache=cache, retry=FAST)
+    client = ProviderClient(ClientSettings(retry=FAST), cache=cache)
     assert call(runner, client).attempts == 2
     assert call(runner, client).cached is True
     assert len(fake.requests) == 2 and len(cache) == 1
@@ -225,7 +225,7 @@ def test_permanent_failures_are_not_cached(runner: LoopRunner, litellm: Any) -> 
         )
     ).install()
     cache = ResponseCache(None)
-    client = ProviderClient(cache=cache, retry=FAST)
+    client = ProviderClient(ClientSettings(retry=FAST), cache=cache)
     for _ in range(2):
         with pytest.raises(ProviderError):
             call(runner, client)
@@ -237,11 +237,11 @@ def test_on_disk_cache_serves_a_new_client_after_reopen(
 ) -> None:
     path = tmp_path / "cache.sqlite"
     first_cache = ResponseCache(path)
-    first = call(runner, ProviderClient(cache=first_cache, retry=FAST))
+    first = call(runner, ProviderClient(ClientSettings(retry=FAST), cache=first_cache))
     first_cache.close()
 
     reopened = ResponseCache(path)
-    client = ProviderClient(cache=reopened, retry=FAST)
+    client = ProviderClient(ClientSettings(retry=FAST), cache=reopened)
     again = call(runner, client)
     reopened.close()
     assert len(fake.requests) == 1

@@ -17,7 +17,7 @@ import pytest
 from conftest import until
 
 from reflex.errors import TransientProviderError
-from reflex.models.client import Completion, ModelSpec, ProviderClient
+from reflex.models.client import ClientSettings, Completion, ModelSpec, ProviderClient
 from reflex.models.retry import RetryPolicy
 from reflex.models.runner import LoopRunner
 from reflex.testing.endpoint import FAULT_KINDS, ChatRequest, FaultPlan, Stats, serve
@@ -65,7 +65,7 @@ def test_configured_usage_and_a_scripted_responder(runner: LoopRunner) -> None:
 def test_each_fault_is_served_once_and_retried(runner: LoopRunner, kind: str) -> None:
     plan = FaultPlan(script=[kind], retry_after=0.01, hang=5.0)
     with serve(faults=plan) as url:
-        client = ProviderClient(retry=FAST)
+        client = ProviderClient(ClientSettings(retry=FAST))
         out = ask(runner, client, url, timeout=0.5)
         stats = url.stats()
     assert out.text == "say hi now" and out.attempts == 2
@@ -76,7 +76,7 @@ def test_each_fault_is_served_once_and_retried(runner: LoopRunner, kind: str) ->
 
 def test_empty_content_is_an_answer_not_a_retry(runner: LoopRunner) -> None:
     with serve(faults=FaultPlan(script=["empty"])) as url:
-        out = ask(runner, ProviderClient(retry=FAST), url)
+        out = ask(runner, ProviderClient(ClientSettings(retry=FAST)), url)
         assert out.text == "" and url.stats().faults == {"empty": 1}
 
 
@@ -85,7 +85,7 @@ def test_a_fault_rate_is_survived_and_every_fault_counted(runner: LoopRunner) ->
     plan = FaultPlan(rate=0.3, kinds=kinds, seed=0, retry_after=0.001, max_per_request=3)
     messages = [[{"role": "user", "content": f"row {i}"}] for i in range(60)]
     with serve(faults=plan) as url:
-        client = ProviderClient(max_workers=16, retry=FAST)
+        client = ProviderClient(ClientSettings(max_workers=16, retry=FAST))
 
         async def run_all() -> list[Completion]:
             return list(await asyncio.gather(*(client.complete(spec(url), m) for m in messages)))
@@ -105,7 +105,9 @@ def test_a_429_makes_the_whole_run_back_off(runner: LoopRunner) -> None:
     plan = FaultPlan(script=["429-retry-after"], retry_after=1.0)
     messages = [[{"role": "user", "content": name}] for name in ("A", "B", "C")]
     with serve(latency=0.05, faults=plan) as url:
-        client = ProviderClient(max_workers=2, retry=RetryPolicy(max_retries=2, base_delay=5.0))
+        client = ProviderClient(
+            ClientSettings(max_workers=2, retry=RetryPolicy(max_retries=2, base_delay=5.0))
+        )
 
         async def run_all() -> list[Completion]:
             return list(await asyncio.gather(*(client.complete(spec(url), m) for m in messages)))
@@ -120,7 +122,11 @@ def test_a_429_makes_the_whole_run_back_off(runner: LoopRunner) -> None:
 def test_persistent_faults_exhaust_the_retries(runner: LoopRunner) -> None:
     with serve(faults=FaultPlan(rate=1.0, kinds=["503"])) as url:
         with pytest.raises(TransientProviderError, match="after 3 attempts"):
-            ask(runner, ProviderClient(retry=RetryPolicy(max_retries=2, base_delay=0.0)), url)
+            ask(
+                runner,
+                ProviderClient(ClientSettings(retry=RetryPolicy(max_retries=2, base_delay=0.0))),
+                url,
+            )
         assert url.stats().faults == {"503": 3}
 
 

@@ -17,9 +17,10 @@ import pytest
 from reflex.errors import StorageError
 from reflex.models import litellm_call
 from reflex.models.cache import CachedResponse, ResponseCache
-from reflex.models.client import ModelSpec, ProviderClient, load_litellm
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient, load_litellm
 from reflex.models.retry import RetryPolicy
 from reflex.models.runner import LoopRunner
+from reflex.run.replay import CallReplay
 from reflex.testing import FakeModel
 
 MESSAGES = [{"role": "user", "content": "hi there"}]
@@ -99,7 +100,9 @@ def test_identical_calls_share_one_payment_across_the_commit(
 ) -> None:
     fake = FakeModel(lambda r: f"answer to {r.user}").install()
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    client = ProviderClient(cache=cache, retry=RetryPolicy(max_retries=0), owner="run")
+    client = ProviderClient(
+        ClientSettings(retry=RetryPolicy(max_retries=0)), cache=cache, replay=CallReplay("run")
+    )
 
     async def twice() -> list[Any]:
         return list(
@@ -143,7 +146,7 @@ def test_a_litellm_callback_still_sees_every_call(
             seen.set()
 
     monkeypatch.setattr(litellm, "callbacks", [Listener()])
-    client = ProviderClient(retry=RetryPolicy(max_retries=0))
+    client = ProviderClient(ClientSettings(retry=RetryPolicy(max_retries=0)))
     completion = runner.run(client.complete(ModelSpec("fake/logged"), MESSAGES))
     assert completion.text == "ok"
     assert seen.wait(30)  # LiteLLM's logging worker delivers it shortly after the call

@@ -18,7 +18,7 @@ import pytest
 
 from reflex.errors import ConfigurationError, ProviderError
 from reflex.models import local
-from reflex.models.client import Completion, ModelSpec, ProviderClient
+from reflex.models.client import ClientSettings, Completion, ModelSpec, ProviderClient
 from reflex.models.retry import is_transient
 from reflex.models.runner import LoopRunner
 
@@ -263,7 +263,7 @@ def test_gguf_path_model_string_and_single_load(smollm2: Path) -> None:
 
 @pytest.mark.real_model
 def test_stop_and_concurrent_calls(smollm2: Path) -> None:
-    client = ProviderClient(cache=None, max_workers=4)
+    client = ProviderClient(ClientSettings(max_workers=4), cache=None)
     spec = ModelSpec(SMOL, max_tokens=16)
 
     async def many() -> list[Completion]:

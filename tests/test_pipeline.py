@@ -26,7 +26,7 @@ from reflex.data.pipeline import (
     pipeline_from_function,
 )
 from reflex.data.prompts import PromptSpec
-from reflex.models.client import ModelSpec, ProviderClient, load_litellm
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient, load_litellm
 from reflex.models.runner import LoopRunner
 from reflex.result import EvalSnapshot
 from reflex.run.evaluate import Evaluator
@@ -94,7 +94,7 @@ def evaluate(
     spec: PromptSpec | None = None,
     trace_metrics: tuple[str, ...] = (),
 ) -> EvalSnapshot:
-    client = ProviderClient(max_workers=4)
+    client = ProviderClient(ClientSettings(max_workers=4))
     runner = PipelineRunner(
         pipeline_from_function(fn), client, timeout=timeout, spec=spec, trace_metrics=trace_metrics
     )

@@ -16,6 +16,7 @@ from conftest import until
 
 from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
 from reflex.models.client import (
+    ClientSettings,
     Completion,
     ModelSpec,
     ProviderClient,
@@ -84,7 +85,7 @@ def test_call_kwargs_and_cache_params() -> None:
 
 def test_max_workers_must_be_positive() -> None:
     with pytest.raises(ConfigurationError, match="max_workers"):
-        ProviderClient(max_workers=0)
+        ProviderClient(ClientSettings(max_workers=0))
 
 
 # --- a plain call through LiteLLM ----------------------------------------------------------
@@ -92,7 +93,7 @@ def test_max_workers_must_be_positive() -> None:
 
 def test_completion_through_the_litellm_boundary(runner: LoopRunner) -> None:
     fake = FakeModel(lambda r: f"echo: {r.user}").install()
-    client = ProviderClient(retry=FAST)
+    client = ProviderClient(ClientSettings(retry=FAST))
     spec = ModelSpec("fake/m", temperature=0.7)
     out = runner.run(client.complete(spec, USER))
     assert out.text == "echo: say hi now"
@@ -107,7 +108,7 @@ def test_completion_through_the_litellm_boundary(runner: LoopRunner) -> None:
 
 def test_usage_is_kept_per_role(runner: LoopRunner) -> None:
     FakeModel().install()
-    client = ProviderClient(retry=FAST)
+    client = ProviderClient(ClientSettings(retry=FAST))
     call(runner, client, role="judge")
     call(runner, client, role="reasoning")
     call(runner, client, role="reasoning")
@@ -138,7 +139,7 @@ def priced_model(litellm: Any) -> Iterator[str]:
 
 def test_cost_for_a_model_litellm_has_a_price_for(runner: LoopRunner, priced_model: str) -> None:
     FakeModel(lambda r: "two words").install()
-    client = ProviderClient(retry=FAST)
+    client = ProviderClient(ClientSettings(retry=FAST))
     out = call(runner, client, priced_model)
     assert out.cost == pytest.approx(5 * 0.001 + 2 * 0.002)
     task = client.ledger.by_role["task"]
@@ -147,7 +148,7 @@ def test_cost_for_a_model_litellm_has_a_price_for(runner: LoopRunner, priced_mod
 
 def test_unknown_model_cost_is_none_and_counted_unknown(runner: LoopRunner) -> None:
     FakeModel().install()
-    client = ProviderClient(retry=FAST)
+    client = ProviderClient(ClientSettings(retry=FAST))
     out = call(runner, client, "fake/no-price-known")
     assert out.cost is None
     task = client.ledger.by_role["task"]
@@ -163,7 +164,8 @@ def test_transient_faults_are_retried_and_usage_counted_once(
     fake = faulty(lambda n: rate_limit(litellm) if n <= 2 else None)
     seen: list[tuple[str, int, str, float]] = []
     client = ProviderClient(
-        retry=FAST, on_retry=lambda m, a, e, d, r: seen.append((m, a, type(e).__name__, d))
+        ClientSettings(retry=FAST),
+        on_retry=lambda m, a, e, d, r: seen.append((m, a, type(e).__name__, d)),
     )
     out = call(runner, client)
     assert out.text == "hello there" and out.attempts == 3
@@ -188,13 +190,13 @@ def test_each_transient_class_is_retried(runner: LoopRunner, litellm: Any, name:
             error(message="Connection error.", llm_provider="openai", model="m") if n == 1 else None
         )
     )
-    out = call(runner, ProviderClient(retry=FAST))
+    out = call(runner, ProviderClient(ClientSettings(retry=FAST)))
     assert out.attempts == 2 and len(fake.requests) == 2
 
 
 def test_plain_connection_reset_is_retried(runner: LoopRunner) -> None:
     fake = faulty(lambda n: ConnectionResetError("peer reset") if n == 1 else None)
-    out = call(runner, ProviderClient(retry=FAST))
+    out = call(runner, ProviderClient(ClientSettings(retry=FAST)))
     assert out.text == "hello there" and len(fake.requests) == 2
 
 
@@ -217,7 +219,9 @@ def test_permanent_fault_raises_provider_error_after_one_attempt(
         lambda n: error(message=f"{message}\nsecond line", llm_provider="openai", model="m")
     )
     retried: list[int] = []
-    client = ProviderClient(retry=FAST, on_retry=lambda m, a, e, d, r: retried.append(a))
+    client = ProviderClient(
+        ClientSettings(retry=FAST), on_retry=lambda m, a, e, d, r: retried.append(a)
+    )
     with pytest.raises(ProviderError) as info:
         call(runner, client, "fake/precise")
     assert not isinstance(info.value, TransientProviderError)
@@ -233,7 +237,7 @@ def test_retries_exhausted_raise_transient_provider_error(runner: LoopRunner, li
     fake = faulty(lambda n: rate_limit(litellm))
     attempts: list[int] = []
     client = ProviderClient(
-        retry=RetryPolicy(max_retries=2, base_delay=0.0),
+        ClientSettings(retry=RetryPolicy(max_retries=2, base_delay=0.0)),
         on_retry=lambda m, a, e, d, r: attempts.append(a),
     )
     with pytest.raises(TransientProviderError) as info:
@@ -249,7 +253,7 @@ def test_retries_exhausted_raise_transient_provider_error(runner: LoopRunner, li
 def test_zero_retries_fails_on_first_transient_error(runner: LoopRunner, litellm: Any) -> None:
     fake = faulty(lambda n: rate_limit(litellm))
     with pytest.raises(TransientProviderError):
-        call(runner, ProviderClient(retry=RetryPolicy(max_retries=0)))
+        call(runner, ProviderClient(ClientSettings(retry=RetryPolicy(max_retries=0))))
     assert len(fake.requests) == 1
 
 
@@ -268,7 +272,7 @@ def test_retry_after_from_the_provider_is_used_end_to_end(runner: LoopRunner, li
     delays: list[float] = []
     # base_delay=30 would hang the test if the Retry-After header were ignored.
     client = ProviderClient(
-        retry=RetryPolicy(base_delay=30.0, max_delay=60.0),
+        ClientSettings(retry=RetryPolicy(base_delay=30.0, max_delay=60.0)),
         on_retry=lambda m, a, e, d, r: delays.append(d),
     )
     assert call(runner, client).attempts == 2
@@ -347,7 +351,7 @@ def _gather(client: ProviderClient, model: str, n: int) -> Any:
 def test_max_workers_bounds_calls_in_flight(runner: LoopRunner) -> None:
     tracker = _InFlight()
     register_provider("slowfake", _slow_provider(tracker, 0.02, hold=3))
-    client = ProviderClient(max_workers=3, retry=FAST)
+    client = ProviderClient(ClientSettings(max_workers=3, retry=FAST))
     results = runner.run(_gather(client, "slowfake/m", 30))
     assert tracker.total == 30 and tracker.now == 0
     assert tracker.peak == 3  # never above the limit, and the limit was actually used
@@ -359,7 +363,7 @@ def test_max_workers_bounds_calls_in_flight(runner: LoopRunner) -> None:
 
 def test_ledger_totals_exact_with_fake_model_under_concurrency(runner: LoopRunner) -> None:
     FakeModel(lambda r: " ".join(["x"] * len(r.user))).install()
-    client = ProviderClient(max_workers=4, retry=FAST)
+    client = ProviderClient(ClientSettings(max_workers=4, retry=FAST))
     results = runner.run(_gather(client, "fake/m", 40))
     assert [r.prompt_tokens for r in results] == list(range(1, 41))
     total = client.ledger.total()
@@ -372,7 +376,7 @@ def test_client_survives_a_second_event_loop() -> None:
     # asyncio.run twice with one client: a semaphore bound to the first loop must not leak.
     tracker = _InFlight()
     register_provider("slowfake", _slow_provider(tracker, 0.005))
-    client = ProviderClient(max_workers=2, retry=FAST)
+    client = ProviderClient(ClientSettings(max_workers=2, retry=FAST))
     first = asyncio.run(_gather(client, "slowfake/m", 6))
     second = asyncio.run(_gather(client, "slowfake/m", 6))
     assert len(first) == len(second) == 6 and tracker.peak <= 2
@@ -381,7 +385,7 @@ def test_client_survives_a_second_event_loop() -> None:
 
 def test_fake_request_is_recorded_for_each_attempt(runner: LoopRunner, litellm: Any) -> None:
     fake = faulty(lambda n: rate_limit(litellm) if n == 1 else None)
-    call(runner, ProviderClient(retry=FAST))
+    call(runner, ProviderClient(ClientSettings(retry=FAST)))
     assert [r.user for r in fake.requests] == ["say hi now", "say hi now"]
     assert all(isinstance(r, FakeRequest) for r in fake.requests)
 
@@ -428,7 +432,7 @@ def test_a_serial_provider_answers_in_the_order_the_calls_were_made(
 ) -> None:
     name = f"ordered{int(serial)}"
     arrived = _ordered_provider(name, serial)
-    client = ProviderClient(max_workers=6, cache=None)
+    client = ProviderClient(ClientSettings(max_workers=6), cache=None)
 
     async def go() -> None:
         asks = [

@@ -19,7 +19,7 @@ from conftest import make_rows, task_answer
 
 from reflex import PromptOptimizer
 from reflex.errors import ConfigurationError
-from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient
 from reflex.models.router import ModelRouter, load_router_config, redis_url_of
 from reflex.models.runner import LoopRunner
 from reflex.testing import FakeModel
@@ -114,7 +114,7 @@ def test_three_limited_deployments_serve_every_call(
 ) -> None:
     urls, limits = limited
     config = {"model_list": deployments(urls[:3]) + deployments(urls[3:], "team/judge")}
-    client = ProviderClient(max_workers=12, router=ModelRouter(config))
+    client = ProviderClient(ClientSettings(max_workers=12), router=ModelRouter(config))
     rows = make_rows(60)
     task, judge = ModelSpec("router/task"), ModelSpec("team/judge")  # a model_name as is
 

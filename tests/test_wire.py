@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from reflex.models import litellm_call
-from reflex.models.client import ProviderClient, load_litellm
+from reflex.models.client import ClientSettings, ProviderClient, load_litellm
 from reflex.models.litellm_call import Completion, call_once
 from reflex.models.retry import (
     RetryPolicy,
@@ -166,7 +166,9 @@ def test_retries_ledger_and_cache_identical_through_the_client(
     for lean in (True, False):
         if not lean:
             monkeypatch.setenv("REFLEX_LEAN_TRANSPORT", "0")
-        client = ProviderClient(max_workers=4, retry=RetryPolicy(base_delay=0.001, max_delay=0.01))
+        client = ProviderClient(
+            ClientSettings(max_workers=4, retry=RetryPolicy(base_delay=0.001, max_delay=0.01))
+        )
         with serve(faults=faults, usage=(10, 2)) as url:
             spec = ModelSpec("openai/gpt-4o-mini", api_base=url, extra={"api_key": "k"})
 
@@ -262,7 +264,7 @@ def test_a_registered_litellm_callback_sends_calls_through_litellm(
 def test_lean_calls_stay_in_the_run_process_with_client_processes_set(
     runner: LoopRunner, litellm: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client = ProviderClient(max_workers=4, processes=2)
+    client = ProviderClient(ClientSettings(max_workers=4, processes=2))
     with serve() as url:
         spec = ModelSpec("openai/gpt-4o-mini", api_base=url, extra={"api_key": "k"})
         assert runner.run(client.complete(spec, MESSAGES)).text == "what is 2 + 2?"

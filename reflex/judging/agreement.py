@@ -16,7 +16,7 @@ from reflex.data.dataset import load_dataset
 from reflex.errors import ConfigurationError
 from reflex.judging.judge import LLMJudge, judge_channel
 from reflex.models.cache import ResponseCache
-from reflex.models.client import ProviderClient
+from reflex.models.client import ClientSettings, ProviderClient
 from reflex.models.runner import LoopRunner
 from reflex.types import Example, Score
 
@@ -163,7 +163,7 @@ def measure_agreement(params: dict[str, Any]) -> JudgeAgreement:
     )
     rows = judge_rows(list(dataset), params["label_field"], params["response_field"])
     cache = ResponseCache(Path(params["run_dir"]) / "cache.sqlite")
-    client = ProviderClient(max_workers=params["max_workers"], cache=cache)
+    client = ProviderClient(ClientSettings(max_workers=params["max_workers"]), cache=cache)
     try:
         return LoopRunner.shared().run(check_judge(judge, rows, client, params["threshold"]))
     finally:

@@ -21,7 +21,7 @@ from reflex.data.files import file_problem
 from reflex.data.json_types import JSONDict
 from reflex.errors import ConfigurationError
 from reflex.judging.parse import JudgeParseError, parse_grades
-from reflex.models.client import ModelSpec, ProviderClient, parse_model
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient, parse_model
 from reflex.types import Example, JudgeCall, Score
 
 __all__ = [
@@ -298,7 +298,7 @@ class LLMJudge:
         """
         from reflex.models.runner import LoopRunner
 
-        client = ProviderClient(max_workers=1)
+        client = ProviderClient(ClientSettings(max_workers=1))
         call = judge_channel(client, self.judge)
         return LoopRunner.shared().run(self.ascore(output, example, call))
 

@@ -6,14 +6,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reflex.config import default
 from reflex.errors import (
@@ -23,10 +22,11 @@ from reflex.errors import (
     TransientProviderError,
 )
 from reflex.models import providers
+from reflex.models.admission import Admission, Gate, may_leave
 from reflex.models.body_limit import DEFAULT_MAX_RESPONSE_MB, response_limit
 from reflex.models.cache import CachedResponse, ResponseCache, cache_key
 from reflex.models.deadline import call_deadline, within_deadline
-from reflex.models.litellm_call import Completion, call_once, litellm_listens
+from reflex.models.litellm_call import Completion, call_once
 from reflex.models.providers import register_provider
 from reflex.models.retry import (
     RetryPolicy,
@@ -38,16 +38,17 @@ from reflex.models.retry import (
 from reflex.models.spec import ModelSpec, parse_model
 from reflex.models.target import selectors
 from reflex.models.usage import Ledger, Role, priced
-from reflex.models.wire import lean_candidate
 
 if TYPE_CHECKING:
     from reflex.models.offload import OffloadPool
     from reflex.models.router import ModelRouter
 
 __all__ = [
+    "ClientSettings",
     "Completion",
     "ModelSpec",
     "ProviderClient",
+    "ReplayHook",
     "load_litellm",
     "parse_model",
     "register_provider",
@@ -79,44 +80,74 @@ def client_pool(processes: int) -> OffloadPool | None:
 RetryListener = Callable[[str, int, BaseException, float, Role], None]
 
 
+class ReplayHook(Protocol):
+    """Which cache hits replay a call this run paid for (``reflex.run.replay.CallReplay``)."""
+
+    @property
+    def owner(self) -> str | None:
+        """The run id written on each row this client pays for (None: nobody's)."""
+        ...
+
+    def counts_as_paid(self, key: str, row_owner: str | None) -> bool: ...
+
+    def answered(self, key: str) -> None: ...
+
+
+class _NoReplay:
+    """No run: no row is owned, every hit is a cache hit."""
+
+    owner = None
+
+    def counts_as_paid(self, key: str, row_owner: str | None) -> bool:
+        return False
+
+    def answered(self, key: str) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """How a :class:`ProviderClient` calls: its limits, retries and prices."""
+
+    max_workers: int = default("max_workers")  # requests in flight (reflex.models.admission)
+    cache_namespace: str = default("cache_namespace")
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    seed: int = 0  # the retry jitter's
+    # Client processes for LiteLLM's per-call CPU (models.offload), started by the first call
+    # that can leave this process (unless the client is given an ``offload`` pool).
+    processes: int = default("client_processes")
+    # USD per million (input, output) tokens by model: replaces LiteLLM's price (--price).
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    # An answer over this many MiB fails its call (reflex.models.body_limit).
+    max_response_mb: float = DEFAULT_MAX_RESPONSE_MB
+
+    def __post_init__(self) -> None:
+        if self.max_workers < 1:
+            raise ConfigurationError(f"max_workers must be >= 1, got {self.max_workers}")
+
+
 class ProviderClient:
-    """Run-wide client: one concurrency limit, one cache, one ledger for every call."""
+    """Run-wide client: one admission (``reflex.models.admission``), one cache, one ledger."""
 
     def __init__(
         self,
+        settings: ClientSettings | None = None,
         *,
-        max_workers: int = default("max_workers"),
         cache: ResponseCache | None = None,
-        cache_namespace: str = default("cache_namespace"),
         ledger: Ledger | None = None,
-        retry: RetryPolicy | None = None,
-        seed: int = 0,
         on_retry: RetryListener | None = None,
-        owner: str | None = None,
+        replay: ReplayHook | None = None,
         offload: OffloadPool | None = None,
-        processes: int = default("client_processes"),
         router: ModelRouter | None = None,
-        prices: Mapping[str, tuple[float, float]] | None = None,
-        max_response_mb: float = DEFAULT_MAX_RESPONSE_MB,
     ) -> None:
-        if max_workers < 1:
-            raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
-        self.max_workers = max_workers
+        self.settings = settings = settings or ClientSettings()
         self.cache = cache
-        self.namespace = cache_namespace
         self.ledger = ledger or Ledger()
-        # USD per million (input, output) tokens by model: replaces LiteLLM's price (--price).
-        self.prices = dict(prices or {})
-        self.retry = retry or RetryPolicy()
-        self._rng = random.Random(seed)
+        self.retry = settings.retry
+        self._rng = random.Random(settings.seed)
         self._on_retry = on_retry
-        self._semaphore: asyncio.Semaphore | None = None
-        self._semaphore_loop: asyncio.AbstractEventLoop | None = None
-        self._serial: dict[str, asyncio.Lock] = {}  # per serial provider, for this loop
-        # ``owner`` (the run id) marks what this run paid for, so a resumed run that replays
-        # its history from the cache counts those calls exactly once, as the original did.
-        self.owner = owner
-        self._seen: set[str] = set()
+        # Which hits replay this run's own calls (reflex.run.replay): counted as paid, once.
+        self.replay: ReplayHook = replay or _NoReplay()
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
         # Run-wide back-off: a 429 pauses every call of the run (loop time), not just its own.
         self._resume_at = 0.0
@@ -125,75 +156,40 @@ class ProviderClient:
         # Seconds left to the work under way before its time budget's deadline (None: no
         # limit), set by the run around each budgeted step: a retry never waits past it.
         self.time_left: Callable[[], float | None] | None = None
-        # Client processes for LiteLLM's per-call CPU (models.offload): ``offload``, or a shared
-        # pool of ``processes`` started by the first call that can leave this process.
-        self.offload = offload
-        self._processes = processes if offload is None else 0
-        self._wire = offload is not None or processes > 0  # slots held there, on the wire only
-        self._wire_calls = 0  # calls admitted under that rule and not yet done
-        self._admission: asyncio.Semaphore | None = None
-        self._entry: asyncio.Semaphore | None = None  # calls inside ``complete`` (see there)
-        self._spare = max(4, -(-max_workers // 2))  # calls admitted beyond max_workers there
+        self.offload = offload  # client processes: given, or started by ``_start_pool``
+        self._processes = settings.processes if offload is None else 0
+        self.admission = Admission(
+            settings.max_workers, wire=offload is not None or settings.processes > 0
+        )
         self.router = router  # models named in a LiteLLM Router config go through it
-        # An answer over this many MiB fails its call (reflex.models.body_limit).
-        self.max_response_mb = max_response_mb
 
-    def _limit(self, admission: bool = False) -> asyncio.Semaphore:
-        # Created lazily, and again for a new loop: a semaphore that ever had to wait is bound to
-        # its loop, and reusing it from another loop (asyncio.run twice) raises RuntimeError.
-        loop = asyncio.get_running_loop()
-        if self._semaphore is None or self._semaphore_loop is not loop:
-            self._semaphore = asyncio.Semaphore(self.max_workers)
-            self._admission = asyncio.Semaphore(self.max_workers + self._spare)
-            self._entry = asyncio.Semaphore(2 * self.max_workers + 16)
-            self._serial = {}
-            self._semaphore_loop = loop
-        if admission:
-            assert self._admission is not None
-            return self._admission
-        return self._semaphore
-
-    def _in_order(self, spec: ModelSpec) -> contextlib.AbstractAsyncContextManager[None]:
-        """A FIFO lock for a serial provider's calls (taken before a worker slot), else nothing."""
-        provider = spec.model.partition("/")[0]
-        if not providers.is_serial(provider):
-            return contextlib.nullcontext()
-        self._limit()  # resets the locks when the loop changed
-        return self._serial.setdefault(provider, asyncio.Lock())
+    @property
+    def max_workers(self) -> int:
+        return self.settings.max_workers
 
     def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]]) -> str:
         """The cache key: the spec, the messages, and what outside the spec selects the answer
         (the endpoint an environment variable chose...: ``reflex.models.target.selectors``)."""
         params = spec.cache_params()
         params.update(selectors(spec))
-        return cache_key(self.namespace, spec.model, params, messages)
+        return cache_key(self.settings.cache_namespace, spec.model, params, messages)
 
     def would_pay(self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]]) -> bool:
         """Whether ``complete`` would count a paid call (a miss, or a replay of our own call)."""
         key = self.key(spec, messages)
         hit = self.cache.get(key) if self.cache is not None else None
-        return hit is None or self._replays(key, hit)
-
-    def _replays(self, key: str, hit: CachedResponse) -> bool:
-        return self.owner is not None and hit.owner == self.owner and key not in self._seen
+        return hit is None or self.replay.counts_as_paid(key, hit.owner)
 
     async def complete(
         self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], role: Role = "task"
     ) -> Completion:
         """One answer: from the cache, from an identical call in flight, or from the provider.
 
-        At most ``2 * max_workers + 16`` calls are inside at once: an evaluation hands over all
-        its rows at once, and without this bound the loop ran every row's cache lookup and
-        bookkeeping (~0.2 ms each, 0.5-1.5 s for 2,300 rows) before the first request could
-        connect. Admitted calls still wait for one of the ``max_workers`` slots.
+        At most ``2 * max_workers + 16`` calls are inside at once, and a paid call waits for
+        its share of ``max_workers`` (``reflex.models.admission``).
         """
-        async with self._gate():
+        async with self.admission.entry():
             return await self._complete(spec, messages, role)
-
-    def _gate(self) -> asyncio.Semaphore:
-        self._limit()  # new loop: new semaphores
-        assert self._entry is not None
-        return self._entry
 
     async def _complete(
         self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], role: Role
@@ -205,11 +201,11 @@ class ProviderClient:
             return _as_cached(shared)
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
-            if self._replays(key, hit):
+            if self.replay.counts_as_paid(key, hit.owner):
                 self.ledger.add_call(role, hit.prompt_tokens, hit.completion_tokens, hit.cost)
             else:
                 self.ledger.add_cache_hit(role, hit.cost)
-            self._seen.add(key)
+            self.replay.answered(key)
             return Completion(
                 hit.text,
                 hit.prompt_tokens,
@@ -226,9 +222,12 @@ class ProviderClient:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            async with self._in_order(spec), self._slot(spec) as gate:
+            self._start_pool(spec)
+            wire_ok = self._offloadable(spec) and self.offload is not None and self.offload.alive()
+            admission = self.admission
+            async with admission.in_order(spec), admission.slot(wire_ok=wire_ok) as gate:
                 completion = await self._call_with_retries(spec, messages, role, gate)
-            completion = priced(completion, self.prices.get(spec.model))
+            completion = priced(completion, self.settings.prices.get(spec.model))
             self.ledger.add_call(
                 role, completion.prompt_tokens, completion.completion_tokens, completion.cost
             )
@@ -244,7 +243,7 @@ class ProviderClient:
                         completion.prompt_tokens,
                         completion.completion_tokens,
                         completion.cost,
-                        self.owner,
+                        self.replay.owner,
                     ),
                 )
         except asyncio.CancelledError:
@@ -256,7 +255,7 @@ class ProviderClient:
             raise
         finally:
             del self._inflight[key]
-        self._seen.add(key)
+        self.replay.answered(key)
         future.set_result(completion)
         return completion
 
@@ -265,7 +264,7 @@ class ProviderClient:
         spec: ModelSpec,
         messages: Sequence[Mapping[str, Any]],
         role: Role,
-        gate: tuple[int, int] | None = None,
+        gate: Gate | None = None,
     ) -> Completion:
         attempt = 0
         while True:
@@ -321,10 +320,10 @@ class ProviderClient:
         spec: ModelSpec,
         messages: Sequence[Mapping[str, Any]],
         attempt: int,
-        gate: tuple[int, int] | None,
+        gate: Gate | None,
     ) -> Completion:
         """One attempt, wherever it runs, bounded by its total deadline (models.deadline)."""
-        with response_limit(self.max_response_mb):
+        with response_limit(self.settings.max_response_mb):
             return await self._attempt_capped(spec, messages, attempt, gate)
 
     async def _attempt_capped(
@@ -332,7 +331,7 @@ class ProviderClient:
         spec: ModelSpec,
         messages: Sequence[Mapping[str, Any]],
         attempt: int,
-        gate: tuple[int, int] | None,
+        gate: Gate | None,
     ) -> Completion:
         if self._routed(spec):
             assert self.router is not None
@@ -344,8 +343,7 @@ class ProviderClient:
         if offload is not None and gate is not None:
             if offload.alive():
                 return await offload.call(spec, messages, attempt, gate, call_deadline(spec))
-            self._wire = False  # no client process left: this call holds a slot here
-            async with self._limit():
+            async with self.admission.fallback():  # no client process left: a slot here
                 return await self._here(spec, messages, attempt)
         if offload is not None and self._offloaded(spec):
             return await offload.call(spec, messages, attempt, None, call_deadline(spec))
@@ -360,53 +358,20 @@ class ProviderClient:
         )
 
     def _offloadable(self, spec: ModelSpec) -> bool:
-        """Whether this call may run in a client process (see :mod:`reflex.models.offload`)."""
+        """Whether this call may run in a client process (no side effect: see ``_start_pool``)."""
         if self.offload is None and not self._processes:
             return False
-        if self._routed(spec):
-            return False  # the Router (and its pacing) lives in this process
-        if providers.is_custom(spec.model.partition("/")[0]):
-            return False  # in-process providers live in this process
-        if lean_candidate(spec):
-            return False  # the lean transport here costs less CPU than a client process
-        from reflex.models.offload import OffloadPool
+        return may_leave(spec, routed=self._routed(spec))
 
-        if not OffloadPool.portable(spec):
-            return False  # a decoding option that cannot be handed to another process
-        litellm = sys.modules.get("litellm")  # not imported here: nobody registered a callback
-        if litellm is not None and litellm_listens(litellm):
-            return False
-        if self.offload is None:  # the first call that can go: start the processes now
+    def _start_pool(self, spec: ModelSpec) -> None:
+        """Start the client processes for the first call that can go to them while every call
+        so far did (``--client-processes``; see :mod:`reflex.models.admission`)."""
+        if self.offload is None and self.admission.wire and self._offloadable(spec):
             self.offload = client_pool(self._processes)
-        return True
 
     def _offloaded(self, spec: ModelSpec) -> bool:
         """Whether a call that holds a whole-call slot runs in a client process now."""
         return self._offloadable(spec) and self.offload is not None and self.offload.ready()
-
-    @contextlib.asynccontextmanager
-    async def _slot(self, spec: ModelSpec) -> AsyncIterator[tuple[int, int] | None]:
-        """The call's share of ``max_workers``: a gate for client processes, or a slot here.
-
-        While every call of this client goes to client processes, they hold the slots, only
-        on the wire, and ``_spare`` more calls than ``max_workers`` are admitted (being built,
-        waiting for a slot or being parsed; measured best at 4-8 for 8 slots and about half
-        of 64, where more keep the processes' loops from reading responses in time). The first
-        call made here ends that for good, once the calls in client processes are done.
-        """
-        if self._wire and self._offloadable(spec) and self.offload and self.offload.alive():
-            async with self._limit(admission=True):
-                self._wire_calls += 1
-                try:
-                    yield (id(self), self.max_workers)
-                finally:
-                    self._wire_calls -= 1
-            return
-        self._wire = False
-        while self._wire_calls:  # no slot here until the client processes hold none
-            await asyncio.sleep(0.01)
-        async with self._limit():
-            yield None
 
     def _routed(self, spec: ModelSpec) -> bool:
         """Whether ``spec`` goes through the Router (a 429 there cools one deployment down)."""

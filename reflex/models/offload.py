@@ -16,7 +16,7 @@ is on the wire (see :mod:`reflex.models.offload_worker`); the run admits up to 1
 the run makes its first call in its own process (an in-process provider such as ``local`` or
 ``fake``, or a LiteLLM callback registered in the run's process, whose logging lives there), it
 waits until the calls in client processes are done and from then on holds a slot for the whole
-call, wherever it runs.
+call, wherever it runs (these rules, and their invariants: :mod:`reflex.models.admission`).
 
 Calls the lean transport can take (:func:`reflex.models.wire.lean_candidate`) stay in the run's
 process: there they cost a fraction of a client process's LiteLLM call.

@@ -16,7 +16,7 @@ from reflex.callbacks import EvalLabel
 from reflex.checks.leakage import LeakageFlag
 from reflex.data.dataset import Dataset
 from reflex.data.prompts import PromptSpec
-from reflex.errors import ConfigurationError, ReflexError
+from reflex.errors import ConfigurationError
 from reflex.result import EvalSnapshot, IterationRecord, Outcome, StopReason
 from reflex.run.budget import Budget
 from reflex.run.capabilities import OptIn, offered, verdict
@@ -36,7 +36,8 @@ class RunContext(OptIn):
     and the threshold, writes a checkpoint and notifies callbacks.
 
     On resume the strategy is replayed from the start against the response cache (no paid calls);
-    iterations up to the checkpoint are checked against it and not reported twice.
+    iterations up to the checkpoint are checked against it and not reported twice
+    (``reflex.run.replay``).
     """
 
     def __init__(
@@ -48,7 +49,6 @@ class RunContext(OptIn):
         initial_prompt: str,
         options: BaseModel,
         initial_val: EvalSnapshot | None,
-        replay: Sequence[Mapping[str, Any]] = (),
         prompt_spec: PromptSpec | None = None,
         test: Dataset | None = None,
     ) -> None:
@@ -87,10 +87,8 @@ class RunContext(OptIn):
         )
         self._started = time.monotonic()
         self._test_ids = frozenset(e.id for e in (test or ()))
-        self._replay = list(replay)
         self._train_batch: list[Example] | None = None  # see ``_train_score``
-        if not self._replay:
-            session.end_replay(0)
+        session.replay.strategy_starts()
 
     @functools.cached_property
     def settings(self) -> RunSettings:
@@ -354,25 +352,12 @@ class RunContext(OptIn):
 
     def _publish(self, record: IterationRecord) -> None:
         session = self._session
-        if session.replaying:
-            self._check_replay(record)
-            if self.iteration >= len(self._replay):
-                session.end_replay(self.iteration)
+        if session.replay.iteration_replayed(record):
             return
         session.store.write_prompt(f"iter_{record.iteration:03d}", record.system_prompt)
         session.store.write_json("checkpoint.json", self.checkpoint())
         session.event("iteration", **record.to_dict())
         session.dispatcher.iteration(record)
-
-    def _check_replay(self, record: IterationRecord) -> None:
-        saved = self._replay[record.iteration - 1]
-        fields = ("system_prompt", "score", "val_score", "failed", "is_best")
-        diffs = [f for f in fields if saved.get(f) != getattr(record, f)]
-        if diffs:
-            raise ReflexError(
-                f"resume diverged at iteration {record.iteration} ({', '.join(diffs)} differ): "
-                "the models or the cache changed since the run was interrupted; start a new run"
-            )
 
     def checkpoint(self) -> dict[str, Any]:
         """The state after the latest iteration (written atomically after each iteration)."""

@@ -142,7 +142,7 @@ class Engine:
                 StopReason.BUDGET if isinstance(exc, BudgetExhausted) else StopReason.ERROR
             )
         result.completed, result.end_state = False, _end_state(exc)
-        session.replaying = False
+        session.replay.abandon()
         try:  # a full or read-only disk must not keep the trackers from being closed
             self._finish(session, result, started)
             session.store.event("run_error", error=error)
@@ -203,7 +203,6 @@ class Engine:
             spent = exc
         if not (self.resume and self.resume.checkpoint):  # a later checkpoint stays as it is
             session.store.write_json("checkpoint.json", {"stage": "baseline", "iteration": 0})
-        checkpoint = self.resume.checkpoint if self.resume else None
         ctx = RunContext(
             session,
             train=self.split.train,
@@ -211,7 +210,6 @@ class Engine:
             initial_prompt=prompt,
             options=self.options,
             initial_val=initial_val,
-            replay=(checkpoint or {}).get("iterations", []),
             prompt_spec=self.prompt_spec,
             test=self.split.test,
         )

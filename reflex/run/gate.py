@@ -18,7 +18,7 @@ from reflex.checks.stats import PairedTest, paired_test
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.errors import ConfigurationError, ReflexError
-from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient
 from reflex.models.preflight import check_models, judge_specs
 from reflex.models.router import ModelRouter
 from reflex.models.runner import LoopRunner
@@ -241,13 +241,15 @@ def build_evaluator(
     specs = [task_spec(config, m) for m in config.models]
     check_models([*specs, *judge_specs(metrics)], config.router_config)  # before any call
     client = ProviderClient(
-        max_workers=config.max_workers,
-        processes=config.client_processes,
+        ClientSettings(
+            max_workers=config.max_workers,
+            processes=config.client_processes,
+            cache_namespace=config.cache_namespace,
+            seed=config.seed,
+            max_response_mb=config.max_response_mb,
+        ),
         cache=open_cache(config.cache_url, cache, read_only=read_only) if cache else None,
         router=ModelRouter(config.router_config) if config.router_config else None,
-        cache_namespace=config.cache_namespace,
-        seed=config.seed,
-        max_response_mb=config.max_response_mb,
     )
     return Evaluator(
         client=client,

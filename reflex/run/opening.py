@@ -19,7 +19,7 @@ from reflex.data.prompts import PromptSpec
 from reflex.data.splits import Split
 from reflex.errors import ConfigurationError
 from reflex.models.cache import ResponseCache
-from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient
 from reflex.models.retry import RetryPolicy, error_name
 from reflex.models.router import ModelRouter
 from reflex.models.runner import LoopRunner
@@ -28,7 +28,8 @@ from reflex.redact import scrub
 from reflex.run.budget import Budget
 from reflex.run.evaluate import Evaluator, task_spec
 from reflex.run.pipeline_runner import PipelineRunner
-from reflex.run.resume import ResumePoint, earlier_retries, logged_evaluations, prompt_hash
+from reflex.run.replay import CallReplay, Replay
+from reflex.run.resume import ResumePoint, earlier_retries, prompt_hash
 from reflex.run.session import Session
 from reflex.run.split_check import split_record
 from reflex.run.store import RunStore
@@ -108,7 +109,15 @@ class RunPlan:
             store.write_json("run.json", {**self.meta(store, prompt), "resumed_at": time.time()})
         config = config.model_copy(update={"max_iterations": max_iterations})
         urls = (config.api_base, config.reasoning_base_url, config.cache_url)  # never written
-        client = _client(config, cache, urls, lambda **fields: session.event("retry", **fields))
+        # What a resumed run replays, and which cache rows it paid for (reflex.run.replay).
+        replay = (
+            Replay.resuming(store, store.run_id, resume.checkpoint)
+            if resume is not None
+            else Replay(CallReplay(store.run_id))
+        )
+        client = _client(
+            config, cache, replay.calls, urls, lambda **fields: session.event("retry", **fields)
+        )
         dispatcher = CallbackDispatcher(
             self.callbacks,
             on_failure=lambda name, hook, exc: store.event(
@@ -125,8 +134,6 @@ class RunPlan:
         budget.baseline_rows = len(self.split.test) * len(config.models)
         if resume is not None and resume.checkpoint:
             budget.elapsed_before = float(resume.checkpoint.get("elapsed_s", 0.0))
-        # Killed before its first checkpoint: replay what the record holds (see Session).
-        logged = logged_evaluations(store.path) if resume and not resume.checkpoint else {}
         session = Session(
             config=config,
             runner=LoopRunner.shared(),
@@ -136,9 +143,7 @@ class RunPlan:
             store=store,
             dispatcher=dispatcher,
             reasoning=reasoning_spec(config),
-            replaying=bool(resume and resume.checkpoint) or bool(logged),
-            replay_log=logged,
-            replaying_log=bool(logged),
+            replay=replay,
             split_of={i: name for name, ids in self.split.ids().items() for i in ids},
         )
         return session
@@ -187,6 +192,7 @@ class RunPlan:
 def _client(
     config: RunConfig,
     cache: ResponseCache,
+    replay: CallReplay,
     urls: Sequence[str | None],
     on_retry: Callable[..., None],
 ) -> ProviderClient:
@@ -197,16 +203,18 @@ def _client(
         on_retry(model=model, role=role, attempt=attempt, delay=round(delay, 3), error=error)
 
     return ProviderClient(
-        max_workers=config.max_workers,
-        processes=config.client_processes,
+        ClientSettings(
+            max_workers=config.max_workers,
+            processes=config.client_processes,
+            cache_namespace=config.cache_namespace,
+            seed=config.seed,
+            prices=config.prices,
+            retry=RetryPolicy(progress_window=config.retry_window),
+            max_response_mb=config.max_response_mb,
+        ),
         cache=cache,
-        cache_namespace=config.cache_namespace,
-        seed=config.seed,
-        owner=config.run_id,
+        replay=replay,
         router=ModelRouter(config.router_config) if config.router_config else None,
-        prices=config.prices,
-        retry=RetryPolicy(progress_window=config.retry_window),
-        max_response_mb=config.max_response_mb,
         on_retry=retried,
     )
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reflex.checks.isolation import EVALUATIONS_FILE
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.data.json_types import JSONDict
@@ -32,7 +31,6 @@ __all__ = [
     "find_resumable",
     "list_runs",
     "load_resume",
-    "logged_evaluations",
     "prompt_hash",
 ]
 
@@ -276,25 +274,6 @@ def earlier_retries(path: Path) -> dict[Role, int]:
             key: Role = role if role in ROLES else "task"  # events written before roles
             counts[key] = counts.get(key, 0) + 1
     return counts
-
-
-def logged_evaluations(path: Path) -> dict[tuple[str, str], set[tuple[str, str]]]:
-    """The evaluations a run's evaluations.jsonl already holds: (label, prompt id) -> the
-    (example id, model) rows logged under it. A line a killed process left torn is skipped."""
-    logged: dict[tuple[str, str], set[tuple[str, str]]] = {}
-    try:
-        lines = (path / EVALUATIONS_FILE).read_bytes().splitlines()
-    except FileNotFoundError:
-        return logged
-    for line in lines:
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            key = (str(row.get("label")), str(row.get("prompt_id")))
-            logged.setdefault(key, set()).add((str(row.get("example_id")), str(row.get("model"))))
-    return logged
 
 
 def _differences(saved: Mapping[str, object], current: Mapping[str, object]) -> list[str]:

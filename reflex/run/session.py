@@ -22,6 +22,7 @@ from reflex.redact import redact_data
 from reflex.result import EvalSnapshot
 from reflex.run.budget import Budget
 from reflex.run.evaluate import Evaluator, request_for
+from reflex.run.replay import Replay
 from reflex.run.store import RunStore
 from reflex.types import Example
 
@@ -42,33 +43,22 @@ class Session:
     store: RunStore
     dispatcher: CallbackDispatcher
     reasoning: ModelSpec | None = None
-    replaying: bool = False
+    # A resumed run's replay (reflex.run.replay): while active, nothing is logged or notified.
+    replay: Replay = field(default_factory=Replay)
     # Example id -> the split it belongs to, so each evaluations.jsonl row names its true split.
     split_of: Mapping[str, str] = field(default_factory=dict)
     # The latest reasoning call, until its purpose and parse outcome are known (``reflection``).
     _pending: dict[str, Any] | None = None
-    # A resume with no checkpoint (killed after its baseline, before the first checkpoint):
-    # the evaluations the record already holds, (label, prompt id) -> (example, model) rows.
-    # They are replayed from the cache (no paid call) and not logged twice; the replay ends at
-    # the first evaluation the record lacks (see ``_replayed``).
-    replay_log: dict[tuple[str, str], set[tuple[str, str]]] = field(default_factory=dict)
-    replaying_log: bool = False  # replaying what ``replay_log`` holds
 
     def event(self, kind: str, **data: Any) -> None:
         """Append to events.jsonl, except while a resumed run replays what it already logged."""
-        if not self.replaying:
+        if not self.replay.active:
             self.store.event(kind, **data)
 
     @property
     def notify(self) -> CallbackDispatcher:
         """The callbacks, muted while a resumed run replays what they were already told."""
-        return _MUTED if self.replaying else self.dispatcher
-
-    def end_replay(self, iteration: int) -> None:
-        if self.replaying:
-            self.replaying = self.replaying_log = False
-            self.replay_log = {}
-            self.store.event("resumed", after_iteration=iteration)
+        return _MUTED if self.replay.active else self.dispatcher
 
     def uncached_calls(self, prompt: str, examples: Sequence[Example]) -> int:
         """How many (example, model) calls an evaluation would pay for (cache probes only).
@@ -97,7 +87,8 @@ class Session:
         """Evaluate ``prompt`` on ``examples`` after checking the budget; emits progress."""
         if not examples:
             raise ConfigurationError(f"cannot evaluate on an empty set of examples ({label})")
-        self._replayed(prompt, examples, label)
+        rows = {(e.id, spec.model) for e in examples for spec in self.evaluator.models}
+        self.replay.evaluation_starts(str(label), prompt_id_of(prompt), rows)
         needed = self.uncached_calls(prompt, examples)
         self.budget.check_evaluation(needed, use_reserve=use_reserve)
         total = len(examples) * len(self.evaluator.models)
@@ -122,25 +113,12 @@ class Session:
             errors=snapshot.n_errors,
         )
         self.notify.evaluation_end(label, snapshot)
-        if self.replaying_log and not self.replay_log:
-            self.end_replay(0)  # the record ends here: what follows is logged
+        self.replay.evaluation_ended()
         return snapshot
-
-    def _replayed(self, prompt: str, examples: Sequence[Example], label: EvalLabel) -> None:
-        """On a resume with no checkpoint: keep replaying while the record holds this
-        evaluation's rows; at the first one it lacks, end the replay (it is logged)."""
-        if not self.replaying_log:
-            return
-        key = (str(label), prompt_id_of(prompt))
-        rows = {(e.id, spec.model) for e in examples for spec in self.evaluator.models}
-        if rows <= self.replay_log.get(key, set()):
-            del self.replay_log[key]
-        else:
-            self.end_replay(0)
 
     def _log_rows(self, prompt: str, label: str, snapshot: EvalSnapshot) -> None:
         """One evaluations.jsonl row per sample (secrets redacted), except while replaying."""
-        if self.replaying:
+        if self.replay.active:
             return
         prompt_id = prompt_id_of(prompt)
         urls = (self.config.api_base, self.config.reasoning_base_url)
@@ -194,7 +172,7 @@ class Session:
         ``attempt``, ``outcome``: ok / unusable, ``error``); purpose and outcome are null when
         the strategy did not say (it called the model without ``ask``)."""
         row, self._pending = self._pending, None
-        if row is None or self.replaying:
+        if row is None or self.replay.active:
             return
         row = {"purpose": None, "outcome": None, **outcome, **row}
         urls = (self.config.api_base, self.config.reasoning_base_url)

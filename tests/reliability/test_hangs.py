@@ -16,7 +16,7 @@ import pytest
 from test_faults import api_key
 from test_offload import wait_ready
 
-from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient
 from reflex.models.offload import OffloadPool
 from reflex.models.retry import RetryPolicy, error_name, is_transient
 from reflex.models.runner import LoopRunner
@@ -57,7 +57,7 @@ def ask(runner: LoopRunner, url: str, timeout: float = 5.0, **client: Any) -> tu
     the retry (a client process's first call imports and warms LiteLLM), yet is far below the
     ~20 s drip."""
     retries = Retries()
-    provider = ProviderClient(retry=FAST, on_retry=retries, **client)
+    provider = ProviderClient(ClientSettings(retry=FAST), on_retry=retries, **client)
     spec = ModelSpec("openai/slow", api_base=url, timeout=timeout, extra={"api_key": "sk-none"})
     return runner.run(provider.complete(spec, QUESTION)), retries
 

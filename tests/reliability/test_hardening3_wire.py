@@ -23,7 +23,7 @@ from reflex.cli import main
 from reflex.errors import ProviderError, TransientProviderError
 from reflex.models import litellm_call
 from reflex.models.cache import ResponseCache
-from reflex.models.client import ProviderClient, load_litellm
+from reflex.models.client import ClientSettings, ProviderClient, load_litellm
 from reflex.models.litellm_call import call_once
 from reflex.models.retry import RetryPolicy
 from reflex.models.runner import LoopRunner
@@ -93,14 +93,16 @@ def test_an_oversize_answer_fails_at_once_naming_the_cap_and_the_option(
         # 3 MiB answers, streamed with no Content-Length: the count, not the header, stops it.
         with serve(faults=FaultPlan(script=["huge", "huge", "huge"], huge_mb=3)) as url:
             spec = ModelSpec(model, api_base=url, extra={"api_key": "sk-x"})
-            client = ProviderClient(retry=FAST, max_response_mb=1)
+            client = ProviderClient(ClientSettings(retry=FAST, max_response_mb=1))
             with pytest.raises(ProviderError) as failed:
                 runner.run(client.complete(spec, MESSAGES))
             line = str(failed.value)
             assert "permanent provider error, not retried: ResponseTooLarge" in line, transport
             assert "answer of more than 1 MB" in line and "--max-response-mb" in line, line
             assert "\n" not in line and url.stats().requests == 1, transport  # not retried
-            raised = ProviderClient(retry=FAST, max_response_mb=4)  # the option raises it
+            raised = ProviderClient(
+                ClientSettings(retry=FAST, max_response_mb=4)
+            )  # the option raises it
             answer = runner.run(raised.complete(spec, MESSAGES))
             assert len(answer.text) == 3 * 2**20, transport
 
@@ -166,7 +168,7 @@ def test_a_malformed_answer_is_retried_then_one_line_and_never_counted(
     for transport in transports(monkeypatch):
         cache = ResponseCache(tmp_path / f"{transport}.sqlite")
         with serve(reply=Reply(200, answer)) as url:
-            client = ProviderClient(retry=FAST, cache=cache)
+            client = ProviderClient(ClientSettings(retry=FAST), cache=cache)
             spec = ModelSpec(model, api_base=url, extra={"api_key": "sk-x"})
             with pytest.raises(TransientProviderError) as failed:
                 runner.run(client.complete(spec, MESSAGES))
@@ -196,7 +198,7 @@ def test_an_error_in_a_200_answer_keeps_the_providers_words(
 ) -> None:
     for transport in transports(monkeypatch):
         with serve(reply=Reply(200, json.dumps({"error": error}).encode())) as url:
-            client = ProviderClient(retry=FAST)
+            client = ProviderClient(ClientSettings(retry=FAST))
             spec = ModelSpec(model, api_base=url, extra={"api_key": "sk-x"})
             with pytest.raises(ProviderError) as failed:
                 runner.run(client.complete(spec, MESSAGES))

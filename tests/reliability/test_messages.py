@@ -19,7 +19,7 @@ from conftest import make_rows
 from test_faults import api_key
 
 from reflex.cli import main
-from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient
 from reflex.models.retry import RetryPolicy
 from reflex.models.runner import LoopRunner
 from reflex.testing import FakeModel
@@ -99,7 +99,7 @@ def test_an_answer_without_choices_is_retried_not_an_index_error(
     kind: str, runner: LoopRunner
 ) -> None:
     with serve(faults=FaultPlan(script=[kind])) as url:
-        client = ProviderClient(retry=RetryPolicy(max_retries=2, base_delay=0.001))
+        client = ProviderClient(ClientSettings(retry=RetryPolicy(max_retries=2, base_delay=0.001)))
         spec = ModelSpec("openai/m", api_base=url, extra={"api_key": "sk-none"})
         out = runner.run(client.complete(spec, [{"role": "user", "content": "hello there"}]))
         stats = url.stats()

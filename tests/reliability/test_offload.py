@@ -20,7 +20,7 @@ from conftest import HANG_POLLS, make_rows, until
 from test_faults import START, TRANSIENT, answer, api_key, events, run_against, scores
 
 from reflex import OptimizationResult, PromptOptimizer
-from reflex.models.client import ModelSpec, ProviderClient
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient
 from reflex.models.offload import OffloadPool
 from reflex.models.offload_protocol import RemoteError, portable
 from reflex.models.retry import (
@@ -118,7 +118,7 @@ def test_faulty_run_through_client_processes_matches_an_in_process_run(
 
 
 def test_max_workers_still_bounds_requests_in_flight(api_key: str, pool: OffloadPool) -> None:
-    client = ProviderClient(max_workers=3, offload=pool)
+    client = ProviderClient(ClientSettings(max_workers=3), offload=pool)
     gate = threading.Event()
     with serve(latency=0.05, gate=gate) as url:
         spec = ModelSpec("openai/task", api_base=url)
@@ -159,7 +159,7 @@ def test_in_process_providers_stay_in_process(tmp_path: Path, pool: OffloadPool)
 
 def test_a_worker_that_dies_mid_call_costs_a_retry(api_key: str) -> None:
     single = wait_ready(OffloadPool(1))
-    client = ProviderClient(max_workers=4, offload=single)
+    client = ProviderClient(ClientSettings(max_workers=4), offload=single)
     gate = threading.Event()
     try:
         with serve(gate=gate) as url:
@@ -185,7 +185,7 @@ def test_a_worker_that_dies_mid_call_costs_a_retry(api_key: str) -> None:
 def test_an_in_process_call_ends_wire_slots_after_a_drain(api_key: str, pool: OffloadPool) -> None:
     """Calls in client processes hold slots there; the first call made here waits for them."""
     FakeModel(lambda request: "here").install()
-    client = ProviderClient(max_workers=4, offload=pool)
+    client = ProviderClient(ClientSettings(max_workers=4), offload=pool)
     gate = threading.Event()
     with serve(gate=gate) as url:
         remote = ModelSpec("openai/task", api_base=url)
@@ -202,13 +202,13 @@ def test_an_in_process_call_ends_wire_slots_after_a_drain(api_key: str, pool: Of
             # Every remote call is admitted to the client processes (4 on the wire, held
             # there, and 4 waiting for a wire slot) before the local call is made ...
             await until(
-                lambda: client._wire_calls == 8 and url.stats().in_flight == 4,
+                lambda: client.admission.wire_calls == 8 and url.stats().in_flight == 4,
                 "8 remote calls admitted, 4 on the wire",
             )
             here = asyncio.ensure_future(one(local, "local"))
             # ... and the local call has ended the wire rule (it now waits for the drain)
             # before any remote call is answered.
-            await until(lambda: not client._wire, "the local call to end the wire rule")
+            await until(lambda: not client.admission.wire, "the local call to end the wire rule")
             gate.set()
             rest = await asyncio.gather(*first)
             return [await here, *rest, await one(remote, "after")]
@@ -217,16 +217,18 @@ def test_an_in_process_call_ends_wire_slots_after_a_drain(api_key: str, pool: Of
         assert answers == ["here", *[f"r{i}" for i in range(8)], "after"]
         assert url.stats().peak_in_flight == 4
     # The local call waited until no remote call held a slot in a client process.
-    assert finished.index("local") == 8 and not client._wire
+    assert finished.index("local") == 8 and not client.admission.wire
 
 
 def test_no_process_starts_for_a_run_of_in_process_models() -> None:
     FakeModel(lambda request: "here").install()
-    client = ProviderClient(max_workers=2, processes=3)  # 3: not the shared pool's size
+    client = ProviderClient(
+        ClientSettings(max_workers=2, processes=3)
+    )  # 3: not the shared pool's size
     answer = LoopRunner.shared().run(
         client.complete(ModelSpec("fake/task"), [{"role": "user", "content": "q"}])
     )
-    assert answer.text == "here" and client.offload is None and not client._wire
+    assert answer.text == "here" and client.offload is None and not client.admission.wire
 
 
 def test_tools_formats_and_tool_call_turns_go_through_client_processes(
@@ -252,7 +254,7 @@ def test_tools_formats_and_tool_call_turns_go_through_client_processes(
     ]
     called = render_answer("", [ToolCall("get_time", {})])
     captured: list[Request] = []
-    client = ProviderClient(max_workers=2, offload=pool)
+    client = ProviderClient(ClientSettings(max_workers=2), offload=pool)
     with serve(capture=captured, responder=lambda _: called) as url:
         spec = ModelSpec(
             "openai/task",

@@ -20,7 +20,7 @@ from reflex import PromptOptimizer
 from reflex.cli import main
 from reflex.config import BudgetConfig
 from reflex.errors import BudgetExhausted, ConfigurationError, TransientProviderError
-from reflex.models.client import Completion, ModelSpec, ProviderClient, load_litellm
+from reflex.models.client import ClientSettings, Completion, ModelSpec, ProviderClient, load_litellm
 from reflex.models.retry import RetryPolicy
 from reflex.models.runner import LoopRunner
 from reflex.models.usage import Ledger
@@ -53,7 +53,7 @@ def _ask_all(runner: LoopRunner, client: ProviderClient, url: str, n: int) -> li
 
 def test_sixty_percent_faults_complete_every_call(runner: LoopRunner) -> None:
     with serve(faults=FaultPlan(rate=0.6, kinds=KINDS, seed=3)) as url:
-        client = ProviderClient(max_workers=16, retry=FAST)
+        client = ProviderClient(ClientSettings(max_workers=16, retry=FAST))
         outs = _ask_all(runner, client, url, 150)
         stats = url.stats()
     assert [o.text for o in outs] == [f"row {i}" for i in range(150)]
@@ -66,7 +66,7 @@ def test_a_provider_that_answers_nothing_still_fails_after_max_retries(
     runner: LoopRunner,
 ) -> None:
     with serve(faults=FaultPlan(rate=1.0, kinds=("500",))) as url:
-        client = ProviderClient(retry=FAST)
+        client = ProviderClient(ClientSettings(retry=FAST))
         with pytest.raises(TransientProviderError) as caught:
             _ask_all(runner, client, url, 1)
         assert url.stats().requests == FAST.max_retries + 1
@@ -117,7 +117,7 @@ def test_a_retry_never_waits_past_the_time_budget(runner: LoopRunner) -> None:
     budget.elapsed_before = 98.0
     slow = RetryPolicy(base_delay=30.0, max_delay=60.0)
     with serve(faults=FaultPlan(rate=1.0, kinds=("500",))) as url:
-        client = ProviderClient(retry=slow)
+        client = ProviderClient(ClientSettings(retry=slow))
         client.time_left = budget.seconds_left
         spec = ModelSpec("openai/m", api_base=url, extra={"api_key": "sk-none"})
         call = client.complete(spec, [{"role": "user", "content": "row"}])
