@@ -50,7 +50,6 @@ from reflex.hookspecs import (
     hookimpl,
 )
 from reflex.judging.judge import LLMJudge
-from reflex.judging.pairwise import PairOutcome
 from reflex.judging.reasoning import (
     Proposal,
     ProposalError,
@@ -66,6 +65,7 @@ from reflex.result import (
     EvalSnapshot,
     IterationRecord,
     OptimizationResult,
+    PairOutcome,
     RunEnd,
     Sample,
     StopReason,

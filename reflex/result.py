@@ -14,8 +14,10 @@ from typing import Any
 __all__ = [
     "SCHEMA_VERSION",
     "EvalSnapshot",
+    "Example",
     "IterationRecord",
     "OptimizationResult",
+    "PairOutcome",
     "RunEnd",
     "Sample",
     "StopReason",
@@ -23,6 +25,53 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Example:
+    """One dataset row.
+
+    ``messages`` is the conversation sent to the task model (without the optimized prompt);
+    ``ideal`` is the reference answer or None when the row has none; ``split`` is the split the
+    file asked for ("train" / "val" / "test") or None to let the seeded splitter decide.
+    """
+
+    id: str
+    messages: tuple[Mapping[str, str], ...]
+    ideal: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    split: str | None = None
+    # OpenAI function schemas offered with this row's request (``{"type": "function",
+    # "function": {...}}`` each); empty: the run's tools, if any (see reflex.toolcalls).
+    tools: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def input(self) -> str:
+        """The last user message: what most metrics and reasoning prompts show as 'input'."""
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                return message.get("content", "")
+        return self.messages[-1].get("content", "") if self.messages else ""
+
+
+@dataclass(frozen=True)
+class PairOutcome:
+    """One row's verdict: ``share`` is first's share of the row (1 win, 0 loss, 0.5 tie).
+
+    ``orders`` holds the judge's preference with first shown as A, then with first shown as B
+    (each mapped back to "first" / "second" / "tie"; None when unusable). ``error`` is set when
+    an order stayed unusable after its retry; the row then counts as a tie.
+    """
+
+    share: float
+    orders: tuple[str | None, str | None]
+    error: str | None = None
+
+    @property
+    def position_bias(self) -> bool:
+        """The two orders disagreed on a winner: the judge followed position, not content."""
+        a, b = self.orders
+        return a is not None and b is not None and "tie" not in (a, b) and a != b
 
 
 class StopReason(str, Enum):

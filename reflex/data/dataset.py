@@ -21,7 +21,7 @@ from reflex.data.json_types import JSONDict
 from reflex.data.readers import MAX_RECORD_BYTES, FrameLike, Row, Where, frame_rows, iter_file
 from reflex.data.records import canonical, parse_any, parse_plain
 from reflex.errors import DatasetError
-from reflex.types import Example
+from reflex.result import Example
 
 __all__ = ["MAX_RECORD_BYTES", "SPLIT_NAMES", "Dataset", "load_dataset"]
 

@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from reflex.data.readers import PLAIN_REFERENCES, Where
-from reflex.types import Example
+from reflex.result import Example
 
 __all__ = ["canonical", "parse_any", "parse_plain", "parse_record"]
 

@@ -55,7 +55,7 @@ from reflex.models.offload_protocol import (
 )
 
 if TYPE_CHECKING:
-    from reflex.models.client import ModelSpec
+    from reflex.models.spec import ModelSpec
 
 __all__ = ["OffloadPool", "RemoteError", "portable"]
 

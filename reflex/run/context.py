@@ -17,9 +17,9 @@ from reflex.data.dataset import Dataset
 from reflex.data.prompts import PromptSpec
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.judging.judge import judge_channel
-from reflex.judging.pairwise import PairOutcome, compare_all
+from reflex.judging.pairwise import compare_all
 from reflex.plugins import build_options, get_registry
-from reflex.result import EvalSnapshot, IterationRecord, StopReason
+from reflex.result import EvalSnapshot, IterationRecord, PairOutcome, StopReason
 from reflex.run.budget import Budget
 from reflex.run.screening import CandidateScreen
 from reflex.run.session import Session
