@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -29,9 +29,6 @@ from reflex.models.client import parse_model
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
 from reflex.types import Metric
-
-if TYPE_CHECKING:
-    from reflex.run.compare import Comparison
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
 
@@ -350,20 +347,6 @@ class PromptOptimizer:
         other._settings, other._budget = dict(self._settings), dict(self._budget)
         other._pipeline = self._pipeline
         return other
-
-    def compare(
-        self,
-        prompt: str | Path | PromptSpec | Mapping[str, str],
-        strategies: Sequence[str],
-        *,
-        seeds: int | Sequence[int] = 3,
-        max_calls: int | None = None,
-        **kwargs: Any,
-    ) -> Comparison:
-        """Each strategy x seed (x ``datasets=[...]``) at ``max_calls``; see reflex.run.compare."""
-        from reflex.run.compare import compare
-
-        return compare(self, prompt, strategies, seeds=seeds, max_calls=max_calls, **kwargs)
 
     def build_config(self) -> RunConfig:
         """The validated RunConfig this builder would run with."""

@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "SCHEMA_VERSION",
+    "VERSION",
     "EvalSnapshot",
     "Example",
     "IterationRecord",
@@ -25,6 +26,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+# The package version every record is stamped with (``reflex.__version__``).
+VERSION = "0.1.0"
 
 
 @dataclass(frozen=True)

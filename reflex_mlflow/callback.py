@@ -21,7 +21,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
 
-from reflex.api import (
+from reflex.api.tracking import (
     INITIAL_VAL_LABEL,
     RUN_END_SERIES,
     GuardedCallback,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import wandb
 
-from reflex.api import (
+from reflex.api.tracking import (
     INITIAL_VAL_LABEL,
     GuardedCallback,
     RunningTotals,

@@ -42,11 +42,13 @@ def _run(**params: Any) -> None:
 def _compare(args: CompareArgs) -> None:
     from reflex.cli.build import build_optimizer
     from reflex.data.dataset import load_dataset
+    from reflex.grid.compare import compare
     from reflex.optimizer import prompt_spec
 
     fields = {"input_field": args.run.input_field, "output_field": args.run.output_field}
     datasets = [load_dataset(path, **fields) for path in args.datasets] or None
-    comparison = build_optimizer(args.run).compare(
+    comparison = compare(
+        build_optimizer(args.run),
         prompt_spec(args.run.prompt),
         args.strategies,
         seeds=args.seeds,

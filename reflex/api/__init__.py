@@ -1,4 +1,4 @@
-"""The plugin API: the one module strategy, metric and tracker plugins import from ``reflex``.
+"""The plugin API: the one module strategy and metric plugins import from ``reflex``.
 
 Everything a plugin needs is here, typed:
 
@@ -20,17 +20,17 @@ Everything a plugin needs is here, typed:
   reasoning model, parse, retry once on :class:`ProposalError`, record an unusable answer),
   :func:`parse_proposal` / :func:`parse_prompts` / :func:`tagged` to read answers;
 - **judging**: :class:`LLMJudge` (the built-in model-graded metric);
-- **tracking helpers** for tracker adapters (:mod:`reflex.callbacks.tracking`): the params,
-  tags, metric names and summary values every tracker logs the same way, ``GuardedCallback``
-  (a tracker failure never stops a run), built on the one redactor (``redact_url``,
-  ``redact_data``, ``scrub`` from :mod:`reflex.redact`); and from :mod:`reflex.run.trackers`
-  the tracker ids kept in the run directory (``tracker_state``, ``save_tracker_state``),
-  ``recorded_iterations``, ``recorded_initial_val`` and the per-example ``evaluation_rows``.
 
-Built-in plugins (``reflex_strategies``, ``reflex_metrics``, ``reflex_mlflow``,
-``reflex_wandb``) import this module and nothing else from ``reflex`` (tests/test_architecture.py
-checks it), so a third-party plugin can do whatever they do. Names not listed here are internal
-and may change without notice.
+Tracker adapters also import :mod:`reflex.api.tracking` (the params, tags and metrics every
+tracker logs the same way, ``GuardedCallback``, the redactor, the tracker state kept in the run
+directory); users import :mod:`aevyra_reflex`.
+
+Built-in plugins (``reflex_strategies``, ``reflex_metrics``) import this module and nothing else
+from ``reflex``, the adapters (``reflex_mlflow``, ``reflex_wandb``) this one and
+:mod:`reflex.api.tracking` (tests/test_architecture.py checks it), so a third-party plugin can do
+whatever they do. Names not listed here or there are internal and may change without notice;
+tests/test_public_api.py checks that each listed name exists and is documented in
+docs/plugins.md.
 """
 
 from __future__ import annotations
@@ -85,38 +85,6 @@ from reflex.types import (
     StrategyContext,
 )
 
-# isort: split
-# Tracking helpers, for tracker adapters.
-from reflex.callbacks.tracking import (
-    INITIAL_VAL_LABEL,
-    RUN_END_SERIES,
-    GuardedCallback,
-    ParamValue,
-    RunningTotals,
-    baseline_metrics,
-    best_train_score,
-    iteration_metrics,
-    iteration_row,
-    metric_key,
-    on_model_thread,
-    parse_tag_pairs,
-    run_params,
-    run_tags,
-    split_params,
-    split_summary,
-    summary_metrics,
-    wanted,
-)
-from reflex.redact import redact_data, redact_url, redacted_argv, scrub
-from reflex.run.trackers import (
-    evaluation_rows,
-    recorded_initial_val,
-    recorded_iterations,
-    run_path,
-    save_tracker_state,
-    tracker_state,
-)
-
 __all__ = [
     "BaseStrategy",
     "BudgetExhausted",
@@ -128,8 +96,6 @@ __all__ = [
     "Dataset",
     "EvalSnapshot",
     "Example",
-    "GuardedCallback",
-    "INITIAL_VAL_LABEL",
     "IterationRecord",
     "JudgeCall",
     "LLMJudge",
@@ -142,16 +108,13 @@ __all__ = [
     "OptionRegistrar",
     "OptionsT",
     "PairOutcome",
-    "ParamValue",
     "PromptSpec",
     "Proposal",
     "ProposalError",
-    "RUN_END_SERIES",
     "ReflexError",
     "RunConfig",
     "RunEnd",
     "RunSettings",
-    "RunningTotals",
     "Sample",
     "Score",
     "StopReason",
@@ -159,36 +122,13 @@ __all__ = [
     "StrategyContext",
     "StrategyRegistrar",
     "ask",
-    "baseline_metrics",
-    "best_train_score",
-    "evaluation_rows",
     "hookimpl",
-    "iteration_metrics",
-    "iteration_row",
-    "metric_key",
-    "on_model_thread",
     "parse_prompts",
     "parse_proposal",
-    "parse_tag_pairs",
-    "recorded_initial_val",
-    "recorded_iterations",
-    "redact_data",
-    "redact_url",
-    "redacted_argv",
     "render",
     "render_chat_demos",
-    "run_params",
-    "run_path",
-    "run_tags",
-    "save_tracker_state",
-    "scrub",
     "split_chat_demos",
-    "split_params",
-    "split_summary",
-    "summary_metrics",
     "system_prompt",
     "tagged",
     "template_names",
-    "tracker_state",
-    "wanted",
 ]
