@@ -55,8 +55,8 @@ if typing.TYPE_CHECKING:
     from reflex_mlflow import MLflowCallback
     from reflex_wandb import WandbCallback
 
-# tests/test_public_api.py: every name here exists, is documented (README.md or docs/), and the
-# list is exactly the module's public names.
+# tests/test_public_api.py: every name here exists, is named in docs/architecture.md ("Three
+# doors"), and the list is exactly the module's public names.
 __all__ = [
     "BudgetConfig",
     "BudgetExhausted",

@@ -9,7 +9,6 @@ wandb.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from reflex.result import VERSION as _VERSION
@@ -21,6 +20,8 @@ __version__ = _VERSION
 
 
 def __getattr__(name: str) -> Any:
+    import importlib.util
+
     # A submodule (``from reflex import plugins``) is the import system's to load, not a name.
     if not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is None:
         users = importlib.import_module("aevyra_reflex")

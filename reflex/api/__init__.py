@@ -19,7 +19,7 @@ Everything a plugin needs is here, typed:
   :func:`system_prompt` (template + the run's language/migration guidance), :func:`ask` (ask the
   reasoning model, parse, retry once on :class:`ProposalError`, record an unusable answer),
   :func:`parse_proposal` / :func:`parse_prompts` / :func:`tagged` to read answers;
-- **judging**: :class:`LLMJudge` (the built-in model-graded metric);
+- **judging**: :class:`LLMJudge` (the built-in model-graded metric).
 
 Tracker adapters also import :mod:`reflex.api.tracking` (the params, tags and metrics every
 tracker logs the same way, ``GuardedCallback``, the redactor, the tracker state kept in the run
@@ -29,8 +29,8 @@ Built-in plugins (``reflex_strategies``, ``reflex_metrics``) import this module 
 from ``reflex``, the adapters (``reflex_mlflow``, ``reflex_wandb``) this one and
 :mod:`reflex.api.tracking` (tests/test_architecture.py checks it), so a third-party plugin can do
 whatever they do. Names not listed here or there are internal and may change without notice;
-tests/test_public_api.py checks that each listed name exists and is documented in
-docs/plugins.md.
+tests/test_public_api.py checks that each listed name exists and is named in
+docs/architecture.md ("Three doors").
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ your own) needs beside :mod:`reflex.api` (its ``Callback``, records and ``hookim
   ``evaluation_rows``, ``run_path``;
 - for the adapter's CLI options: ``wanted``, ``parse_tag_pairs``.
 
-docs/trackers.md describes each (tests/test_public_api.py checks it).
+docs/trackers.md describes them; tests/test_public_api.py checks that each listed name exists
+and is named in docs/architecture.md ("Three doors"), and that none is in reflex.api too.
 """
 
 from __future__ import annotations
