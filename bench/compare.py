@@ -18,6 +18,7 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from reflex import PromptOptimizer
+from reflex.grid.compare import compare
 from reflex.plugins import get_registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +77,7 @@ def main() -> None:
     if reasoner:
         opt.set_reasoning_model(reasoner)
     started = time.perf_counter()
-    result = opt.compare(EXAMPLE / "prompt.md", names, seeds=args.seeds, max_calls=args.max_calls)
+    result = compare(opt, EXAMPLE / "prompt.md", names, seeds=args.seeds, max_calls=args.max_calls)
     print(result.table())
     print(f"\n{len(result.runs)} runs in {time.perf_counter() - started:.1f} s; {result.directory}")
 

@@ -79,6 +79,7 @@ def _datasets() -> list[Any]:
 
 def _grid(url: str, run_dir: Path, **executor: Any) -> tuple[float, list[tuple[Any, ...]]]:
     from reflex import PromptOptimizer
+    from reflex.grid.compare import compare
 
     opt = (
         PromptOptimizer()
@@ -90,8 +91,14 @@ def _grid(url: str, run_dir: Path, **executor: Any) -> tuple[float, list[tuple[A
         .configure(max_iterations=2, max_workers=4)
     )
     started = time.perf_counter()
-    comparison = opt.compare(
-        "Say the word.", STRATEGIES, seeds=SEEDS, max_calls=60, datasets=_datasets(), **executor
+    comparison = compare(
+        opt,
+        "Say the word.",
+        STRATEGIES,
+        seeds=SEEDS,
+        max_calls=60,
+        datasets=_datasets(),
+        **executor,
     )
     wall = time.perf_counter() - started
     cells = [

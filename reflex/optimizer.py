@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -32,9 +32,6 @@ from reflex.models.client import parse_model
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
 from reflex.types import Metric
-
-if TYPE_CHECKING:
-    from reflex.run.compare import Comparison
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
 
@@ -427,20 +424,6 @@ class PromptOptimizer:
         other._pipeline = self._pipeline
         other._dataset_source, other._missing_input = self._dataset_source, self._missing_input
         return other
-
-    def compare(
-        self,
-        prompt: PromptLike,
-        strategies: Sequence[str],
-        *,
-        seeds: int | Sequence[int] = 3,
-        max_calls: int | None = None,
-        **kwargs: Any,
-    ) -> Comparison:
-        """Each strategy x seed (x ``datasets=[...]``) at ``max_calls``; see reflex.run.compare."""
-        from reflex.run.compare import compare
-
-        return compare(self, prompt, strategies, seeds=seeds, max_calls=max_calls, **kwargs)
 
     def build_config(self) -> RunConfig:
         """The validated RunConfig this builder would run with."""

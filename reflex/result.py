@@ -13,10 +13,13 @@ from typing import Any, Literal
 
 __all__ = [
     "SCHEMA_VERSION",
+    "VERSION",
     "EvalSnapshot",
+    "Example",
     "IterationRecord",
     "OptimizationResult",
     "Outcome",
+    "PairOutcome",
     "RunEnd",
     "Sample",
     "StopReason",
@@ -24,6 +27,60 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+# The package version every record is stamped with (``reflex.__version__``).
+VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One dataset row.
+
+    ``messages`` is the conversation sent to the task model (without the optimized prompt);
+    ``ideal`` is the reference answer or None when the row has none; ``split`` is the split the
+    file asked for ("train" / "val" / "test") or None to let the seeded splitter decide. A row
+    bound to a chat template carries ``variables``; without an input of its own its one user
+    message is the variables as a JSON line (what metrics and reasoning prompts show as input).
+    """
+
+    id: str
+    messages: tuple[Mapping[str, Any], ...]
+    ideal: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    split: str | None = None
+    # OpenAI function schemas offered with this row's request (``{"type": "function",
+    # "function": {...}}`` each); empty: the run's tools, if any (see reflex.toolcalls).
+    tools: tuple[Mapping[str, Any], ...] = ()
+    # A chat template's variables filled from this row's fields (name -> text); empty when the
+    # prompt is no template (see reflex.data.templates).
+    variables: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def input(self) -> str:
+        """The last user message: what most metrics and reasoning prompts show as 'input'."""
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                return str(message.get("content") or "")
+        return str(self.messages[-1].get("content") or "") if self.messages else ""
+
+
+@dataclass(frozen=True)
+class PairOutcome:
+    """One row's verdict: ``share`` is first's share of the row (1 win, 0 loss, 0.5 tie).
+
+    ``orders`` holds the judge's preference with first shown as A, then with first shown as B
+    (each mapped back to "first" / "second" / "tie"; None when unusable). ``error`` is set when
+    an order stayed unusable after its retry; the row then counts as a tie.
+    """
+
+    share: float
+    orders: tuple[str | None, str | None]
+    error: str | None = None
+
+    @property
+    def position_bias(self) -> bool:
+        """The two orders disagreed on a winner: the judge followed position, not content."""
+        a, b = self.orders
+        return a is not None and b is not None and "tie" not in (a, b) and a != b
 
 
 class StopReason(str, Enum):

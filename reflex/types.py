@@ -11,14 +11,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
+from reflex.result import Example  # a record; the contracts here take it
+
 if TYPE_CHECKING:  # pydantic is imported where option models are built, not to read data
     from pydantic import BaseModel
 
     from reflex.data.dataset import Dataset
     from reflex.data.prompts import PromptSpec
-    from reflex.judging.pairwise import PairOutcome
     from reflex.models.spec import ModelSpec
-    from reflex.result import EvalSnapshot, IterationRecord, Outcome, StopReason
+    from reflex.result import EvalSnapshot, IterationRecord, Outcome, PairOutcome, StopReason
 
 __all__ = [
     "COMPONENTS",
@@ -51,38 +52,6 @@ __all__ = [
 Message = dict[str, str]
 # Sends one conversation to the judge model and returns its reply text (see ModelGradedMetric).
 JudgeCall = Callable[[Sequence[Mapping[str, str]]], Awaitable[str]]
-
-
-@dataclass(frozen=True)
-class Example:
-    """One dataset row.
-
-    ``messages`` is the conversation sent to the task model (without the optimized prompt);
-    ``ideal`` is the reference answer or None when the row has none; ``split`` is the split the
-    file asked for ("train" / "val" / "test") or None to let the seeded splitter decide. A row
-    bound to a chat template carries ``variables``; without an input of its own its one user
-    message is the variables as a JSON line (what metrics and reasoning prompts show as input).
-    """
-
-    id: str
-    messages: tuple[Mapping[str, Any], ...]
-    ideal: str | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    split: str | None = None
-    # OpenAI function schemas offered with this row's request (``{"type": "function",
-    # "function": {...}}`` each); empty: the run's tools, if any (see reflex.toolcalls).
-    tools: tuple[Mapping[str, Any], ...] = ()
-    # A chat template's variables filled from this row's fields (name -> text); empty when the
-    # prompt is no template (see reflex.data.templates).
-    variables: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def input(self) -> str:
-        """The last user message: what most metrics and reasoning prompts show as 'input'."""
-        for message in reversed(self.messages):
-            if message.get("role") == "user":
-                return str(message.get("content") or "")
-        return str(self.messages[-1].get("content") or "") if self.messages else ""
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
 
-from reflex.api import (
+from reflex.api import EvalLabel
+from reflex.api.tracking import (
     INITIAL_VAL_LABEL,
     RUN_END_SERIES,
-    EvalLabel,
     GuardedCallback,
     ParamValue,
     RunningTotals,

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from reflex.api import ConfigurationError, hookimpl, parse_tag_pairs, wanted
+from reflex.api import ConfigurationError, hookimpl
+from reflex.api.tracking import parse_tag_pairs, wanted
 
 if TYPE_CHECKING:
     from reflex.api import Callback

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
-from reflex.api import redact_url
+from reflex.api.tracking import redact_url
 
 __all__ = ["REQUEST_LIMITS", "bounded_requests", "check_reachable", "shown", "where_lines"]
 

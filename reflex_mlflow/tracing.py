@@ -15,7 +15,7 @@ import mlflow
 from mlflow.entities import LiveSpan
 from mlflow.tracing.config import get_config
 
-from reflex.api import on_model_thread, redact_data
+from reflex.api.tracking import on_model_thread, redact_data
 
 __all__ = ["LlmTracing"]
 

@@ -29,7 +29,7 @@ from mlflow.utils.mlflow_tags import (
     MLFLOW_PARENT_RUN_ID,
 )
 
-from reflex.api import iteration_metrics
+from reflex.api.tracking import iteration_metrics
 
 if TYPE_CHECKING:
     from reflex.api import Dataset, IterationRecord, RunConfig

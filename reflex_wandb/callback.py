@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import wandb
 
-from reflex.api import (
+from reflex.api import EvalLabel
+from reflex.api.tracking import (
     INITIAL_VAL_LABEL,
-    EvalLabel,
     GuardedCallback,
     RunningTotals,
     baseline_metrics,

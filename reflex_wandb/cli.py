@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from reflex.api import ConfigurationError, hookimpl, wanted
+from reflex.api import ConfigurationError, hookimpl
+from reflex.api.tracking import wanted
 
 if TYPE_CHECKING:
     from reflex.api import Callback

@@ -10,7 +10,7 @@ from conftest import make_rows
 
 from reflex import ConfigurationError, PromptOptimizer, load_dataset
 from reflex.data.dataset import Dataset
-from reflex.run.compare import RunSummary, summarize
+from reflex.grid.compare import RunSummary, compare, summarize
 from reflex.testing import FakeModel
 
 START = "Classify the sentiment."
@@ -48,8 +48,8 @@ def test_summary_statistics_and_paired_p() -> None:
 
 
 def test_compare_on_the_fake_model(fake_model: FakeModel, tmp_path: Path) -> None:
-    result = builder(tmp_path).compare(
-        START, ["iterative", "random", "instructions"], seeds=2, max_calls=60
+    result = compare(
+        builder(tmp_path), START, ["iterative", "random", "instructions"], seeds=2, max_calls=60
     )
     assert result.strategies[0].strategy == "iterative"
     assert len(result.runs) == 6 and {r.seed for r in result.runs} == {0, 1}
@@ -120,8 +120,8 @@ def _datasets() -> list[Dataset]:
 
 def test_compare_over_strategies_seeds_and_datasets(fake_model: FakeModel, tmp_path: Path) -> None:
     strategies = ["iterative", "random"]
-    result = builder(tmp_path).compare(
-        START, strategies, seeds=2, max_calls=40, datasets=_datasets()
+    result = compare(
+        builder(tmp_path), START, strategies, seeds=2, max_calls=40, datasets=_datasets()
     )
     assert result.datasets == ["d0", "d1", "d2"]
     assert len(result.runs) == 12  # 2 strategies x 2 seeds x 3 datasets
@@ -147,11 +147,8 @@ def test_compare_over_strategies_seeds_and_datasets(fake_model: FakeModel, tmp_p
     assert sum(line.startswith("| d1 |") for line in table.splitlines()) == 2
     # A cell of the grid is the run one would make alone: same final test score.
     cell = next(r for r in result.runs if (r.dataset, r.strategy, r.seed) == ("d2", "random", 1))
-    alone = (
-        builder(tmp_path / "alone")
-        .set_dataset(_datasets()[2])
-        .compare(START, ["random"], seeds=[1], max_calls=40)
-    )
+    alone_builder = builder(tmp_path / "alone").set_dataset(_datasets()[2])
+    alone = compare(alone_builder, START, ["random"], seeds=[1], max_calls=40)
     assert alone.runs[0].final == cell.final and alone.runs[0].per_example == cell.per_example
 
 
@@ -160,12 +157,14 @@ def test_dataset_labels_are_unique_and_a_bad_dataset_fails_first(
 ) -> None:
     rows = make_rows(60)
     same = [load_dataset(rows[:30], name="data"), load_dataset(rows[30:], name="data")]
-    result = builder(tmp_path).compare(START, ["random"], seeds=1, max_calls=40, datasets=same)
+    result = compare(builder(tmp_path), START, ["random"], seeds=1, max_calls=40, datasets=same)
     assert result.datasets == ["data", "data-2"]
     assert {r.dataset for r in result.runs} == {"data", "data-2"}
     no_refs = [{"id": "x", "input": "review 1: awful film"}]
     with pytest.raises(ConfigurationError, match="no reference answers"):
-        builder(tmp_path / "bad").compare(START, ["random"], seeds=1, datasets=[rows[:30], no_refs])
+        compare(
+            builder(tmp_path / "bad"), START, ["random"], seeds=1, datasets=[rows[:30], no_refs]
+        )
     assert not (tmp_path / "bad" / "compare").exists()  # nothing ran
 
 

@@ -19,7 +19,7 @@ from services import RayCluster
 
 from reflex import PromptOptimizer, load_dataset
 from reflex.data.dataset import Dataset
-from reflex.run.compare import RunSummary
+from reflex.grid.compare import RunSummary, compare
 from reflex.testing.endpoint import ChatRequest, serve
 
 pytestmark = pytest.mark.services
@@ -70,11 +70,17 @@ def test_a_grid_on_ray_gives_the_in_process_results(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-none")
     with serve(responder=answer) as url:
-        local = builder(str(url), tmp_path / "local").compare(
-            "Classify the sentiment.", STRATEGIES, seeds=SEEDS, max_calls=40, datasets=datasets()
+        local = compare(
+            builder(str(url), tmp_path / "local"),
+            "Classify the sentiment.",
+            STRATEGIES,
+            seeds=SEEDS,
+            max_calls=40,
+            datasets=datasets(),
         )
         with LoopbackWatch([ray_cluster.session]) as watch:  # loopback only: the driver too
-            remote = builder(str(url), tmp_path / "ray").compare(
+            remote = compare(
+                builder(str(url), tmp_path / "ray"),
                 "Classify the sentiment.",
                 STRATEGIES,
                 seeds=SEEDS,

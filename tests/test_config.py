@@ -107,9 +107,11 @@ def test_a_described_setting_s_help_is_its_description() -> None:
 
 def test_standalone_defaults_below_the_config_are_its_fields() -> None:
     client = ProviderClient()
-    assert client.max_workers == default("max_workers") == 8
-    assert client.namespace == default("cache_namespace")
-    assert client.max_response_mb == DEFAULT_MAX_RESPONSE_MB == default("max_response_mb")
+    assert client.settings.max_workers == default("max_workers") == 8
+    assert client.settings.cache_namespace == default("cache_namespace")
+    assert client.settings.processes == default("client_processes")
+    limit = client.settings.max_response_mb
+    assert limit == DEFAULT_MAX_RESPONSE_MB == default("max_response_mb")
     assert RetryPolicy().progress_window == default("retry_window")
     signature = inspect.signature(split_dataset).parameters
     assert signature["train"].default == default("train_split") == 0.6

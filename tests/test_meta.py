@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import inspect
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import click
 import pytest
 
-import aevyra_reflex
 import reflex
 from reflex import hookspecs
 from reflex.cli import build_cli
@@ -216,47 +213,7 @@ def test_a_field_list_names_each_field_once(doc: Path) -> None:
             assert not twice, f"{doc.relative_to(ROOT)}: a {header} table lists {twice} twice"
 
 
-# --- public API -------------------------------------------------------------------------------
-
-
-def _literal_all(module: ModuleType) -> list[str]:
-    tree = ast.parse(_read(Path(module.__file__ or "")))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
-        ):
-            value = ast.literal_eval(node.value)
-            assert isinstance(value, list)
-            return value
-    raise AssertionError(f"{module.__name__} has no literal __all__")
-
-
-def _public_names(module: ModuleType) -> set[str]:
-    """Non-underscore attributes (dir() covers lazily loaded ones), less modules and the
-    typing / __future__ helpers a module imports for its own annotations."""
-    names = set()
-    for name in dir(module):
-        if name.startswith("_") or name in {"annotations", "TYPE_CHECKING"}:
-            continue
-        value = getattr(module, name)
-        if not inspect.ismodule(value) and getattr(value, "__module__", None) != "typing":
-            names.add(name)
-    return names
-
-
-def test_reflex_all_is_explicit_sorted_and_exact() -> None:
-    assert _literal_all(reflex) == reflex.__all__ == sorted(reflex.__all__)
-    assert set(reflex.__all__) == _public_names(reflex) | {"__version__"}
-
-
-def test_aevyra_reflex_all_is_explicit_sorted_and_exact() -> None:
-    names = aevyra_reflex.__all__
-    assert _literal_all(aevyra_reflex) == names == sorted(names)
-    lazy = {"MLflowCallback", "WandbCallback"} | set(aevyra_reflex._METRICS)
-    assert set(names) == set(reflex.__all__) | lazy
-    assert _public_names(aevyra_reflex) | {"__version__"} | lazy == set(names)
-    for name in names:
-        assert getattr(aevyra_reflex, name) is not None
+# --- public API: tests/test_public_api.py ----------------------------------------------------
 
 
 # --- tooling ----------------------------------------------------------------------------------

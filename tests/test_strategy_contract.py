@@ -34,8 +34,8 @@ from reflex.api import (
     Screening,
     Strategies,
     StrategyContext,
-    iteration_metrics,
 )
+from reflex.api.tracking import iteration_metrics
 from reflex.hookspecs import hookimpl
 from reflex.testing import FakeModel, RecordingCallback
 

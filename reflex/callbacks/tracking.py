@@ -108,10 +108,10 @@ def split_params(result: OptimizationResult) -> dict[str, ParamValue]:
 
 def run_tags(config: RunConfig, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """``reflex.*`` tags plus the user's own; secret-named keys are dropped, values redacted."""
-    from reflex import __version__
+    from reflex.result import VERSION
 
     tags = {
-        "reflex.version": __version__,
+        "reflex.version": VERSION,
         "reflex.strategy": config.strategy,
         "reflex.data.dataset": config.dataset_name,
         "reflex.target_model": config.models[0],

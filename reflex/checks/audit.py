@@ -331,9 +331,9 @@ def annotate(
     result: OptimizationResult, dataset_source: str | None, overfit_gap: float = OVERFIT_GAP
 ) -> None:
     """Fill ``result.warnings``, ``prompt_versions`` and ``environment`` (versions, file hash)."""
-    from reflex import __version__
     from reflex.checks.versions import prompt_versions
     from reflex.plugins import get_registry
+    from reflex.result import VERSION
 
     result.warnings = run_warnings(result, overfit_gap)
     result.prompt_versions = prompt_versions(result)
@@ -342,7 +342,7 @@ def annotate(
     except ReflexError:  # a broken plugin set must not lose the record of a finished run
         plugins = {}
     result.environment = {
-        "aevyra_reflex": __version__,
+        "aevyra_reflex": VERSION,
         "python": platform.python_version(),
         "plugins": plugins,
         "dataset_file": dataset_source,

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from reflex.data.json_types import JSONScalar
-from reflex.types import Example
+from reflex.result import Example
 
 if TYPE_CHECKING:
     from reflex.config import RunConfig

@@ -43,6 +43,7 @@ def _compare(args: CompareArgs) -> None:
     from reflex.cli.build import build_optimizer, var_fields
     from reflex.data.dataset import load_dataset
     from reflex.data.demos import template_fields
+    from reflex.grid.compare import compare
     from reflex.optimizer import prompt_spec
 
     spec = prompt_spec(args.run.prompt)
@@ -52,7 +53,8 @@ def _compare(args: CompareArgs) -> None:
         load_dataset(path, input_field=inputs, output_field=outputs, variables=fields)
         for path in args.datasets
     ] or None
-    comparison = build_optimizer(args.run).compare(
+    comparison = compare(
+        build_optimizer(args.run),
         spec,
         args.strategies,
         seeds=args.seeds,

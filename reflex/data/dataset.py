@@ -25,7 +25,7 @@ from reflex.data.records import canonical, parse_any, parse_bound, parse_plain, 
 from reflex.data.templates import value_text
 from reflex.data.tool_rows import check_offered, not_offered
 from reflex.errors import DatasetError
-from reflex.types import Example
+from reflex.result import Example
 
 __all__ = [
     "MAX_RECORD_BYTES",

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from reflex.data.templates import fill, parse_template, template_text, value_text, variables_of
-from reflex.types import Example
+from reflex.result import Example
 
 __all__ = [
     "CHAT_DEMOS_HEADER",

@@ -29,7 +29,7 @@ from reflex.data.readers import PLAIN_REFERENCES, Where
 from reflex.data.templates import value_text
 from reflex.data.tool_rows import check_offered, is_tool_message, reference, row_tools, tool_message
 from reflex.errors import MissingInputError
-from reflex.types import Example
+from reflex.result import Example
 
 __all__ = ["canonical", "parse_any", "parse_bound", "parse_plain", "parse_record", "record_id"]
 

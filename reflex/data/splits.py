@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from reflex.config import default
 from reflex.data.dataset import SPLIT_NAMES, Dataset
 from reflex.errors import ConfigurationError, DatasetError
-from reflex.types import Example
+from reflex.result import Example
 
 __all__ = ["Split", "split_dataset"]
 

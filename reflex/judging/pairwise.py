@@ -20,14 +20,14 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from reflex.judging.judge import LLMJudge, _conversation
 from reflex.judging.reasoning import render
+from reflex.result import PairOutcome
 from reflex.types import Example, JudgeCall, ModelGradedMetric
 
-__all__ = ["PairOutcome", "PairwiseParseError", "compare_all", "parse_preference", "rubric_text"]
+__all__ = ["PairwiseParseError", "compare_all", "parse_preference", "rubric_text"]
 
 Preference = Literal["A", "B", "tie"]
 _ANSWER = re.compile(
@@ -38,26 +38,6 @@ _ALONE = re.compile(r"^\W*(A|B|tie)\W*$", re.I)
 
 class PairwiseParseError(ValueError):
     """The judge's reply names no preference; the message says what was expected."""
-
-
-@dataclass(frozen=True)
-class PairOutcome:
-    """One row's verdict: ``share`` is first's share of the row (1 win, 0 loss, 0.5 tie).
-
-    ``orders`` holds the judge's preference with first shown as A, then with first shown as B
-    (each mapped back to "first" / "second" / "tie"; None when unusable). ``error`` is set when
-    an order stayed unusable after its retry; the row then counts as a tie.
-    """
-
-    share: float
-    orders: tuple[str | None, str | None]
-    error: str | None = None
-
-    @property
-    def position_bias(self) -> bool:
-        """The two orders disagreed on a winner: the judge followed position, not content."""
-        a, b = self.orders
-        return a is not None and b is not None and "tie" not in (a, b) and a != b
 
 
 def parse_preference(reply: str) -> Preference:

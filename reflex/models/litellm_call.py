@@ -13,7 +13,7 @@ from reflex.models.body_limit import watching
 from reflex.models.wire import lean_route, send
 
 if TYPE_CHECKING:
-    from reflex.models.client import ModelSpec
+    from reflex.models.spec import ModelSpec
 
 __all__ = ["Completion", "MalformedAnswer", "call_once", "litellm_listens"]
 

@@ -55,7 +55,7 @@ from reflex.models.offload_protocol import (
 )
 
 if TYPE_CHECKING:
-    from reflex.models.client import ModelSpec
+    from reflex.models.spec import ModelSpec
 
 __all__ = ["OffloadPool", "RemoteError", "portable"]
 
@@ -69,7 +69,9 @@ class _Worker:
         self.sock, child = socket.socketpair()
         # A fresh interpreter that imports only this module: no fork of a threaded process, and
         # (unlike multiprocessing's spawn) the user's script is not run again in the child.
-        home = str(Path(__file__).resolve().parents[1])
+        # The folder that holds the ``reflex`` package (not reflex/ itself: its types.py would
+        # shadow the standard library's in an interpreter whose startup imported nothing).
+        home = str(Path(__file__).resolve().parents[2])
         code = (
             f"import sys; sys.path.insert(0, {home!r}); "
             "from reflex.models.offload_worker import entry"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from reflex.models.retry import retry_after_seconds
 
 if TYPE_CHECKING:
-    from reflex.models.client import ModelSpec
+    from reflex.models.spec import ModelSpec
 
 __all__ = ["RemoteError", "describe", "plain_messages", "plain_spec", "portable", "receive", "send"]
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from reflex.errors import ConfigurationError
 from reflex.judging.judge import judge_channel
-from reflex.judging.pairwise import PairOutcome, compare_all
+from reflex.judging.pairwise import compare_all
 from reflex.plugins import build_options, get_registry
-from reflex.result import Outcome
+from reflex.result import Outcome, PairOutcome
 from reflex.types import (
     COMPONENTS,
     JUDGING,

@@ -220,6 +220,6 @@ def _client(
 
 
 def _version() -> str:
-    from reflex import __version__
+    from reflex.result import VERSION
 
-    return __version__
+    return VERSION

@@ -15,8 +15,7 @@ from reflex.checks.leakage import LeakageFlag, LeakageGuard
 from reflex.config import RunConfig
 from reflex.data.demos import split_chat_demos
 from reflex.data.templates import is_template, template_problem
-from reflex.result import EvalSnapshot, Sample
-from reflex.types import Example
+from reflex.result import EvalSnapshot, Example, Sample
 
 __all__ = ["CandidateScreen", "refused_snapshot"]
 

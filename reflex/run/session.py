@@ -19,12 +19,11 @@ from reflex.errors import ConfigurationError
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.models.runner import LoopRunner
 from reflex.redact import redact_data
-from reflex.result import EvalSnapshot
+from reflex.result import EvalSnapshot, Example
 from reflex.run.budget import Budget
 from reflex.run.evaluate import Evaluator, request_for
 from reflex.run.replay import Replay
 from reflex.run.store import RunStore
-from reflex.types import Example
 
 __all__ = ["Session"]
 

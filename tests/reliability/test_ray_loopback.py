@@ -27,6 +27,7 @@ from loopback import LoopbackWatch
 from services import RayCluster
 
 from reflex import PromptOptimizer, load_dataset
+from reflex.grid.compare import compare
 from reflex.testing.endpoint import ChatRequest, serve
 
 RAY = "ray"
@@ -73,23 +74,21 @@ def test_a_grid_on_a_local_cluster_uses_loopback_only(
     rows = make_rows(40)
     datasets = [load_dataset(rows[k * 20 : (k + 1) * 20], name=f"d{k}") for k in range(2)]
     with serve(responder=answer) as url, LoopbackWatch([ray_cluster.session]) as watch:
-        comparison = (
+        comparison = compare(
             PromptOptimizer()
             .set_dataset(rows[:20])
             .add_provider("openai/task", api_base=str(url))
             .add_metric("exact_match")
             .set_reasoning_model("openai/reasoner", base_url=str(url))
             .set_run_dir(tmp_path)
-            .configure(max_iterations=1, max_workers=2)
-            .compare(
-                "Classify the sentiment.",
-                ["iterative"],
-                seeds=2,
-                max_calls=30,
-                executor="ray",
-                ray_address=ray_cluster.address,
-                datasets=datasets,
-            )
+            .configure(max_iterations=1, max_workers=2),
+            "Classify the sentiment.",
+            ["iterative"],
+            seeds=2,
+            max_calls=30,
+            executor="ray",
+            ray_address=ray_cluster.address,
+            datasets=datasets,
         )
         nodes = ray.nodes()
         context = ray.get_runtime_context()
@@ -116,7 +115,7 @@ def test_a_grid_on_a_local_cluster_uses_loopback_only(
 def test_which_ray_addresses_are_kept_on_loopback(
     address: str | None, local: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reflex.run.executors import _on_this_machine
+    from reflex.grid.executors import _on_this_machine
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert _on_this_machine(address) is local

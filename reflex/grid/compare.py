@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from reflex.checks.stats import sign_flip_p
 from reflex.errors import ConfigurationError
-from reflex.run.executors import Cell, Executor, run_cells
+from reflex.grid.executors import Cell, Executor, run_cells
 
 if TYPE_CHECKING:
     from reflex.callbacks import AnyCallback
@@ -265,7 +265,7 @@ def compare(
     choose fields or names), each run with the same ``prompt``; default: the builder's own.
     Results are saved under ``directory`` (default: ``<run dir>/compare/<timestamp>``), with
     several datasets one sub-directory per dataset. ``executor="ray"`` runs the cells as tasks
-    on the Ray cluster at ``ray_address`` (see :mod:`reflex.run.executors`).
+    on the Ray cluster at ``ray_address`` (see :mod:`reflex.grid.executors`).
     """
     names = list(dict.fromkeys(strategies))
     if not names:

@@ -1,4 +1,4 @@
-"""The plugin API: the one module strategy, metric and tracker plugins import from ``reflex``.
+"""The plugin API: the one module strategy and metric plugins import from ``reflex``.
 
 Everything a plugin needs is here, typed:
 
@@ -25,18 +25,18 @@ Everything a plugin needs is here, typed:
   reasoning model, parse, retry once on :class:`ProposalError`, record an unusable answer),
   :func:`parse_proposal` / :func:`parse_prompts` / :func:`tagged` to read answers, and
   :func:`placeholders` (a chat template's ``{{variables}}`` in a text, which a rewrite keeps);
-- **judging**: :class:`LLMJudge` (the built-in model-graded metric);
-- **tracking helpers** for tracker adapters (:mod:`reflex.callbacks.tracking`): the params,
-  tags, metric names and summary values every tracker logs the same way, ``GuardedCallback``
-  (a tracker failure never stops a run), built on the one redactor (``redact_url``,
-  ``redact_data``, ``scrub`` from :mod:`reflex.redact`); and from :mod:`reflex.run.trackers`
-  the tracker ids kept in the run directory (``tracker_state``, ``save_tracker_state``),
-  ``recorded_iterations``, ``recorded_initial_val`` and the per-example ``evaluation_rows``.
+- **judging**: :class:`LLMJudge` (the built-in model-graded metric).
 
-Built-in plugins (``reflex_strategies``, ``reflex_metrics``, ``reflex_mlflow``,
-``reflex_wandb``) import this module and nothing else from ``reflex`` (tests/test_architecture.py
-checks it), so a third-party plugin can do whatever they do. Names not listed here are internal
-and may change without notice.
+Tracker adapters also import :mod:`reflex.api.tracking` (the params, tags and metrics every
+tracker logs the same way, ``GuardedCallback``, the redactor, the tracker state kept in the run
+directory); users import :mod:`aevyra_reflex`.
+
+Built-in plugins (``reflex_strategies``, ``reflex_metrics``) import this module and nothing else
+from ``reflex``, the adapters (``reflex_mlflow``, ``reflex_wandb``) this one and
+:mod:`reflex.api.tracking` (tests/test_architecture.py checks it), so a third-party plugin can do
+whatever they do. Names not listed here or there are internal and may change without notice;
+tests/test_public_api.py checks that each listed name exists and is named in
+docs/architecture.md ("Three doors").
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ from reflex.hookspecs import (
     hookimpl,
 )
 from reflex.judging.judge import LLMJudge
-from reflex.judging.pairwise import PairOutcome
 from reflex.judging.reasoning import (
     Proposal,
     ProposalError,
@@ -73,6 +72,7 @@ from reflex.result import (
     EvalSnapshot,
     IterationRecord,
     OptimizationResult,
+    PairOutcome,
     RunEnd,
     Sample,
     StopReason,
@@ -95,7 +95,7 @@ from reflex.types import (
 # isort: split
 # Tool calls as answer text (issue 31): what tool_call-style metrics read.
 # The strategy contract's opt-in capabilities (ctx.capability(KEY)), the iteration Outcome and
-# the typed evaluation label (issue 30, item 4); their __all__ entries are marked "# contract".
+# the typed evaluation label (issue 30, item 4).
 from reflex.callbacks import EvalLabel
 from reflex.result import Outcome
 from reflex.toolcalls import ToolCall, parse_answer, render_answer
@@ -115,59 +115,25 @@ from reflex.types import (
     Strategies,
 )
 
-# isort: split
-# Tracking helpers, for tracker adapters.
-from reflex.callbacks.tracking import (
-    INITIAL_VAL_LABEL,
-    RUN_END_SERIES,
-    GuardedCallback,
-    ParamValue,
-    RunningTotals,
-    baseline_metrics,
-    best_train_score,
-    iteration_metrics,
-    iteration_row,
-    metric_key,
-    on_model_thread,
-    parse_tag_pairs,
-    run_params,
-    run_tags,
-    split_params,
-    split_summary,
-    summary_metrics,
-    wanted,
-)
-from reflex.redact import redact_data, redact_url, redacted_argv, scrub
-from reflex.run.trackers import (
-    evaluation_rows,
-    recorded_initial_val,
-    recorded_iterations,
-    run_path,
-    save_tracker_state,
-    tracker_state,
-)
-
 __all__ = [
     "BaseStrategy",
     "BudgetExhausted",
     "BudgetView",
     "CHAT_DEMOS_HEADER",
-    "COMPONENTS",  # contract
+    "COMPONENTS",
     "Callback",
     "CallbackFactory",
-    "Capability",  # contract
-    "Components",  # contract
+    "Capability",
+    "Components",
     "ConfigurationError",
     "Dataset",
-    "EvalLabel",  # contract
+    "EvalLabel",
     "EvalSnapshot",
     "Example",
-    "GuardedCallback",
-    "INITIAL_VAL_LABEL",
     "IterationRecord",
-    "JUDGING",  # contract
+    "JUDGING",
     "JudgeCall",
-    "Judging",  # contract
+    "Judging",
     "LLMJudge",
     "Message",
     "Metric",
@@ -177,67 +143,41 @@ __all__ = [
     "OptimizationResult",
     "OptionRegistrar",
     "OptionsT",
-    "Outcome",  # contract
-    "PHASES",  # contract
+    "Outcome",
+    "PHASES",
     "PairOutcome",
-    "ParamValue",
-    "Phases",  # contract
+    "Phases",
     "PromptSpec",
     "Proposal",
     "ProposalError",
-    "REASONING",  # contract
-    "RUN_END_SERIES",
-    "Reasoning",  # contract
+    "REASONING",
+    "Reasoning",
     "ReflexError",
     "RunConfig",
     "RunEnd",
     "RunSettings",
-    "RunningTotals",
-    "SCREENING",  # contract
-    "STRATEGIES",  # contract
+    "SCREENING",
+    "STRATEGIES",
     "Sample",
     "Score",
-    "Screening",  # contract
+    "Screening",
     "StopReason",
-    "Strategies",  # contract
+    "Strategies",
     "Strategy",
     "StrategyContext",
     "StrategyRegistrar",
     "ToolCall",
     "ask",
-    "baseline_metrics",
-    "best_train_score",
-    "evaluation_rows",
     "hookimpl",
-    "iteration_metrics",
-    "iteration_row",
-    "metric_key",
-    "on_model_thread",
     "parse_answer",
     "parse_prompts",
     "parse_proposal",
-    "parse_tag_pairs",
     "placeholders",
-    "recorded_initial_val",
-    "recorded_iterations",
-    "redact_data",
-    "redact_url",
-    "redacted_argv",
     "render",
     "render_answer",
     "render_chat_demos",
-    "run_params",
-    "run_path",
-    "run_tags",
-    "save_tracker_state",
-    "scrub",
     "split_chat_demos",
-    "split_params",
-    "split_summary",
-    "summary_metrics",
     "system_prompt",
     "tagged",
     "template_names",
-    "tracker_state",
-    "wanted",
 ]

@@ -1,0 +1,81 @@
+"""The tracker-adapter API: what an adapter (``reflex_mlflow``, ``reflex_wandb``, a tracker of
+your own) needs beside :mod:`reflex.api` (its ``Callback``, records and ``hookimpl``).
+
+- the params, tags, metric names and summary values every tracker logs the same way
+  (:mod:`reflex.callbacks.tracking`): ``run_params``, ``run_tags``, ``split_params``,
+  ``iteration_metrics``, ``iteration_row``, ``baseline_metrics``, ``summary_metrics``,
+  ``split_summary``, ``RunningTotals``, ``INITIAL_VAL_LABEL``, ``RUN_END_SERIES``, ...;
+- ``GuardedCallback``: a tracker failure never stops a run;
+- the one redactor (:mod:`reflex.redact`): ``redact_url``, ``redact_data``, ``redacted_argv``,
+  ``scrub``;
+- the tracker state kept in the run directory (:mod:`reflex.run.trackers`): ``tracker_state``,
+  ``save_tracker_state``, ``recorded_iterations``, ``recorded_initial_val``, the per-example
+  ``evaluation_rows``, ``run_path``;
+- for the adapter's CLI options: ``wanted``, ``parse_tag_pairs``.
+
+docs/trackers.md describes them; tests/test_public_api.py checks that each listed name exists
+and is named in docs/architecture.md ("Three doors"), and that none is in reflex.api too.
+"""
+
+from __future__ import annotations
+
+from reflex.callbacks.tracking import (
+    INITIAL_VAL_LABEL,
+    RUN_END_SERIES,
+    GuardedCallback,
+    ParamValue,
+    RunningTotals,
+    baseline_metrics,
+    best_train_score,
+    iteration_metrics,
+    iteration_row,
+    metric_key,
+    on_model_thread,
+    parse_tag_pairs,
+    run_params,
+    run_tags,
+    split_params,
+    split_summary,
+    summary_metrics,
+    wanted,
+)
+from reflex.redact import redact_data, redact_url, redacted_argv, scrub
+from reflex.run.trackers import (
+    evaluation_rows,
+    recorded_initial_val,
+    recorded_iterations,
+    run_path,
+    save_tracker_state,
+    tracker_state,
+)
+
+__all__ = [
+    "GuardedCallback",
+    "INITIAL_VAL_LABEL",
+    "ParamValue",
+    "RUN_END_SERIES",
+    "RunningTotals",
+    "baseline_metrics",
+    "best_train_score",
+    "evaluation_rows",
+    "iteration_metrics",
+    "iteration_row",
+    "metric_key",
+    "on_model_thread",
+    "parse_tag_pairs",
+    "recorded_initial_val",
+    "recorded_iterations",
+    "redact_data",
+    "redact_url",
+    "redacted_argv",
+    "run_params",
+    "run_path",
+    "run_tags",
+    "save_tracker_state",
+    "scrub",
+    "split_params",
+    "split_summary",
+    "summary_metrics",
+    "tracker_state",
+    "wanted",
+]
