@@ -278,16 +278,7 @@ class RunContext(OptIn):
         leaks = self._screen.span_flags(prompt, failed, rejected)
         rejected = rejected or self._screen.reject(leaks)  # before val is paid for
         measured = train  # what the strategy measured (leakage checks use only that)
-        if train is None and failed is None and rejected is None:
-            train = self._train_score(prompt)
-        val = None
-        if failed is None and rejected is None and len(self.val):
-            val = self._session.evaluate(
-                prompt, list(self.val), EvalLabel.at("val", self.iteration + 1)
-            )
-        selection = val.mean_score if val is not None else None
-        if not len(self.val) and failed is None and rejected is None and train is not None:
-            selection = train.mean_score
+        train, val, selection = self._measure(prompt, train, failed is None and rejected is None)
         if val is not None and measured is not None:
             rows = (len(measured.samples), len(val.samples))
             leaks += self._screen.gain(
@@ -318,6 +309,23 @@ class RunContext(OptIn):
         self._stopping.recorded(is_best, self.best_val)
         self._publish(record)
         return record
+
+    def _measure(
+        self, prompt: str, train: EvalSnapshot | None, measured: bool
+    ) -> tuple[EvalSnapshot | None, EvalSnapshot | None, float | None]:
+        """``(train, val, selection score)`` of a candidate: unless it failed or was rejected
+        (``measured`` False), its train score (a minibatch when the strategy gave none) and its
+        val evaluation; the selection score is val's mean, or train's when there is no val."""
+        if not measured:
+            return train, None, None
+        if train is None:
+            train = self._train_score(prompt)
+        if not len(self.val):
+            return train, None, train.mean_score if train is not None else None
+        val = self._session.evaluate(
+            prompt, list(self.val), EvalLabel.at("val", self.iteration + 1)
+        )
+        return train, val, val.mean_score
 
     def _train_score(self, prompt: str) -> EvalSnapshot | None:
         """A candidate the strategy did not score on train is measured on a fixed, seeded train
