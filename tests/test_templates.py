@@ -176,6 +176,18 @@ def rows_file(tmp_path: Path) -> Path:
     return path
 
 
+def _reflective(rows_file: Path, url: str, env: Path) -> PromptOptimizer:
+    """The rows, exact match, and task and reasoning models both at the endpoint ``url``."""
+    return (
+        PromptOptimizer()
+        .set_dataset(rows_file)
+        .add_provider("openai", "task", api_base=url)
+        .add_metric("exact_match")
+        .set_reasoning_model("openai/reasoner", base_url=url)
+        .set_run_dir(env / "runs")
+    )
+
+
 def _no_raw_placeholders(script: Script) -> None:
     assert script.task
     for request in script.task:
@@ -235,15 +247,7 @@ def test_a_reasoner_that_breaks_the_template_is_refused_at_zero_task_calls(
     ]
     script = Script(proposals)
     with serve(responder=script) as url:
-        optimizer = (
-            PromptOptimizer()
-            .set_dataset(rows_file)
-            .add_provider("openai", "task", api_base=url)
-            .add_metric("exact_match")
-            .set_reasoning_model("openai/reasoner", base_url=url)
-            .set_max_iterations(4)
-            .set_run_dir(env / "runs")
-        )
+        optimizer = _reflective(rows_file, url, env).set_max_iterations(4)
         result = optimizer.run(TEMPLATE)
     _no_raw_placeholders(script)
     refused = [f["error"] for f in result.failed_proposals]
@@ -279,17 +283,8 @@ def test_the_safety_net_refuses_a_strategy_candidate_before_any_call(
     # random search takes its paraphrases as they come: the run refuses the broken ones.
     script = Script([bad("Word: {{word}}")])
     with serve(responder=script) as url:
-        result = (
-            PromptOptimizer()
-            .set_dataset(rows_file)
-            .add_provider("openai", "task", api_base=url)
-            .add_metric("exact_match")
-            .set_reasoning_model("openai/reasoner", base_url=url)
-            .set_strategy("random")
-            .set_max_iterations(1)
-            .set_run_dir(env / "runs")
-            .run(TEMPLATE)
-        )
+        builder = _reflective(rows_file, url, env).set_strategy("random")
+        result = builder.set_max_iterations(1).run(TEMPLATE)
     assert any("drops {{hint}}" in (r.rejected or "") for r in result.iterations)
     assert any(f["purpose"] == "chat template guard" for f in result.failed_proposals)
     assert all("Answer positive" not in r.system for r in script.task)
@@ -329,15 +324,7 @@ def test_a_frozen_message_is_kept_and_bad_names_are_refused(rows_file: Path, env
     edited = prompt_spec([TEMPLATE[0], {"role": "user", "content": "W: {{word}} H: {{hint}}"}])
     script = Script([edited.render()])
     with serve(responder=script) as url:
-        optimizer = (
-            PromptOptimizer()
-            .set_dataset(rows_file)
-            .add_provider("openai", "task", api_base=url)
-            .add_metric("exact_match")
-            .set_reasoning_model("openai/reasoner", base_url=url)
-            .set_max_iterations(1)
-            .set_run_dir(env / "runs")
-        )
+        optimizer = _reflective(rows_file, url, env).set_max_iterations(1)
         with pytest.raises(ConfigurationError, match=r"--var bogus=\.\.\.: the template has no"):
             optimizer.clone().set_variables(bogus="word").run(TEMPLATE)
         with pytest.raises(ConfigurationError, match="--rewrite-messages nope: not a message"):
