@@ -187,6 +187,18 @@ class BaseRunConfig(BaseModel):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
+    # Issue 31's guards (reflex.data.tool_text, reflex.run.screening): the tools' function and
+    # parameter descriptions as optimizable prompt text; a minibatch check of answer formats.
+    optimize_tool_descriptions: bool = Field(
+        default=False,
+        description="Let strategies rewrite the tools' function and parameter descriptions "
+        "(never names, types, enums or required lists).",
+    )
+    format_guard: bool = Field(
+        default=True,
+        description="Reject, before its val evaluation, a candidate whose answers break the "
+        "JSON schema or the tool-call format more often than the incumbent's on the minibatch.",
+    )
     # Pipeline mode (reflex.data.pipeline): where the function came from and its source hash (a
     # changed pipeline cannot resume a run), the per-example timeout, and the metrics that
     # score the whole trace instead of the final output.

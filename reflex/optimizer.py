@@ -376,6 +376,17 @@ class PromptOptimizer:
         chosen = check_tool_choice(choice, listed, "set_tools(choice=...)")
         return self._set(tools=listed, tool_choice=chosen)
 
+    def set_optimize_tool_descriptions(self, optimize: bool = True) -> PromptOptimizer:
+        """Let strategies rewrite the function and parameter descriptions of the tools (the run's
+        ``set_tools``, else those the rows offer); names, types, enums and required lists stay
+        fixed (:mod:`reflex.data.tool_text`)."""
+        return self._set(optimize_tool_descriptions=optimize)
+
+    def set_format_guard(self, on: bool = True) -> PromptOptimizer:
+        """Reject a candidate whose answers break the JSON schema or the tool-call format more
+        often than the incumbent's on the minibatch, before its val evaluation (default on)."""
+        return self._set(format_guard=on)
+
     def set_response_format(self, fmt: str | Path | Mapping[str, Any] | None) -> PromptOptimizer:
         """The answer format asked for: a JSON file or OpenAI's ``{"type": "json_object"}`` /
         ``{"type": "json_schema", "json_schema": {...}}`` (a bare JSON Schema too); None: text."""

@@ -134,6 +134,8 @@ class RunSettings:
     user's template overrides (pass them to :func:`reflex.api.render`); ``max_iterations``,
     ``batch_size`` (minibatch rows), ``seed``: as configured. ``rewrite_messages``: the chat
     template's messages (component names) strategies may rewrite; None: all.
+    ``format_names``: the JSON-schema property names the initial prompt names, which every
+    candidate must keep naming (its output-format instructions).
     """
 
     models: tuple[str, ...]
@@ -144,6 +146,7 @@ class RunSettings:
     batch_size: int
     seed: int
     rewrite_messages: tuple[str, ...] | None = None
+    format_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -290,6 +293,11 @@ class Screening(Protocol):
     """
 
     def leakage_screen(self, prompt: str) -> str | None: ...  # the reason, or None
+
+    def format_screen(self, candidate: EvalSnapshot, incumbent: EvalSnapshot) -> str | None:
+        """The format guard: a reason when more of ``candidate``'s answers break the JSON
+        schema or the tool-call format than ``incumbent``'s on the same rows, else None."""
+        ...
 
 
 class Phases(Protocol):

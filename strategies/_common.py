@@ -4,7 +4,8 @@ One candidate costs, in model calls (cache hits are free and not counted):
 
 - with screening: ``2 * batch_size`` on a fixed train minibatch (the incumbent's half is cached
   after the first candidate, so usually ``batch_size``), plus ``len(val)`` only when the
-  candidate does not score below the incumbent on that minibatch;
+  candidate does not score below the incumbent on that minibatch (nor break the JSON schema or
+  the tool-call format on more of its rows: the format guard);
 - without screening: ``len(val)``.
 
 Screening is "cheap enough" (the default, ``screen=None``) when ``2 * batch_size <= len(val)``:
@@ -22,7 +23,15 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from reflex.api import PHASES, BudgetExhausted, EvalSnapshot, Example, IterationRecord, Outcome
+from reflex.api import (
+    PHASES,
+    SCREENING,
+    BudgetExhausted,
+    EvalSnapshot,
+    Example,
+    IterationRecord,
+    Outcome,
+)
 
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
@@ -84,6 +93,12 @@ def try_candidate(
             ctx.log("candidate_rejected", phase=ctx.capability(PHASES).phase, reason=reason)
             return ctx.record_iteration(
                 prompt, train, Outcome.rejected(reason), reasoning=reasoning, change=change
+            )
+        broken = ctx.capability(SCREENING).format_screen(train, before)
+        if broken is not None:  # the format guard: more answers break the schema or call format
+            ctx.log("candidate_rejected", phase=ctx.capability(PHASES).phase, reason=broken)
+            return ctx.record_iteration(
+                prompt, train, Outcome.rejected(broken), reasoning=reasoning, change=change
             )
     if not len(ctx.val) and train is None:
         # No val split: record_iteration selects on the train score, so one is needed.

@@ -11,7 +11,9 @@ see :mod:`reflex.data.prompts`). Each iteration:
    rewrites of that component that did not help, and let it rewrite one component
    (round-robin) or all of them;
 4. run the child on the same minibatch; accept it only if it scores strictly higher, and only
-   then score it on the whole validation set (it joins the front). Under ``strict_leakage`` a
+   then score it on the whole validation set (it joins the front). A child whose answers break
+   the JSON schema or the tool-call format more often than the parent's there is rejected first
+   (``ctx.capability(SCREENING).format_screen``). Under ``strict_leakage`` a
    child (or merge) that copies held-out text is rejected before that val evaluation
    (``ctx.capability(SCREENING).leakage_screen``).
 
@@ -231,6 +233,10 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
                 f"{before.mean_score:.3f}"
             )
             self._reject(ctx, text, after, notes, change, child, reason)
+            return
+        broken = ctx.capability(SCREENING).format_screen(after, before)
+        if broken is not None:
+            self._reject(ctx, text, after, notes, change, child, broken)
             return
         if self._leaks(ctx, text, after, notes, change, child):
             return

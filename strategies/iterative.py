@@ -3,7 +3,8 @@
 Each iteration samples a train minibatch, scores the current prompt on it, shows the reasoning
 model the worst rows plus the rewrite log (each past edit paired with the score change *that
 edit* caused on its own minibatch), and scores the revision on the same rows. The revision is
-adopted only if it scores strictly higher, and only an adopted revision is measured on val
+adopted only if it scores strictly higher (and, where answers have a format to keep, breaks it
+no more often: the format guard), and only an adopted revision is measured on val
 (``val_gate``; off: every revision is): a revision no better than the current prompt on rows
 both were just scored on is not worth a val evaluation. An unusable answer is retried once; a
 second failure records the iteration as failed. A minibatch the current prompt already gets
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.api import (
+    SCREENING,
     BaseStrategy,
     EvalSnapshot,
     Outcome,
@@ -84,7 +86,8 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
                 continue
             after = ctx.evaluate(proposal.prompt, batch)
             change = after.mean_score - before.mean_score
-            accepted = change > 0
+            broken = ctx.capability(SCREENING).format_screen(after, before)
+            accepted = change > 0 and broken is None
             log.append(
                 {
                     "iteration": ctx.iteration + 1,
@@ -96,6 +99,8 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
             )
             if accepted:
                 outcome = Outcome.accepted()
+            elif broken is not None:  # more answers break the format: never worth val
+                outcome = Outcome.rejected(broken)
             elif self.options.val_gate:  # not worth a val evaluation
                 outcome = Outcome.rejected("no better than the current prompt on its minibatch")
             else:

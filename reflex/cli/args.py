@@ -61,6 +61,8 @@ class OptimizeArgs:
     tools_file: Path | None
     tool_choice: str | None
     response_format_file: Path | None
+    optimize_tool_descriptions: bool
+    format_guard: bool
     input_field: str | None
     output_field: str | None
     variables: tuple[str, ...]

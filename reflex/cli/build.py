@@ -143,6 +143,8 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         shared_run_dir=args.shared_run_dir,
         allow_degenerate_seed=args.allow_degenerate_seed,
         strict_leakage=args.strict_leakage,
+        optimize_tool_descriptions=args.optimize_tool_descriptions,
+        format_guard=args.format_guard,
         overfit_gap=args.overfit_gap,
         cache_namespace=args.cache_namespace,
         cache_url=args.cache_url,

@@ -101,6 +101,8 @@ def _inputs() -> list[click.Parameter]:
             help='JSON response format: {"type": "json_object"}, or {"type": "json_schema", '
             '"json_schema": {"name": ..., "schema": {...}}} (a bare JSON Schema too).',
         ),
+        setting("--optimize-tool-descriptions", is_flag=True),
+        setting("--format-guard/--no-format-guard", "format_guard"),
         o(["--input-field"], help="Dataset field holding the input."),
         o(["--output-field"], help="Dataset field holding the reference answer."),
         o(

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from reflex.data.templates import fill, parse_template, template_text, value_text, variables_of
+from reflex.data.tool_text import strip_tools_section
 from reflex.result import Example
 
 __all__ = [
@@ -145,7 +146,7 @@ def prompt_messages(
     function (or the same rule) to get the behaviour its score was measured with.
     """
     text = prompt if isinstance(prompt, str) else template_text(prompt)
-    system, pairs = split_chat_demos(text)
+    system, pairs = split_chat_demos(strip_tools_section(text))  # the tools carry that section
     template = parse_template(system)
     if template is not None:
         if fields and isinstance(conversation, Mapping):
@@ -223,7 +224,7 @@ def demo_turns(
 def template_fields(prompt: str, mapping: Mapping[str, str] | None = None) -> dict[str, str] | None:
     """Each variable of ``prompt`` (a chat template's string form) -> the row field that fills
     it (``mapping``'s, else its own name); None when ``prompt`` has no variables."""
-    template = parse_template(split_chat_demos(prompt)[0])
+    template = parse_template(split_chat_demos(strip_tools_section(prompt))[0])
     names = variables_of(template) if template is not None else []
     if not names:
         return None
@@ -233,7 +234,7 @@ def template_fields(prompt: str, mapping: Mapping[str, str] | None = None) -> di
 def saved_template(prompt: str) -> list[dict[str, str]] | None:
     """The chat template to save for ``prompt`` (its demos as fixed turns), or None when it is
     not one: ``prompt_messages`` of the saved list is what was scored."""
-    system, pairs = split_chat_demos(prompt)
+    system, pairs = split_chat_demos(strip_tools_section(prompt))
     template = parse_template(system)
     if template is None:
         return None

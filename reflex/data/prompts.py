@@ -35,6 +35,7 @@ from reflex.data.templates import (
     template_text,
     variables_of,
 )
+from reflex.data.tool_text import strip_tools_section, tools_template
 from reflex.errors import ConfigurationError
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "prompt_spec",
     "read_prompt",
     "spec_from_mapping",
+    "with_tool_descriptions",
     "write_prompt_file",
 ]
 
@@ -97,7 +99,7 @@ class PromptSpec:
     @property
     def messages(self) -> list[dict[str, str]] | None:
         """The chat template's messages (placeholders kept), or None for a text prompt."""
-        return parse_template(self.render())
+        return parse_template(strip_tools_section(self.render()))
 
     @property
     def variables(self) -> list[str]:
@@ -238,6 +240,21 @@ def chat_spec(messages: object, where: str = "prompt") -> PromptSpec:
     if spec.messages != checked:  # e.g. a message that is only blank lines inside
         raise ConfigurationError(f"{where}: the chat template does not read back as written")
     return spec
+
+
+def with_tool_descriptions(spec: PromptSpec, tools: Sequence[Mapping[str, object]]) -> PromptSpec:
+    """``spec`` led by the ``<tools>`` section of ``tools`` (:mod:`reflex.data.tool_text`), each
+    description one more component (``tool-NAME``, ``param-NAME-PARAM``), after the prompt's."""
+    components, section = tools_template(tools)
+    clash = sorted(set(components) & set(spec.components))
+    if clash:
+        raise ConfigurationError(
+            f"prompt component {clash[0]!r} clashes with a tool description's name; rename it"
+        )
+    body = spec.template
+    if body is None:
+        body = "\n\n".join("{" + name + "}" for name in spec.names)
+    return PromptSpec({**spec.components, **components}, f"{section}\n\n{body}", spec.fmt)
 
 
 def is_components_path(path: Path) -> bool:

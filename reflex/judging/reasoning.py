@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 from reflex.data.demos import split_chat_demos
 from reflex.data.language import detect_language
 from reflex.data.templates import parse_template, placeholders, template_problem, variables_of
+from reflex.data.tool_text import split_tools_section, strip_tools_section, tools_problem
 from reflex.errors import ConfigurationError
 from reflex.judging.templates import DEFAULT_TEMPLATES, family, migration_notes
 from reflex.types import REASONING
@@ -114,10 +115,17 @@ def guidance(ctx: StrategyContext) -> str:
                 target_family=family(config.models[0]),
             )
         )
-    messages = parse_template(split_chat_demos(ctx.initial_prompt)[0])
+    blocks, rest = split_tools_section(ctx.initial_prompt)
+    messages = parse_template(split_chat_demos(rest)[0])
     if messages is not None and variables_of(messages):
         fixed = ", ".join("{{" + name + "}}" for name in variables_of(messages))
         lines.append(render("guidance.template", config.reasoning_templates, placeholders=fixed))
+    if isinstance(blocks, list):
+        names = ", ".join(dict.fromkeys(repr(b.function) for b in blocks))
+        lines.append(render("guidance.tools", config.reasoning_templates, functions=names))
+    if config.format_names:
+        fields = ", ".join(repr(name) for name in config.format_names)
+        lines.append(render("guidance.format", config.reasoning_templates, fields=fields))
     return "\n".join(lines)
 
 
@@ -218,7 +226,8 @@ def parse_proposal(
     text: str, *, current: str, forbidden: Sequence[str] = (), fixed: Sequence[str] | None = None
 ) -> Proposal:
     """Extract a revised prompt; raise ProposalError when it is missing, empty or unchanged,
-    or breaks the chat template ``current`` is (its messages and placeholders), or changes the
+    or breaks the chat template ``current`` is (its messages and placeholders) or the fixed
+    lines of its ``<tools>`` section (:mod:`reflex.data.tool_text`), or changes the
     ``fixed`` placeholders (a template component's, in order of use, repeats included)."""
     data = _from_json(text) if tagged(text, "prompt") is None else None
     prompt = tagged(text, "prompt") or (data or {}).get("prompt") or _from_fence(text)
@@ -230,7 +239,10 @@ def parse_proposal(
     for text_seen in forbidden:
         if text_seen and text_seen.strip() == prompt:
             raise ProposalError("the revised prompt repeats one that was already tried")
-    problem = template_problem(split_chat_demos(current)[0], split_chat_demos(prompt)[0])
+    problem = tools_problem(current, prompt) or template_problem(
+        split_chat_demos(strip_tools_section(current))[0],
+        split_chat_demos(strip_tools_section(prompt))[0],
+    )
     if problem is None and fixed is not None and sorted(placeholders(prompt)) != sorted(fixed):
         wanted = ", ".join("{{" + name + "}}" for name in fixed) or "none"
         problem = f"the revised text must keep exactly the placeholders {wanted}"

@@ -30,6 +30,17 @@ DEFAULT_TEMPLATES: dict[str, str] = {
         "exactly, each in its own message and as often as now: they are filled with each row's "
         "values. Rewrite only the text around them."
     ),
+    "guidance.tools": (
+        "The prompt starts with a <tools> section: the descriptions of the functions the model "
+        "may call ({functions}), sent with each request as the tools' descriptions. Keep the "
+        "section first and every <function ...> and <parameter ...> line in it exactly as it is "
+        "(names, types, enums and required flags are fixed); you may rewrite the description "
+        "text between those lines."
+    ),
+    "guidance.format": (
+        "The answers must follow a JSON schema; the prompt names its fields {fields}. Keep "
+        "naming every one of them: a prompt that drops the output-format instructions is refused."
+    ),
     "retry": "That answer was unusable: {error}. Answer again in the required form.",
     # gepa / opro / random (issue 8): distinct names, one block.
     "gepa.system": (

@@ -79,7 +79,7 @@ class RunContext(OptIn):
             initial_val=initial_val,
             initial_prompt=initial_prompt,
         )
-        self._refused: dict[str, str] = {}  # candidates that break the chat template
+        self._refused: dict[str, str] = {}  # candidates a static guard refuses (no call)
         self.best_val: float | None = initial_val.mean_score if initial_val else None
         config = session.config
         self._stopping = Stopping(
@@ -109,6 +109,7 @@ class RunContext(OptIn):
             rewrite_messages=None
             if config.rewrite_messages is None
             else tuple(config.rewrite_messages),
+            format_names=tuple(self._screen.format_names),
         )
 
     @property
@@ -203,14 +204,23 @@ class RunContext(OptIn):
         return self._session.evaluate(prompt, rows, split)
 
     def _refusal(self, prompt: str) -> str | None:
-        """Why ``prompt`` breaks the chat template (recorded once as a failed proposal)."""
+        """Why ``prompt`` breaks the chat template, the tools' fixed lines or the output-format
+        instructions (recorded once as a failed proposal, with the guard as its purpose)."""
         if prompt in self._refused:
             return self._refused[prompt]
-        reason = self._screen.template(prompt)
-        if reason is not None:
-            self._refused[prompt] = reason
-            self.fail_proposal("chat template guard", reason)
+        refused = self._screen.refusal(prompt)
+        if refused is None:
+            return None
+        guard, reason = refused
+        self._refused[prompt] = reason
+        self.fail_proposal(guard, reason)
         return reason
+
+    def format_screen(self, candidate: EvalSnapshot, incumbent: EvalSnapshot) -> str | None:
+        """The format guard's rejection reason for ``candidate`` vs ``incumbent`` on the same
+        minibatch (:meth:`CandidateScreen.format_screen`), or None; pass it as
+        ``Outcome.rejected(reason)`` and skip the val evaluation."""
+        return self._screen.format_screen(candidate, incumbent)
 
     def reason(self, messages: Sequence[Mapping[str, str]] | str) -> str:
         """Ask the reasoning model; a plain string is sent as one user message."""

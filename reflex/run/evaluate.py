@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from reflex.config import BaseRunConfig
 from reflex.data.demos import prompt_messages
+from reflex.data.tool_text import described_tools
 from reflex.models.client import ModelSpec, ProviderClient
 from reflex.result import EvalSnapshot, Sample
 from reflex.types import Example, JudgeCall, Metric, ModelGradedMetric, Score
@@ -66,8 +67,13 @@ def request_for(
 ) -> tuple[ModelSpec, list[dict[str, str]]]:
     """The task request for ``example``: the spec with the example's tools (else the run's),
     and the conversation :func:`render_messages` makes. Evaluations, budget estimates and the
-    gate's counts all use it, so they agree on what each call (and its cache key) is."""
-    return spec.with_tools(example.tools), render_messages(prompt, example, mode)
+    gate's counts all use it, so they agree on what each call (and its cache key) is. A prompt
+    led by a ``<tools>`` section sends its descriptions (:func:`described_tools`)."""
+    spec = spec.with_tools(example.tools)
+    described = described_tools(spec.tools, prompt) if spec.tools else None
+    if described is not None:
+        spec = replace(spec, tools=tuple(described))
+    return spec, render_messages(prompt, example, mode)
 
 
 def combine_scores(scores: Mapping[str, float], weights: Mapping[str, float]) -> float | None:

@@ -17,7 +17,9 @@ from reflex.callbacks import AnyCallback
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset, check_run_tools
 from reflex.data.pipeline import Pipeline
-from reflex.data.prompts import PromptSpec
+from reflex.data.prompts import PromptSpec, with_tool_descriptions
+from reflex.data.tool_text import run_tools
+from reflex.errors import ConfigurationError
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
 from reflex.run.engine import Engine
@@ -44,6 +46,8 @@ def start_run(
     """Run the engine on ``spec``; ``resume`` is False, True (the latest matching unfinished
     run) or a run id. ``strategy_named``: the user chose the strategy (else the default's note)."""
     check_run_tools(dataset, config.tools)  # before any call: every reference call is offered
+    if config.optimize_tool_descriptions:
+        spec = _with_tools(spec, config, dataset)
     text = spec.render()
     strategy_cls = get_registry().strategy(config.strategy)
     run_id: str | None = None
@@ -75,3 +79,15 @@ def start_run(
                 config.strategy,
             )
         return engine.run(text)
+
+
+def _with_tools(spec: PromptSpec, config: RunConfig, dataset: Dataset) -> PromptSpec:
+    """``spec`` led by the tools' descriptions as optimizable text (--optimize-tool-descriptions):
+    the run's tools, else the functions the rows offer (:func:`run_tools`)."""
+    tools = run_tools(config.tools, [e.tools for e in dataset if e.tools])
+    if not tools:
+        raise ConfigurationError(
+            "--optimize-tool-descriptions: the run offers no tools; give them with --tools "
+            "FILE (or rows' 'tools'), or leave the option out"
+        )
+    return with_tool_descriptions(spec, tools)
