@@ -285,7 +285,8 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         notes: list[str] = []
         spec = _spec(ctx)
         editable = ctx.settings.rewrite_messages
-        names = [n for n in spec.names if editable is None or n in editable]
+        # --rewrite-messages limits the template's messages; tool descriptions stay editable.
+        names = [n for n in spec.names if editable is None or n in editable or _tool_part(n)]
         template = bool(spec.variables)  # a component keeps its placeholders
         for name in self._targets(names or spec.names):
             current = parent.components[name]
@@ -405,6 +406,11 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
 @hookimpl
 def register_strategies(register: StrategyRegistrar) -> None:
     register(GepaStrategy)
+
+
+def _tool_part(name: str) -> bool:
+    """A tool description's component (``--optimize-tool-descriptions``), not a message."""
+    return name.startswith(("tool-", "param-"))
 
 
 def _spec(ctx: StrategyContext) -> PromptSpec:

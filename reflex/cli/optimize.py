@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from reflex.cli.common import RESUME_HINT, hidden_credentials, router_secrets, w
 from reflex.cli.options import optimize_params
 from reflex.cli.outputs import refuse_clobbering
 from reflex.data.files import atomic_write_text
+from reflex.data.tool_text import run_tools
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,7 +58,10 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback], console: Con
         print_trackers(plugin_callbacks)
     # Create missing parent folders: failing here, after a paid run, would lose the output.
     if args.output is not None:
-        _write_best(args.output, prompt, result)
+        config = optimizer.build_config()
+        rows = [e.tools for e in optimizer._dataset or () if e.tools]
+        tools = run_tools(config.tools, rows) if config.optimize_tool_descriptions else []
+        _write_best(args.output, prompt, _without_tools(args.output, result, tools))
     if args.results_json is not None:
         atomic_write_text(args.results_json, json.dumps(result.to_dict(), indent=2) + "\n")
     print_summary(result)
@@ -92,6 +96,32 @@ def print_trackers(callbacks: list[Callback]) -> None:
             lines = []
         for line in lines:
             click.echo(str(line), err=True)
+
+
+def _without_tools(
+    path: Path, result: OptimizationResult, tools: Sequence[Mapping[str, Any]]
+) -> OptimizationResult:
+    """``result`` without the best prompt's ``<tools>`` section, written next to ``path`` as
+    ``NAME.tools.json`` (the tools with the best descriptions: deploy them as ``tools``)."""
+    from dataclasses import replace
+
+    from reflex.data.tool_text import described_tools, split_tools_section
+
+    section, rest = split_tools_section(result.best_prompt)
+    described = described_tools(tools, result.best_prompt) if tools else None
+    if not isinstance(section, list) or described is None:
+        return result
+    tools_path = path.with_name(f"{path.stem}.tools.json")
+    atomic_write_text(tools_path, json.dumps(described, indent=2, ensure_ascii=False) + "\n")
+    click.echo(
+        f"note: the best tool descriptions are in {tools_path} (send those tools with the "
+        f"prompt; --tools {tools_path} for check)",
+        err=True,
+    )
+    components = result.best_components
+    if components is not None:  # the descriptions are in the tools file now
+        components = {k: v for k, v in components.items() if not k.startswith(("tool-", "param-"))}
+    return replace(result, best_prompt=rest, best_components=components)
 
 
 def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> None:

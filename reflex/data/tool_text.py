@@ -227,6 +227,11 @@ def tools_problem(reference: str, candidate: str) -> str | None:
     if not isinstance(before, list):
         if after is not None:
             return "the candidate adds a <tools> section, which this run's prompt does not have"
+        if _markup(candidate) > _markup(reference):  # e.g. a description that renames its tool
+            return (
+                "the revised text writes <function ...> or <parameter ...> lines: the tools' "
+                "names, types, enums and required lists are fixed; write only description text"
+            )
         return None
     if after is None:
         return f"the candidate drops the <tools> section (the tool descriptions); {_KEEP}"
@@ -235,6 +240,13 @@ def tools_problem(reference: str, candidate: str) -> str | None:
     if [b.header for b in before] != [b.header for b in after]:
         return f"the candidate {_diff(before, after)}; {_KEEP}"
     return None
+
+
+def _markup(text: str) -> int:
+    """How many lines of ``text`` are the section's own markup."""
+    fixed = {OPEN, CLOSE, "</function>", "</parameter>"}
+    lines = text.split("\n")
+    return sum(1 for x in lines if x in fixed or _FUNCTION.match(x) or _PARAMETER.match(x))
 
 
 def described_tools(

@@ -101,7 +101,7 @@ class CandidateScreen:
         initial_val: EvalSnapshot | None,
         initial_prompt: str = "",
     ) -> None:
-        body = split_chat_demos(initial_prompt)[0]
+        body = split_chat_demos(strip_tools_section(initial_prompt))[0]
         self._template = body if is_template(body) else None
         self._initial = initial_prompt
         self._format_names = format_names(config.response_format, initial_prompt)
