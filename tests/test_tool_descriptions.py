@@ -135,7 +135,9 @@ def test_row_tools_are_collected_once_and_a_conflict_is_one_line() -> None:
     assert run_tools([other], [TOOLS]) == [other]  # the run's tools win
     changed = json.loads(json.dumps(TOOLS[0]))
     changed["function"]["parameters"]["required"] = ["x"]
-    with pytest.raises(ConfigurationError, match="rows define the function 'math.hypot'"):
+    with pytest.raises(
+        ConfigurationError, match=re.escape("rows define the function 'math.hypot'")
+    ):
         run_tools(None, [TOOLS, [changed]])
     assert tools_section([changed]).count("<parameter") == 3
 
