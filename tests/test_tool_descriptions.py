@@ -260,13 +260,22 @@ def test_cli_saves_the_described_tools_next_to_the_prompt(env: Path) -> None:
         args = ["optimize", "calls.jsonl", "prompt.md", "-m", "openai/task", "--api-base", url]
         args += ["--tools", "tools.json", "--optimize-tool-descriptions", "--metric", "tool_call"]
         args += ["--reasoning-model", "openai/reasoner", "--reasoning-base-url", url]
-        args += ["-s", "iterative", "--max-iterations", "1", "-o", str(best)]
+        args += ["-s", "iterative", "--max-iterations", "1", "-o", str(best), "--run-dir", "runs"]
         done = CliRunner().invoke(build_cli(), args, catch_exceptions=False)
     assert done.exit_code == 0, done.output
-    assert best.read_text(encoding="utf-8") == SEED + "\n"
+    assert best.read_text(encoding="utf-8") == good + "\n"  # what was scored, section first
     saved = json.loads((env / "best.tools.json").read_text(encoding="utf-8"))
     assert saved[0]["function"]["description"] == GOOD
     assert saved[0]["function"]["parameters"] == TOOLS[0]["function"]["parameters"]
+    assert reflex.prompt_messages(best.read_text(), "hi")[0]["content"] == SEED
+    # check scores the saved file as the run did: the section's descriptions are sent again.
+    [run] = (env / "runs" / "runs").iterdir()
+    script.task.clear()
+    with serve(responder=script) as url:
+        args = ["check", "--prompt", str(best), "--dataset", "calls.jsonl", "--baseline", str(run)]
+        checked = CliRunner().invoke(build_cli(), [*args, "--api-base", url, "--json"])
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.output)["scores_by_metric"]["tool_call"] == 1.0
 
 
 def test_without_tools_the_setting_is_one_error_before_any_call(env: Path) -> None:

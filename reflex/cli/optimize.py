@@ -16,13 +16,13 @@ from reflex.cli.common import RESUME_HINT, hidden_credentials, router_secrets, w
 from reflex.cli.options import optimize_params
 from reflex.cli.outputs import refuse_clobbering
 from reflex.data.files import atomic_write_text
-from reflex.data.tool_text import run_tools
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from reflex.callbacks import Callback
     from reflex.data.prompts import PromptSpec
+    from reflex.optimizer import PromptOptimizer
     from reflex.plugins import Registry
     from reflex.result import OptimizationResult
 
@@ -58,10 +58,7 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback], console: Con
         print_trackers(plugin_callbacks)
     # Create missing parent folders: failing here, after a paid run, would lose the output.
     if args.output is not None:
-        config = optimizer.build_config()
-        rows = [e.tools for e in optimizer._dataset or () if e.tools]
-        tools = run_tools(config.tools, rows) if config.optimize_tool_descriptions else []
-        _write_best(args.output, prompt, _without_tools(args.output, result, tools))
+        _save(args.output, prompt, optimizer, result)
     if args.results_json is not None:
         atomic_write_text(args.results_json, json.dumps(result.to_dict(), indent=2) + "\n")
     print_summary(result)
@@ -98,30 +95,43 @@ def print_trackers(callbacks: list[Callback]) -> None:
             click.echo(str(line), err=True)
 
 
-def _without_tools(
-    path: Path, result: OptimizationResult, tools: Sequence[Mapping[str, Any]]
-) -> OptimizationResult:
-    """``result`` without the best prompt's ``<tools>`` section, written next to ``path`` as
-    ``NAME.tools.json`` (the tools with the best descriptions: deploy them as ``tools``)."""
-    from dataclasses import replace
+def _save(
+    path: Path, prompt: PromptSpec, optimizer: PromptOptimizer, result: OptimizationResult
+) -> None:
+    """``-o``: the best prompt in the input's shape, and with optimized tool descriptions the
+    tools file next to it (:func:`_write_tools`)."""
+    from reflex.data.prompts import with_tool_descriptions
+    from reflex.data.tool_text import run_tools
 
-    from reflex.data.tool_text import described_tools, split_tools_section
+    config = optimizer.build_config()
+    tools: list[Mapping[str, Any]] = []
+    if config.optimize_tool_descriptions:
+        rows = [e.tools for e in optimizer._dataset or () if e.tools]
+        tools = run_tools(config.tools, rows)
+    spec = with_tool_descriptions(prompt, tools) if tools else prompt
+    _write_best(path, spec, result)
+    _write_tools(path, spec, result.best_prompt, tools)
 
-    section, rest = split_tools_section(result.best_prompt)
-    described = described_tools(tools, result.best_prompt) if tools else None
-    if not isinstance(section, list) or described is None:
-        return result
+
+def _write_tools(
+    path: Path, spec: PromptSpec, prompt: str, tools: Sequence[Mapping[str, Any]]
+) -> None:
+    """``NAME.tools.json`` next to ``path``: the tools with the best prompt's descriptions (its
+    ``<tools>`` section, ``--optimize-tool-descriptions``), to send as the request's ``tools``."""
+    from reflex.data.tool_text import described_tools
+
+    described = described_tools(tools, prompt) if tools else None
+    if described is None:
+        return
     tools_path = path.with_name(f"{path.stem}.tools.json")
     atomic_write_text(tools_path, json.dumps(described, indent=2, ensure_ascii=False) + "\n")
-    click.echo(
-        f"note: the best tool descriptions are in {tools_path} (send those tools with the "
-        f"prompt; --tools {tools_path} for check)",
-        err=True,
+    where = (
+        f"the template in {path} holds no tool descriptions"
+        if spec.fmt == "chat"
+        else f"{path} starts with the <tools> section the run scored (check --prompt {path} "
+        "scores it the same way; reflex.prompt_messages leaves it out of the messages)"
     )
-    components = result.best_components
-    if components is not None:  # the descriptions are in the tools file now
-        components = {k: v for k, v in components.items() if not k.startswith(("tool-", "param-"))}
-    return replace(result, best_prompt=rest, best_components=components)
+    click.echo(f"note: {where}; send the tools in {tools_path} with the prompt", err=True)
 
 
 def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> None:
