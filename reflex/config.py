@@ -197,7 +197,8 @@ class BaseRunConfig(BaseModel):
     format_guard: bool = Field(
         default=True,
         description="Reject, before its val evaluation, a candidate whose answers break the "
-        "JSON schema or the tool-call format more often than the incumbent's on the minibatch.",
+        "JSON schema or the tool-call format more often than the incumbent's on the minibatch, "
+        "and, at 0 calls, one that no longer names a schema field the initial prompt named.",
     )
     # Pipeline mode (reflex.data.pipeline): where the function came from and its source hash (a
     # changed pipeline cannot resume a run), the per-example timeout, and the metrics that

@@ -71,6 +71,7 @@ def test_format_names_are_the_schema_fields_the_prompt_names() -> None:
 def test_a_candidate_that_drops_a_named_field_is_refused_with_the_name() -> None:
     screen = _screen()
     assert screen.refusal(SEED + " Be exact.") is None
+    assert _screen(format_guard=False).refusal("Extract the length.") is None  # switched off
     guard, reason = screen.refusal("Extract the length as JSON with the field value.") or ("", "")
     assert guard == "format instructions guard"
     assert reason.startswith(

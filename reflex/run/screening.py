@@ -104,7 +104,9 @@ class CandidateScreen:
         body = split_chat_demos(strip_tools_section(initial_prompt))[0]
         self._template = body if is_template(body) else None
         self._initial = initial_prompt
-        self._format_names = format_names(config.response_format, initial_prompt)
+        # Both format checks are on unless --no-format-guard.
+        fmt = config.response_format if config.format_guard else None
+        self._format_names = format_names(fmt, initial_prompt)
         self._format_guard = config.format_guard
         self._editable = config.rewrite_messages
         self._guard = LeakageGuard.for_run(
