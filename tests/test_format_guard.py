@@ -174,6 +174,7 @@ def test_iterative_refuses_dropped_instructions_and_guards_the_format_before_val
     assert second.rejected is not None and second.rejected.startswith("format guard: 4 of 4")
     assert second.change is not None and second.change > 0  # better on the minibatch, yet
     assert len(script.sent("GREEDY")) == 4 and second.val_score is None  # minibatch only
+    assert result.usage["task"]["calls"] == len(script.task)  # the ledger: what the endpoint saw
     assert third.accepted and result.best_prompt == PRECISE
 
 

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import reflex
 from reflex import ConfigurationError, PromptOptimizer
 from reflex.cli.main import build_cli
+from reflex.config import RunConfig
 from reflex.data.prompts import prompt_spec, with_tool_descriptions
 from reflex.data.tool_text import (
     described_tools,
@@ -25,6 +26,7 @@ from reflex.data.tool_text import (
     tools_section,
 )
 from reflex.judging.reasoning import ProposalError, parse_proposal
+from reflex.run.screening import CandidateScreen
 from reflex.testing.chat import ChatRequest
 from reflex.testing.endpoint import serve
 from reflex.toolcalls import ToolCall, render_answer
@@ -142,6 +144,29 @@ def test_row_tools_are_collected_once_and_a_conflict_is_one_line() -> None:
     assert tools_section([changed]).count("<parameter") == 3
 
 
+def test_a_chat_template_keeps_its_guard_behind_the_section() -> None:
+    template = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q: {{q}}"}]
+    spec = with_tool_descriptions(prompt_spec(template), TOOLS)
+    assert spec.variables == ["q"] and spec.names[:2] == ["system", "user"]
+    text = spec.render()
+    assert reflex.prompt_messages(text, {"q": "x"}) == [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Q: x"},
+    ]
+    screen = CandidateScreen(
+        RunConfig(models=["openai/m"]),
+        train=[],
+        held_out={},
+        seed_texts=[text],
+        initial_val=None,
+        initial_prompt=text,
+    )
+    assert screen.refusal(text.replace("\nS\n", "\nBetter S\n")) is None
+    assert (screen.refusal(text.replace("{{q}}", "{{p}}")) or ("",))[0] == "chat template guard"
+    renamed = text.replace('name="math.hypot">', 'name="math.hyp">')
+    assert (screen.refusal(renamed) or ("",))[0] == "tool descriptions guard"
+
+
 # --- whole runs on the local endpoint ------------------------------------------------------------
 
 ROWS = [(3, 4), (6, 8), (5, 12), (8, 15), (7, 24)] * 4
@@ -231,6 +256,7 @@ def test_iterative_refuses_a_renamed_function_at_zero_task_calls_then_keeps_a_de
     assert "renames function 'math.hypot' to function 'math.hyp'" in failed["error"]
     assert result.iterations[0].failed and script.reasoner == 3  # asked, retried, then the good
     assert script.tool_names() == {"math.hypot"}  # no request ever offered the renamed tool
+    assert result.usage["task"]["calls"] == len(script.task)  # the ledger: what the endpoint saw
     assert not any("Call it." in r.system for r in script.task)  # nor sent its prompt
     assert result.best_prompt == good and result.final is not None
     assert result.final.mean_score == 1.0 > (result.baseline.mean_score if result.baseline else 1)
