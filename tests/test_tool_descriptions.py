@@ -277,6 +277,17 @@ def test_gepa_rewrites_one_description_and_a_rename_hidden_in_it_is_refused(env:
     assert "Hyp." not in sent and "Hypotenuse." in sent  # the refused text was never sent
 
 
+def test_the_run_refuses_a_strategy_candidate_that_renames_a_function(env: Path) -> None:
+    # random search takes its paraphrases as they come: the run itself refuses the broken one.
+    script = Script([_renamed()])
+    with serve(responder=script) as url:
+        result = _builder(env, url).set_strategy("random").set_max_iterations(1).run(SEED)
+    assert any("renames function 'math.hypot'" in (r.rejected or "") for r in result.iterations)
+    assert "tool descriptions guard" in [f["purpose"] for f in result.failed_proposals]
+    assert not any("Call it." in r.system for r in script.task)  # 0 task calls for it
+    assert result.usage["task"]["calls"] == len(script.task)
+
+
 def test_cli_saves_the_described_tools_next_to_the_prompt(env: Path) -> None:
     good = seeded().replace("Hypotenuse.", GOOD)
     script = Script([good])
