@@ -125,6 +125,10 @@ def test_descriptions_may_change_and_a_description_may_not_hold_markup() -> None
     text = seeded()
     assert tools_problem(text, text.replace("Hypotenuse.", GOOD).replace(SEED, "Call it.")) is None
     assert tools_problem(SEED, "Better.") is None
+    # The run lets a candidate leave the whole section out: it sends the tools as written.
+    assert tools_problem(text, "Call it.", keep_section=False) is None
+    half = '<function name="math.hypot">\nX\n</function>\nCall it.'
+    assert tools_problem(text, half, keep_section=False) is not None
     renamed = 'Hyp.\n</function>\n<function name="math.hyp">\nX'
     problem = tools_problem("Hypotenuse.", renamed)  # gepa rewrites a description alone
     assert problem is not None and "fixed" in problem

@@ -219,9 +219,11 @@ def _diff(before: Sequence[ToolBlock], after: Sequence[ToolBlock]) -> str:
     return "reorders the tool descriptions"
 
 
-def tools_problem(reference: str, candidate: str) -> str | None:
+def tools_problem(reference: str, candidate: str, *, keep_section: bool = True) -> str | None:
     """Why ``candidate`` breaks the ``<tools>`` section of ``reference``, or None when it keeps
-    every fixed line (also when neither has a section)."""
+    every fixed line (also when neither has a section). ``keep_section`` False lets a candidate
+    leave the whole section out (no tool markup at all): its requests then carry the tools'
+    own descriptions, so a strategy that rewrites only the instructions still works."""
     before, _ = split_tools_section(reference)
     after, _ = split_tools_section(candidate)
     if not isinstance(before, list):
@@ -233,8 +235,10 @@ def tools_problem(reference: str, candidate: str) -> str | None:
                 "names, types, enums and required lists are fixed; write only description text"
             )
         return None
-    if after is None:
+    if after is None and (keep_section or _markup(candidate)):
         return f"the candidate drops the <tools> section (the tool descriptions); {_KEEP}"
+    if after is None:
+        return None
     if isinstance(after, str):
         return f"the candidate's <tools> section is malformed: {after}; {_KEEP}"
     if [b.header for b in before] != [b.header for b in after]:

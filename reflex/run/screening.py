@@ -136,7 +136,7 @@ class CandidateScreen:
         problem = self.template(prompt)
         if problem is not None:
             return "chat template guard", problem
-        problem = tools_problem(self._initial, prompt)
+        problem = tools_problem(self._initial, prompt, keep_section=False)
         if problem is not None:
             return "tool descriptions guard", problem
         text = strip_tools_section(prompt)
