@@ -47,6 +47,10 @@ def start_run(
     run) or a run id. ``strategy_named``: the user chose the strategy (else the default's note)."""
     check_run_tools(dataset, config.tools)  # before any call: every reference call is offered
     if config.optimize_tool_descriptions:
+        if pipeline is not None:  # a pipeline makes its own calls: no request carries the tools
+            raise ConfigurationError(
+                "--optimize-tool-descriptions does not work with a pipeline; leave it out"
+            )
         spec = _with_tools(spec, config, dataset)
     text = spec.render()
     strategy_cls = get_registry().strategy(config.strategy)
