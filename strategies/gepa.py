@@ -353,14 +353,17 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         self._merges_tried.add((a.id, b.id))
         spec = _spec(ctx)
         batch = self._batch(ctx)
-        score_a = ctx.evaluate(spec.render(a.components), batch).mean_score
-        score_b = ctx.evaluate(spec.render(b.components), batch).mean_score
+        snap_a = ctx.evaluate(spec.render(a.components), batch)
+        snap_b = ctx.evaluate(spec.render(b.components), batch)
         text = spec.render(merged)
         after = ctx.evaluate(text, batch)
         notes = f"merge of candidates {a.id} and {b.id} (components: {', '.join(changed)})"
-        best = max(score_a, score_b)
+        better = max(snap_a, snap_b, key=lambda snap: snap.mean_score)
+        best = better.mean_score
+        reason = ctx.capability(SCREENING).format_screen(after, better)
         if after.mean_score < best:
             reason = f"merge scored {after.mean_score:.3f} < {best:.3f}"
+        if reason is not None:
             self._reject(ctx, text, after, notes, after.mean_score - best, merged, reason)
             return
         if self._leaks(ctx, text, after, notes, after.mean_score - best, merged):

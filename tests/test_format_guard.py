@@ -110,9 +110,11 @@ class Script:
         self.answers = answers
         self.task: list[ChatRequest] = []
         self.reasoner = 0
+        self.asked: list[ChatRequest] = []
 
     def __call__(self, request: ChatRequest) -> str:
         if request.model == "reasoner":
+            self.asked.append(request)
             answer = self.answers[min(self.reasoner, len(self.answers) - 1)]
             self.reasoner += 1
             return f"<diagnosis>d</diagnosis><edit>e</edit><prompt>{answer}</prompt>"
@@ -176,6 +178,8 @@ def test_iterative_refuses_dropped_instructions_and_guards_the_format_before_val
     assert len(script.sent("GREEDY")) == 4 and second.val_score is None  # minibatch only
     assert result.usage["task"]["calls"] == len(script.task)  # the ledger: what the endpoint saw
     assert third.accepted and result.best_prompt == PRECISE
+    system = script.asked[0].system
+    assert "the prompt names its fields 'value', 'unit'" in system  # told what is fixed
 
 
 def test_gepa_refuses_dropped_instructions_and_guards_the_format(env: Path) -> None:

@@ -200,9 +200,11 @@ class Script:
         self.answers, self.by_component = answers, by_component or {}
         self.task: list[ChatRequest] = []
         self.reasoner = 0
+        self.asked: list[ChatRequest] = []
 
     def __call__(self, request: ChatRequest) -> str:
         if request.model == "reasoner":
+            self.asked.append(request)
             self.reasoner += 1
             brief = str(request.messages[1].get("content", ""))
             found = re.search(r"Rewrite the component '([^']+)'", brief)
@@ -260,6 +262,8 @@ def test_iterative_refuses_a_renamed_function_at_zero_task_calls_then_keeps_a_de
     assert "renames function 'math.hypot' to function 'math.hyp'" in failed["error"]
     assert result.iterations[0].failed and script.reasoner == 3  # asked, retried, then the good
     assert script.tool_names() == {"math.hypot"}  # no request ever offered the renamed tool
+    assert "starts with a <tools> section" in script.asked[0].system  # told what is fixed
+    assert "Hypotenuse." in script.asked[0].user  # it sees the tools in the prompt
     assert result.usage["task"]["calls"] == len(script.task)  # the ledger: what the endpoint saw
     assert not any("Call it." in r.system for r in script.task)  # nor sent its prompt
     assert result.best_prompt == good and result.final is not None
