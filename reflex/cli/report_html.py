@@ -2,7 +2,9 @@
 
 ``render_report(result, meta)`` turns a ``result.json`` dict (and the run's ``run.json``) into
 a page: headline baseline -> final with the paired test, a score-trajectory plot (inline SVG),
-per-metric and per-slice tables, per-iteration cards with the prompt diff and the reasoning,
+per-metric and per-slice tables, the test rows baseline vs winner (flipped first, filtered
+with CSS only) and a label task's confusion matrices (:mod:`reflex.cli.report_rows`),
+per-iteration cards with the prompt diff and the reasoning,
 rejected and failed candidates, warnings, and cost per role.
 """
 
@@ -15,7 +17,8 @@ from typing import Any
 
 from reflex.checks.leakage import describe as describe_leak
 from reflex.checks.versions import record_versions
-from reflex.result import RunEnd, best_val_of
+from reflex.cli.report_rows import ROWS_STYLE, row_sections
+from reflex.result import Example, RunEnd, best_val_of
 
 __all__ = ["prompt_diff", "render_report", "trajectory_svg"]
 
@@ -346,9 +349,13 @@ def _warnings(result: Record) -> str:
     )
 
 
-def render_report(result: Record, meta: Record | None = None) -> str:
-    """The whole page for a ``result.json`` dict (``meta``: the run's ``run.json``)."""
+def render_report(
+    result: Record, meta: Record | None = None, examples: Mapping[str, Example] | None = None
+) -> str:
+    """The whole page for a ``result.json`` dict (``meta``: the run's ``run.json``;
+    ``examples``: the run's dataset rows by id, for the test rows' inputs and references)."""
     meta = meta or {}
+    per_row, matrices = row_sections(result, examples, meta.get("dataset_source"))
     title = f"aevyra-reflex run {result.get('run_id') or meta.get('run_id') or ''}".strip()
     initial = str(result.get("initial_prompt") or "")
     best = str(result.get("best_prompt") or "")
@@ -357,6 +364,8 @@ def render_report(result: Record, meta: Record | None = None) -> str:
         ("Score trajectory", trajectory_svg(result)),
         ("Per-metric test scores", _metrics_table(result)),
         ("Per-slice test scores", _slices_table(result)),
+        ("Per-example test rows: baseline vs winner", per_row),
+        ("Confusion matrices (label task)", matrices),
         ("Warnings", _warnings(result)),
         (
             "Best prompt",
@@ -372,6 +381,6 @@ def render_report(result: Record, meta: Record | None = None) -> str:
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'\">"
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
+        f"<title>{escape(title)}</title><style>{STYLE}{ROWS_STYLE}</style></head>"
         f"<body><h1>{escape(title)}</h1>{body}</body></html>\n"
     )
