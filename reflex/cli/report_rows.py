@@ -57,6 +57,7 @@ ROWS_STYLE = (
     ".call{color:#8250df}.cut{color:#57606a}"
     ".matrices{display:flex;flex-wrap:wrap;gap:2em}"
     "table.cm td.d{font-weight:bold}table.cm th.r{text-align:right}"
+    "table.cm td,table.cm th{padding:.2em .45em}"
     + "".join(
         f"#exf-{name}:checked~table.ex tr.row:not({','.join('.' + c for c in shown)})"
         "{display:none}"
@@ -176,8 +177,8 @@ def _matrix(name: str, matrix: Confusion) -> str:
     accuracy = _ratio(matrix.accuracy)
     return (
         f'<div class="matrix"><h3>{escape(name)}</h3><table class="cm">'
-        f"<tr><th>reference \\ answered</th>{head}<th>recall</th></tr>{''.join(body)}"
-        f'<tr><th class="r">precision</th>{precision}{filler}<td class="n">{accuracy}</td></tr>'
+        f"<tr><th>reference \\ answer</th>{head}<th>recall</th></tr>{''.join(body)}"
+        f'<tr><th class="r">precision</th>{precision}{filler}<td class="n">-</td></tr>'
         f"</table><p>{matrix.n} rows; accuracy {accuracy}</p></div>"
     )
 
