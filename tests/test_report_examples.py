@@ -212,10 +212,10 @@ def test_one_label_answered_for_most_rows_is_a_warning(tmp_path: Path) -> None:
     )
     _, page = _report(tmp_path, run)
     words = "".join(page.text)
-    assert (
-        f"warning: the winner answered 'positive' for {n} of {n} rows (the references have "
-        f"{positive})" in words
-    )
+    line = f"the winner answered 'positive' for {n} of {n} rows (the references have {positive})"
+    assert f"warning: {line}" in words
+    # and in the page's Warnings list
+    assert any(chunk.startswith(line) for chunk in page.text)
 
 
 def test_free_text_task_has_no_matrix_and_a_moved_dataset_is_named(tmp_path: Path) -> None:
@@ -303,3 +303,41 @@ def test_the_filters_work_in_headless_chromium(fake_model: FakeModel, tmp_path: 
         assert _visible(page) == every
         page.screenshot(tmp_path / "report.png")
     assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_tool_call_runs_rows_show_each_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real tool-call run on the local endpoint: the answers are canonical text with
+    ``<tool_call>`` lines; the report shows each call as ``call name({arguments})``."""
+    from test_tool_call_run import SEED, _optimize, _rows
+
+    from reflex.data.dataset import load_dataset
+    from reflex.testing.endpoint import ChatRequest, serve
+    from reflex.toolcalls import parse_answer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-none")
+    data = _rows(tmp_path, 20)
+    expected = {row.input: row.ideal for row in load_dataset(data)}
+
+    def respond(request: ChatRequest) -> str:
+        edited = len(request.system) > len(SEED) or len(request.messages) > 2
+        call = expected.get(request.user)
+        return call if edited and call else "I would compute that for you."
+
+    with serve(responder=respond) as url:
+        assert _optimize(tmp_path, data, str(url)) == 0
+    (run,) = (tmp_path / ".reflex" / "runs").iterdir()
+    out = tmp_path / "report.html"
+    argv = ["report", str(run), "-o", str(out)]
+    res = CliRunner().invoke(build_cli(), argv)
+    assert res.exit_code == 0, res.output
+    page = _Page()
+    page.feed(out.read_text(encoding="utf-8"))
+    assert page.rows and "not a label task" in "".join(page.text)
+    final = {s["example_id"]: s["output"] for s in _result(run)["final"]["samples"]}
+    for _, (ident, _input, reference, _base, shown, _change) in page.rows:
+        (call,) = parse_answer(final[ident])[1]
+        arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
+        assert shown == f"call {call.name}({arguments})score 1.000"
+        assert "<tool_call>" not in reference and reference.startswith("call ")

@@ -333,13 +333,14 @@ def _cost(result: Record) -> str:
     return table
 
 
-def _warnings(result: Record) -> str:
+def _warnings(result: Record, more: Sequence[str] = ()) -> str:
     items = [
         str(w.get("message", w)) if isinstance(w, Mapping) else str(w)
         for w in result.get("warnings") or []
     ]
     if result.get("model_graded"):
         items.append("a judge model scored these numbers (model-graded metric)")
+    items += more  # a label task's: one answered label took most test rows
     if not items:
         return "<p>none</p>"
     return (
@@ -355,7 +356,7 @@ def render_report(
     """The whole page for a ``result.json`` dict (``meta``: the run's ``run.json``;
     ``examples``: the run's dataset rows by id, for the test rows' inputs and references)."""
     meta = meta or {}
-    per_row, matrices = row_sections(result, examples, meta.get("dataset_source"))
+    per_row, matrices, label_lines = row_sections(result, examples, meta.get("dataset_source"))
     title = f"aevyra-reflex run {result.get('run_id') or meta.get('run_id') or ''}".strip()
     initial = str(result.get("initial_prompt") or "")
     best = str(result.get("best_prompt") or "")
@@ -366,7 +367,7 @@ def render_report(
         ("Per-slice test scores", _slices_table(result)),
         ("Per-example test rows: baseline vs winner", per_row),
         ("Confusion matrices (label task)", matrices),
-        ("Warnings", _warnings(result)),
+        ("Warnings", _warnings(result, label_lines)),
         (
             "Best prompt",
             f"<pre>{escape(best)}</pre>"

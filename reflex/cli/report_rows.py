@@ -32,6 +32,7 @@ __all__ = [
     "ROWS_STYLE",
     "confusion_section",
     "examples_section",
+    "label_warnings",
     "readable",
     "row_sections",
 ]
@@ -55,7 +56,7 @@ ROWS_STYLE = (
     "tr.improved td.ch{color:#1a7f37;font-weight:bold}"
     ".filters label{margin-right:1em}.filters input:checked+label{font-weight:bold}"
     ".call{color:#8250df}.cut{color:#57606a}"
-    ".matrices{display:flex;flex-wrap:wrap;gap:2em}"
+    ".matrices{display:flex;flex-wrap:wrap;column-gap:1.5em}table.cm{font-size:.9em}"
     "table.cm td.d{font-weight:bold}table.cm th.r{text-align:right}"
     "table.cm td,table.cm th{padding:.2em .45em}"
     + "".join(
@@ -200,14 +201,20 @@ def _per_label(matrices: Mapping[str, Confusion]) -> str:
     return f"<table><tr><th>label</th><th>support</th>{head}</tr>{''.join(rows)}</table>"
 
 
+def label_warnings(matrices: Mapping[str, Confusion]) -> list[str]:
+    """Each matrix's warning line (:meth:`Confusion.warning`), "baseline" then "winner"."""
+    names = {"baseline": "the baseline", "final": "the winner"}
+    found = (m.warning(names.get(k, k)) for k, m in matrices.items())
+    return [line for line in found if line is not None]
+
+
 def confusion_section(matrices: Mapping[str, Confusion], reason: str) -> str:
     """Both matrices side by side (``"baseline"``, ``"final"``), or ``reason`` there are none."""
     if not matrices:
         return f"<p>{escape(reason)}</p>"
     names = {"baseline": "baseline", "final": "winner"}
     shown = {names.get(k, k): m for k, m in matrices.items()}
-    warnings = [line for name, m in shown.items() if (line := m.warning(f"the {name}")) is not None]
-    lines = "".join(f'<p class="warn">warning: {escape(w)}</p>' for w in warnings)
+    lines = "".join(f'<p class="warn">warning: {escape(w)}</p>' for w in label_warnings(matrices))
     grids = "".join(_matrix(name, m) for name, m in shown.items())
     note = (
         "<p>Answers and references compared as exact_match compares them (case, spacing, "
@@ -219,13 +226,14 @@ def confusion_section(matrices: Mapping[str, Confusion], reason: str) -> str:
 
 def row_sections(
     result: Mapping[str, Any], examples: Mapping[str, Example] | None, source: object
-) -> tuple[str, str]:
-    """The per-example section and the confusion-matrix section of a ``result.json`` dict's
-    test rows; ``examples``: the dataset's rows by id, ``source``: its file, for the note."""
+) -> tuple[str, str, list[str]]:
+    """The per-example section, the confusion-matrix section and its warning lines, of a
+    ``result.json`` dict's test rows; ``examples``: the dataset's rows by id, ``source``: its
+    file, for the note."""
     final, base = result.get("final"), result.get("baseline")
     if not isinstance(final, Mapping) or not final.get("samples"):
         none = "no test rows recorded (the run ended before its final test evaluation)"
-        return f"<p>{none}</p>", f"<p>{none}</p>"
+        return f"<p>{none}</p>", f"<p>{none}</p>", []
     baseline = EvalSnapshot.from_dict(dict(base)) if isinstance(base, Mapping) else None
     rows = compare_rows(baseline, EvalSnapshot.from_dict(dict(final)), examples or {})
     note, reason = None, "not a label task (the references are not a small label set)"
@@ -234,4 +242,5 @@ def row_sections(
         note = f"inputs and references unknown: {where} could not be read (pass --dataset FILE)"
         reason = f"no confusion matrix: {note}"
     matrices = label_matrices(rows, (e.ideal for e in (examples or {}).values()))
-    return examples_section(rows, note), confusion_section(matrices, reason)
+    sections = examples_section(rows, note), confusion_section(matrices, reason)
+    return (*sections, label_warnings(matrices))
