@@ -240,6 +240,7 @@ def test_free_text_task_has_no_matrix_and_a_moved_dataset_is_named(tmp_path: Pat
     )
     assert {cells[1] for _, cells in page.rows} == {"-"}  # ids, answers and scores still shown
     _, page = _report(tmp_path, run, "--dataset", str(moved))
+    assert "inputs and references unknown" not in "".join(page.text)
     assert {cells[1] for _, cells in page.rows} <= {row["input"] for row in rows}
 
 

@@ -238,8 +238,12 @@ def row_sections(
     rows = compare_rows(baseline, EvalSnapshot.from_dict(dict(final)), examples or {})
     note, reason = None, "not a label task (the references are not a small label set)"
     if not examples:
-        where = f"the run's dataset file {source}" if source else "the run's dataset file"
-        note = f"inputs and references unknown: {where} could not be read (pass --dataset FILE)"
+        why = (
+            f"the run's dataset file {source} could not be read"
+            if source
+            else "the run recorded no dataset file (in-memory rows)"
+        )
+        note = f"inputs and references unknown: {why} (pass --dataset FILE)"
         reason = f"no confusion matrix: {note}"
     matrices = label_matrices(rows, (e.ideal for e in (examples or {}).values()))
     sections = examples_section(rows, note), confusion_section(matrices, reason)
