@@ -29,6 +29,7 @@ from reflex.api.tracking import (
     ParamValue,
     RunningTotals,
     baseline_metrics,
+    confusion_matrices,
     evaluation_rows,
     iteration_metrics,
     iteration_row,
@@ -60,6 +61,7 @@ logger = logging.getLogger(__name__)
 
 TABLE = "iterations.json"
 EVALUATION_TABLE = "evaluation.json"
+CONFUSION_TABLE = "confusion_{side}.json"  # a label task's matrices: baseline, final
 _PARAM_LIMIT = 6000  # MLflow rejects longer param values
 _BATCH = 100  # MLflow's per-request limit for params
 
@@ -327,6 +329,9 @@ class MLflowCallback(GuardedCallback):
         if rows:
             clean = redact_data({"rows": rows}, *self._urls)["rows"]
             write_table(client, run_id, EVALUATION_TABLE, clean)
+        for side, matrix in confusion_matrices(result, self.dataset).items():
+            rows = redact_data({"rows": matrix.rows()}, *self._urls)["rows"]
+            write_table(client, run_id, CONFUSION_TABLE.format(side=side), rows)
         if not self._inputs_logged:
             self._log_dataset_inputs(result.run_dir)
         if self.register_prompt and result.completed:

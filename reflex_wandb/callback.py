@@ -22,6 +22,7 @@ from reflex.api.tracking import (
     GuardedCallback,
     RunningTotals,
     baseline_metrics,
+    confusion_matrices,
     iteration_metrics,
     iteration_row,
     recorded_initial_val,
@@ -261,6 +262,20 @@ class WandbCallback(GuardedCallback):
             }
         )
         self._log_best_prompt(result)
+        self._log_confusion(result)
+
+    def _log_confusion(self, result: OptimizationResult) -> None:
+        """A label task's matrices as the summary tables ``confusion_baseline`` and
+        ``confusion_final`` (one row per reference label: counts per answered label, support,
+        precision, recall); set again, not appended, on a replay."""
+        tables: dict[str, Any] = {}
+        for side, matrix in confusion_matrices(result).items():
+            rows = matrix.rows()
+            columns: list[str | int] = list(rows[0])
+            data = [[row[str(column)] for column in columns] for row in rows]
+            tables[f"confusion_{side}"] = wandb.Table(columns=columns, data=data)
+        if tables:
+            self._summary(tables)
 
     def _log_best_prompt(self, result: OptimizationResult) -> None:
         run = self._run()

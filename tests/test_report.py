@@ -82,6 +82,8 @@ def test_report_is_escaped_and_self_contained(fake_model: FakeModel, tmp_path: P
     for heading in ("Per-metric test scores", "Per-slice test scores", "Iterations", "Cost"):
         assert heading in text
     assert "odd" in text and "exact_match" in text and "p=" in text and "95% CI" in text
+    # In-memory rows: the test rows show ids, answers and scores, and say why there is no input.
+    assert "the run recorded no dataset file (in-memory rows) (pass --dataset FILE)" in text
 
 
 def test_report_shows_rejected_and_failed_candidates() -> None:

@@ -10,7 +10,8 @@ your own) needs beside :mod:`reflex.api` (its ``Callback``, records and ``hookim
   ``scrub``;
 - the tracker state kept in the run directory (:mod:`reflex.run.trackers`): ``tracker_state``,
   ``save_tracker_state``, ``recorded_iterations``, ``recorded_initial_val``, the per-example
-  ``evaluation_rows``, ``run_path``;
+  ``evaluation_rows``, ``run_path``; a label task's ``confusion_matrices`` (:class:`Confusion`,
+  :mod:`reflex.checks.confusion`);
 - for the adapter's CLI options: ``wanted``, ``parse_tag_pairs``.
 
 docs/trackers.md describes them; tests/test_public_api.py checks that each listed name exists
@@ -39,8 +40,10 @@ from reflex.callbacks.tracking import (
     summary_metrics,
     wanted,
 )
+from reflex.checks.confusion import Confusion
 from reflex.redact import redact_data, redact_url, redacted_argv, scrub
 from reflex.run.trackers import (
+    confusion_matrices,
     evaluation_rows,
     recorded_initial_val,
     recorded_iterations,
@@ -50,6 +53,7 @@ from reflex.run.trackers import (
 )
 
 __all__ = [
+    "Confusion",
     "GuardedCallback",
     "INITIAL_VAL_LABEL",
     "ParamValue",
@@ -57,6 +61,7 @@ __all__ = [
     "RunningTotals",
     "baseline_metrics",
     "best_train_score",
+    "confusion_matrices",
     "evaluation_rows",
     "iteration_metrics",
     "iteration_row",

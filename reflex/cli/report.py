@@ -23,22 +23,31 @@ __all__ = ["add_record_commands", "report_command", "verify_command"]
     show_default=True,
     help="Where to write the HTML file.",
 )
-def report_command(run: str, run_dir: str, output: Path) -> None:
+@click.option(
+    "--dataset",
+    "dataset_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The run's dataset file, for the test rows' inputs and references (default: the "
+    "file run.json names).",
+)
+def report_command(run: str, run_dir: str, output: Path, dataset_path: Path | None) -> None:
     """Write RUN's report as one HTML file (no scripts, no network).
 
     RUN: a run id (a unique prefix is enough), a run folder or a result.json.
     """
     from reflex.cli.common import with_errors
 
-    with_errors(lambda **_: _report(run, run_dir, output))()
+    with_errors(lambda **_: _report(run, run_dir, output, dataset_path))()
 
 
-def _report(run: str, run_dir: str, output: Path) -> None:
+def _report(run: str, run_dir: str, output: Path, dataset_path: Path | None = None) -> None:
     from reflex.cli.outputs import refuse_clobbering
     from reflex.cli.report_html import render_report
     from reflex.data.files import atomic_write_text
     from reflex.errors import ConfigurationError
     from reflex.run.records import read_json, resolve_run
+    from reflex.run.trackers import recorded_examples
 
     path = resolve_run(run, run_dir)
     refuse_clobbering({"-o": output}, {"run": path})
@@ -49,7 +58,11 @@ def _report(run: str, run_dir: str, output: Path) -> None:
         )
     result = read_json(path / "result.json")
     meta = read_json(path / "run.json") if (path / "run.json").is_file() else {}
-    atomic_write_text(output, render_report(result, meta))
+    if dataset_path is not None:
+        refuse_clobbering({"-o": output}, {"dataset": dataset_path})
+        meta = {**meta, "dataset_source": str(dataset_path)}
+    examples = recorded_examples(path, dataset_path)
+    atomic_write_text(output, render_report(result, meta, examples))
     click.echo(f"wrote {output}")
 
 

@@ -2,7 +2,9 @@
 
 ``render_report(result, meta)`` turns a ``result.json`` dict (and the run's ``run.json``) into
 a page: headline baseline -> final with the paired test, a score-trajectory plot (inline SVG),
-per-metric and per-slice tables, per-iteration cards with the prompt diff and the reasoning,
+per-metric and per-slice tables, the test rows baseline vs winner (flipped first, filtered
+with CSS only) and a label task's confusion matrices (:mod:`reflex.cli.report_rows`),
+per-iteration cards with the prompt diff and the reasoning,
 rejected and failed candidates, warnings, and cost per role.
 """
 
@@ -15,7 +17,8 @@ from typing import Any
 
 from reflex.checks.leakage import describe as describe_leak
 from reflex.checks.versions import record_versions
-from reflex.result import RunEnd, best_val_of
+from reflex.cli.report_rows import ROWS_STYLE, row_sections
+from reflex.result import Example, RunEnd, best_val_of
 
 __all__ = ["prompt_diff", "render_report", "trajectory_svg"]
 
@@ -330,13 +333,14 @@ def _cost(result: Record) -> str:
     return table
 
 
-def _warnings(result: Record) -> str:
+def _warnings(result: Record, more: Sequence[str] = ()) -> str:
     items = [
         str(w.get("message", w)) if isinstance(w, Mapping) else str(w)
         for w in result.get("warnings") or []
     ]
     if result.get("model_graded"):
         items.append("a judge model scored these numbers (model-graded metric)")
+    items += more  # a label task's: one answered label took most test rows
     if not items:
         return "<p>none</p>"
     return (
@@ -346,9 +350,13 @@ def _warnings(result: Record) -> str:
     )
 
 
-def render_report(result: Record, meta: Record | None = None) -> str:
-    """The whole page for a ``result.json`` dict (``meta``: the run's ``run.json``)."""
+def render_report(
+    result: Record, meta: Record | None = None, examples: Mapping[str, Example] | None = None
+) -> str:
+    """The whole page for a ``result.json`` dict (``meta``: the run's ``run.json``;
+    ``examples``: the run's dataset rows by id, for the test rows' inputs and references)."""
     meta = meta or {}
+    per_row, matrices, label_lines = row_sections(result, examples, meta.get("dataset_source"))
     title = f"aevyra-reflex run {result.get('run_id') or meta.get('run_id') or ''}".strip()
     initial = str(result.get("initial_prompt") or "")
     best = str(result.get("best_prompt") or "")
@@ -357,7 +365,9 @@ def render_report(result: Record, meta: Record | None = None) -> str:
         ("Score trajectory", trajectory_svg(result)),
         ("Per-metric test scores", _metrics_table(result)),
         ("Per-slice test scores", _slices_table(result)),
-        ("Warnings", _warnings(result)),
+        ("Per-example test rows: baseline vs winner", per_row),
+        ("Confusion matrices (label task)", matrices),
+        ("Warnings", _warnings(result, label_lines)),
         (
             "Best prompt",
             f"<pre>{escape(best)}</pre>"
@@ -372,6 +382,6 @@ def render_report(result: Record, meta: Record | None = None) -> str:
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'\">"
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
+        f"<title>{escape(title)}</title><style>{STYLE}{ROWS_STYLE}</style></head>"
         f"<body><h1>{escape(title)}</h1>{body}</body></html>\n"
     )

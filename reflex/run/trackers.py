@@ -6,7 +6,8 @@ where a run went. It starts with a dot: it is bookkeeping, not part of the seale
 (``verify`` ignores it). ``recorded_iterations`` reads the iterations a run has recorded (its
 checkpoint), so an adapter can log what an interrupted process recorded but never sent, and
 ``recorded_initial_val`` the initial prompt's val score (the start of the running best val).
-``evaluation_rows`` is the per-example view of the test split: baseline and final side by side.
+``evaluation_rows`` is the per-example view of the test split: baseline and final side by side;
+``confusion_matrices`` the baseline's and the final's confusion matrices of a label task.
 """
 
 from __future__ import annotations
@@ -19,14 +20,18 @@ from typing import Any
 
 from reflex.callbacks import EvalLabel
 from reflex.callbacks.tracking import INITIAL_VAL_LABEL, GuardedCallback
+from reflex.checks.confusion import Confusion
+from reflex.checks.examples import compare_rows, label_matrices
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset, load_dataset
 from reflex.data.files import atomic_write_text
-from reflex.result import IterationRecord, OptimizationResult
+from reflex.result import Example, IterationRecord, OptimizationResult
 
 __all__ = [
     "TRACKERS_FILE",
+    "confusion_matrices",
     "evaluation_rows",
+    "recorded_examples",
     "recorded_initial_val",
     "recorded_iterations",
     "replay_run",
@@ -114,14 +119,46 @@ def recorded_initial_val(run: Path | None) -> float | None:
 
 def _examples(run: Path | None, dataset: Dataset | None) -> dict[str, Any]:
     if dataset is None and run is not None:
-        meta = _read_json(run / "run.json")
-        source = meta.get("dataset_source") if isinstance(meta, dict) else None
-        if isinstance(source, str) and Path(source).is_file():
-            try:
-                dataset = load_dataset(source)
-            except Exception as exc:  # noqa: BLE001 - the rows are extra; ids still go out
-                logger.debug("could not reload %s for the evaluation table: %s", source, exc)
+        return recorded_examples(run)
     return {example.id: example for example in dataset} if dataset is not None else {}
+
+
+def recorded_examples(run: Path, source: str | Path | None = None) -> dict[str, Example]:
+    """The run's dataset rows by id: ``source``, else the file ``run.json`` names, read as the
+    run read it (a chat template's variables from config.json); ``{}`` when it is gone or no
+    longer reads (the rows are extra: ids, answers and scores are in the record)."""
+    from reflex.data.demos import template_fields
+
+    if source is None:
+        meta = _read_json(run / "run.json")
+        found = meta.get("dataset_source") if isinstance(meta, dict) else None
+        source = found if isinstance(found, str) else None
+    if source is None or not Path(source).is_file():
+        return {}
+    config = _read_json(run / "config.json")
+    result = _read_json(run / "result.json")
+    best = str(result.get("best_prompt") or "") if isinstance(result, dict) else ""
+    mapping = config.get("variables") if isinstance(config, dict) else None
+    try:
+        fields = template_fields(best, mapping if isinstance(mapping, dict) else None)
+        dataset = load_dataset(source, variables=fields)
+    except Exception as exc:  # noqa: BLE001 - the rows are extra; ids still go out
+        logger.debug("could not reload %s for the per-row view: %s", source, exc)
+        return {}
+    return {example.id: example for example in dataset}
+
+
+def confusion_matrices(
+    result: OptimizationResult, dataset: Dataset | None = None
+) -> dict[str, Confusion]:
+    """The baseline's and the final's confusion matrices on the test rows (``"baseline"``,
+    ``"final"``) when the dataset's references form a label set
+    (:mod:`reflex.checks.confusion`); ``{}`` for other tasks, or when the rows are unknown."""
+    if result.final is None:
+        return {}
+    examples = _examples(Path(result.run_dir) if result.run_dir else None, dataset)
+    rows = compare_rows(result.baseline, result.final, examples)
+    return label_matrices(rows, (example.ideal for example in examples.values()))
 
 
 def evaluation_rows(
