@@ -70,13 +70,14 @@ def test_mlflow_shows_each_rows_tool_calls(tmp_path: Path, endpoint: tuple[Path,
 def test_wandb_records_a_tool_call_run_offline(
     tmp_path: Path, endpoint: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("wandb")
+    wandb = pytest.importorskip("wandb")
     for name in ("WANDB_DIR", "WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR"):
         monkeypatch.setenv(name, str(tmp_path / name.lower()))
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setenv("WANDB_MODE", "offline")
     data, url = endpoint
     _optimize(tmp_path, data, url, "--wandb")
+    wandb.teardown()  # flush the .wandb file, and the next run does not reuse this one's dirs
     (run_dir,) = (tmp_path / "wandb_dir").rglob("offline-run-*")
     logged = load_run(str(run_dir))
     assert logged["exit_code"] == 0 and logged["config"]["metrics"] == "tool_call"
