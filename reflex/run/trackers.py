@@ -21,6 +21,7 @@ from reflex.callbacks import EvalLabel
 from reflex.callbacks.tracking import INITIAL_VAL_LABEL, GuardedCallback
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.demos import template_fields
 from reflex.data.files import atomic_write_text
 from reflex.result import IterationRecord, OptimizationResult
 
@@ -112,13 +113,18 @@ def recorded_initial_val(run: Path | None) -> float | None:
     return None
 
 
-def _examples(run: Path | None, dataset: Dataset | None) -> dict[str, Any]:
+def _examples(run: Path | None, dataset: Dataset | None, prompt: str) -> dict[str, Any]:
+    """The run's rows by id: ``dataset``, else its file reloaded as the run read it (rows of a
+    chat template bound to ``prompt``'s variables through the run's ``--var`` mapping)."""
     if dataset is None and run is not None:
         meta = _read_json(run / "run.json")
         source = meta.get("dataset_source") if isinstance(meta, dict) else None
+        config = _read_json(run / "config.json")
+        mapping = config.get("variables") if isinstance(config, dict) else None
+        fields = template_fields(prompt, mapping if isinstance(mapping, dict) else None)
         if isinstance(source, str) and Path(source).is_file():
             try:
-                dataset = load_dataset(source)
+                dataset = load_dataset(source, variables=fields)
             except Exception as exc:  # noqa: BLE001 - the rows are extra; ids still go out
                 logger.debug("could not reload %s for the evaluation table: %s", source, exc)
     return {example.id: example for example in dataset} if dataset is not None else {}
@@ -135,7 +141,7 @@ def evaluation_rows(
     if result.final is None:
         return []
     run = Path(result.run_dir) if result.run_dir else None
-    examples = _examples(run, dataset)
+    examples = _examples(run, dataset, result.initial_prompt)
     before = {s.key: s for s in result.baseline.samples} if result.baseline else {}
     metrics = sorted({name for s in result.final.samples for name in s.scores})
     rows = []
