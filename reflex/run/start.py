@@ -43,7 +43,8 @@ def start_run(
 ) -> OptimizationResult:
     """Run the engine on ``spec``; ``resume`` is False, True (the latest matching unfinished
     run) or a run id. ``strategy_named``: the user chose the strategy (else the default's note)."""
-    check_run_tools(dataset, config.tools)  # before any call: every reference call is offered
+    # Before any call: every reference call, and a tool choice naming a function, is offered.
+    check_run_tools(dataset, config.tools, config.tool_choice)
     text = spec.render()
     strategy_cls = get_registry().strategy(config.strategy)
     run_id: str | None = None
