@@ -118,7 +118,8 @@ class Dataset:
         return hashlib.sha256(canonical(rows).encode("utf-8")).hexdigest()
 
     def to_records(self) -> list[JSONDict]:
-        """Plain dicts in the OpenAI-chat schema; ``load_dataset`` reads them back unchanged."""
+        """Plain dicts in the OpenAI-chat schema; ``load_dataset`` reads them back unchanged
+        (a row bound to a chat template keeps its values in ``variables``)."""
         return [
             {
                 "id": e.id,
@@ -127,6 +128,7 @@ class Dataset:
                 "split": e.split,
                 "metadata": dict(e.metadata),
                 **({"tools": [dict(t) for t in e.tools]} if e.tools else {}),
+                **({"variables": dict(e.variables)} if e.variables else {}),
             }
             for e in self._examples
         ]

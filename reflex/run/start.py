@@ -18,6 +18,7 @@ from reflex.config import RunConfig
 from reflex.data.dataset import Dataset, check_run_tools
 from reflex.data.pipeline import Pipeline
 from reflex.data.prompts import PromptSpec
+from reflex.errors import ConfigurationError
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
 from reflex.run.engine import Engine
@@ -43,6 +44,12 @@ def start_run(
 ) -> OptimizationResult:
     """Run the engine on ``spec``; ``resume`` is False, True (the latest matching unfinished
     run) or a run id. ``strategy_named``: the user chose the strategy (else the default's note)."""
+    if spec.messages is not None and config.prompt_mode == "prepend":
+        raise ConfigurationError(
+            "prompt_mode='prepend' does not apply to a chat template: its messages are the "
+            "whole conversation, with no row system message to prepend to; leave prompt_mode "
+            "at 'replace', or write that text into the template's system message"
+        )
     # Before any call: every reference call, and a tool choice naming a function, is offered.
     check_run_tools(dataset, config.tools, config.tool_choice)
     text = spec.render()
