@@ -6,7 +6,8 @@ requests carried: ``check`` and ``compare`` send the same tools, tool choice and
 (and render the template with the run's ``--var`` mapping), ``export`` writes OpenAI's
 fine-tuning form (an answer's calls as ``tool_calls`` beside the ``tools``, a template's
 messages rendered), ``verify`` finds the sealed record intact, and ``sync`` replays the run
-into a real sqlite MLflow store with each row's answer in ``evaluation.json``.
+into a real sqlite MLflow store and an offline W&B run, each row's answer in their evaluation
+tables.
 """
 
 from __future__ import annotations
@@ -195,6 +196,29 @@ def test_every_command_works_on_the_run(
         assert params["response_format"] == "json_schema:quantities"
     else:
         assert params["template_variables"] == "context,question=q"
+    _sync_wandb(run, tmp_path, monkeypatch, shown)
+
+
+def _sync_wandb(
+    run: Path, work: Path, monkeypatch: pytest.MonkeyPatch, mlflow_rows: list[dict[str, Any]]
+) -> None:
+    """``sync`` into an offline W&B run: its evaluation table holds MLflow's rows."""
+    import wandb
+    from wandb_reader import load_run
+
+    for name in ("WANDB_DIR", "WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR"):
+        monkeypatch.setenv(name, str(work / name.lower()))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    synced = _invoke(["sync", str(run), "--run-dir", "rd", "--wandb-mode", "offline"])
+    assert synced.exit_code == 0, synced.output
+    wandb.teardown()  # flush the .wandb file before reading it
+    (where,) = [line for line in synced.output.splitlines() if line.startswith("W&B: offline")]
+    logged = load_run(where.split(" in ", 1)[1])
+    assert logged["summary"]["final_score_test"] == 1.0
+    path = Path(logged["dir"]) / "files" / logged["summary"]["evaluation.path"]
+    table = json.loads(path.read_text(encoding="utf-8"))
+    rows = [dict(zip(table["columns"], values, strict=True)) for values in table["data"]]
+    assert [r["final_output"] for r in rows] == [r["final_output"] for r in mlflow_rows]
 
 
 def _check_export(name: str, rows: list[dict[str, Any]], kind: Kind) -> None:
