@@ -83,7 +83,8 @@ def test_judge_check_binds_a_templates_rows(tmp_path: Path) -> None:
     base = ["judge-check", str(data), "--judge", "fake/judge", "--label-field", "verdict"]
     base += ["--run-dir", str(tmp_path / "rd")]
     refused = CliRunner().invoke(build_cli(), base)
-    assert refused.exit_code != 0 and "pass --prompt FILE" in refused.output, refused.output
+    assert refused.exit_code == 2 and "pass --prompt FILE" in refused.output, refused.output
+    assert f"{data}:1: no input" in refused.output
     assert judged == []
     args = [*base, "--prompt", str(prompt), "--var", "question=q", "--json"]
     result = CliRunner().invoke(build_cli(), args, catch_exceptions=False)

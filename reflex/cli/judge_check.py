@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from reflex.cli.common import FiniteRange, InputFile, RunDir, hidden_credentials
+from reflex.cli.common import EXIT_USAGE, FiniteRange, InputFile, RunDir, hidden_credentials
 from reflex.cli.options import judge_api_base_option, setting_option
 from reflex.errors import MissingInputError, ReflexError
 from reflex.judging.agreement import JudgeAgreement, measure_agreement
@@ -98,11 +99,11 @@ def judge_check(**params: Any) -> None:
         # Warnings and log records may quote the judge's answers, and the URL its credentials.
         with scrubbed_logs(), hidden_credentials(url):
             agreement = measure_agreement(params)
-    except MissingInputError as exc:
-        hint = "" if params["variables"] else "; rows of a chat template: pass --prompt FILE"
-        raise click.ClickException(scrub(str(exc), url) + hint) from None
-    except ReflexError as exc:
-        raise click.ClickException(scrub(str(exc), url)) from None
+    except ReflexError as exc:  # bad input: one line, exit 2, like every other command
+        missing = isinstance(exc, MissingInputError) and not params["variables"]
+        hint = "; rows of a chat template: pass --prompt FILE" if missing else ""
+        click.echo(f"error: {scrub(str(exc), url)}{hint}", err=True)
+        sys.exit(EXIT_USAGE)
     _show(agreement, params["as_json"])
 
 
