@@ -214,7 +214,7 @@ class MLflowCallback(GuardedCallback):
         )
         self._dataset_name = config.dataset_name or "dataset"
         self._set_tags({**tags, "mlflow.note.content": self._scrub(description(config))})
-        self._log_params(run_params(config))
+        self._log_params(run_params(config, initial_prompt))
         if self.child_runs:
             self._children = ChildRuns(client, self.experiment_id, self.run_id, initial_prompt)
         if self._resume and not config.resumed:  # another reflex run: steps go after its own
@@ -228,12 +228,24 @@ class MLflowCallback(GuardedCallback):
             self._catch_up(client, self.run_id)
         else:
             client.log_text(self.run_id, initial_prompt, "prompts/initial_prompt.txt")
+            self._log_request_settings(config)
         if self.trace_llm_calls:
             self._tracing = LlmTracing(uri, self.run_id, self._urls)
             self._tracing.start()
         self._inputs_logged = self._resume  # a continued run has its inputs already
         if self._run_dir is not None and not self._resume:  # splits.json exists already
             self._log_dataset_inputs(str(self._run_dir))
+
+    def _log_request_settings(self, config: RunConfig) -> None:
+        """The run's tools and response format whole, as artifacts (the params hold their
+        names and digests): what every task request carried besides the prompt."""
+        client, run_id = self._run()
+        if config.tools:
+            clean = redact_data({"tools": config.tools}, *self._urls)["tools"]
+            client.log_dict(run_id, clean, "tools.json")
+        if config.response_format:
+            clean = redact_data(config.response_format, *self._urls)
+            client.log_dict(run_id, clean, "response_format.json")
 
     def _experiment(self, client: MlflowClient) -> str:
         return experiment_id(client, self.experiment_name)  # safe when runs start together

@@ -23,10 +23,12 @@ from reflex.api.tracking import (
     RunningTotals,
     baseline_metrics,
     confusion_matrices,
+    evaluation_rows,
     iteration_metrics,
     iteration_row,
     recorded_initial_val,
     recorded_iterations,
+    redact_data,
     redacted_argv,
     run_params,
     run_path,
@@ -133,7 +135,7 @@ class WandbCallback(GuardedCallback):
         self.run_id = self.run_id or saved.get("run_id") or secrets.token_hex(4)
         # W&B records the command line (its ``args``): never a credential in it.
         with redacted_argv(*self._urls):
-            run = self._init(config)
+            run = self._init(config, initial_prompt)
         self.run = run
         run.define_metric("iteration")
         run.define_metric("*", step_metric="iteration")
@@ -154,14 +156,14 @@ class WandbCallback(GuardedCallback):
         if resuming:
             self._catch_up()
 
-    def _init(self, config: RunConfig) -> Any:
+    def _init(self, config: RunConfig, initial_prompt: str) -> Any:
         return wandb.init(
             project=self.project,
             entity=self.entity,
             name=self.run_name or _default_name(config),
             tags=[*self.tags, config.strategy],
             mode=self.mode,  # type: ignore[arg-type]  # wandb checks the value itself
-            config=run_params(config),
+            config=run_params(config, initial_prompt),
             id=self.run_id,
             resume="allow",  # a resumed reflex run continues the same W&B run
             reinit="create_new",  # never finish or reuse a run the caller has open
@@ -290,7 +292,20 @@ class WandbCallback(GuardedCallback):
         with artifact.new_file("best_prompt.txt", encoding="utf-8") as handle:
             handle.write(result.best_prompt)
         run.log_artifact(artifact)
+        self._log_evaluation(result)
         self._save(best_prompt_of=result.run_id)
+
+    def _log_evaluation(self, result: OptimizationResult) -> None:
+        """The test rows' answers (``evaluation``: input, expected, baseline and final output
+        and scores; a tool call as its canonical answer text, JSON as written), one Table."""
+        rows = evaluation_rows(result)
+        if not rows:
+            return
+        clean = redact_data({"rows": rows}, *self._urls)["rows"]
+        columns: list[str | int] = list(clean[0])
+        data = [[row.get(str(column)) for column in columns] for row in clean]
+        table = wandb.Table(columns=columns, data=data, allow_mixed_types=True)
+        self._run().log({"iteration": self._last_step + 1, "evaluation": table})
 
     def _holds_best_prompt(self, run: Any, reflex_run_id: str | None) -> bool:
         """Whether the W&B run already has this reflex run's ``best-prompt``: on disk in its

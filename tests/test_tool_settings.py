@@ -151,14 +151,14 @@ def test_the_cli_sends_tools_tool_choice_and_the_response_format(
 @pytest.mark.parametrize(
     ("flag", "content", "words"),
     [
-        ("--tools", '{"name": "get_weather"}', ["bad.json: the tools are a dict, not a list"]),
-        ("--tools", "[1, 2]", ["bad.json: tools[0] is not a function schema"]),
+        ("--tools", '{"name": "get_weather"}', ["bad.json:1: the tools are a dict, not a list"]),
+        ("--tools", "[1, 2]", ["bad.json:1: tools[0] is not a function schema"]),
         ("--tools", '[{"name": "f", "parameters": {"type": "dict"}}]', ["not valid JSON Schema"]),
         ("--tools", '[\n{"name": "f",}\n]', ["bad.json:2", "not valid JSON"]),
         (
             "--response-format",
             '{"type": "json_schema", "json_schema": {"schema": {"type": 3}}}',
-            ["bad.json: json_schema.schema is not valid JSON Schema"],
+            ["bad.json:1: json_schema.schema is not valid JSON Schema"],
         ),
         ("--response-format", '{"type": "yaml"}', ["bad.json", "'yaml'"]),
         ("--tool-choice", "get_wether", ["--tool-choice", "'get_wether'", "offered: get_weather"]),

@@ -9,6 +9,7 @@ credential may land in a tracker's params, config, tags or artifacts.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -18,6 +19,8 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from reflex.callbacks import INITIAL_VAL_LABEL, Callback
+from reflex.data.demos import split_chat_demos, template_fields
+from reflex.data.templates import is_template
 from reflex.models.usage import known_cost
 from reflex.redact import is_secret_name, redact_data, redact_url, scrub
 
@@ -39,6 +42,7 @@ __all__ = [
     "metric_key",
     "on_model_thread",
     "parse_tag_pairs",
+    "request_params",
     "run_params",
     "run_tags",
     "split_params",
@@ -72,8 +76,48 @@ def _urls(config: RunConfig) -> tuple[str | None, ...]:
     return (config.api_base, config.reasoning_base_url, config.cache_url)
 
 
-def run_params(config: RunConfig) -> dict[str, ParamValue]:
-    """The run's parameters (MLflow params, W&B config). Known at run start; no secrets."""
+def _digest(value: object) -> str:
+    """A short content hash of a JSON value (its canonical text), to tell two settings apart."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _format_name(response_format: Mapping[str, Any] | None) -> str | None:
+    """``json_object``, ``text`` or ``json_schema:<name>``; None when the run asks for none."""
+    if not response_format:
+        return None
+    kind = str(response_format.get("type"))
+    spec = response_format.get("json_schema")
+    return f"{kind}:{spec.get('name')}" if isinstance(spec, Mapping) else kind
+
+
+def request_params(config: RunConfig, prompt: str | None = None) -> dict[str, ParamValue]:
+    """What every task request carried besides the prompt: the tools offered (their names and a
+    digest of the schemas), the tool choice, the response format, and whether ``prompt`` is a
+    chat template with which variables (``name=field`` where ``--var`` maps another field)."""
+    tools = config.tools or []
+    choice = config.tool_choice
+    if isinstance(choice, Mapping):
+        choice = str(choice.get("function", {}).get("name"))
+    fields = template_fields(prompt, config.variables) if prompt else None
+    shown = [name if field == name else f"{name}={field}" for name, field in (fields or {}).items()]
+    return {
+        "tools": ",".join(str(t.get("function", {}).get("name")) for t in tools) or None,
+        "tools_sha256": _digest(tools) if tools else None,
+        "tool_choice": choice,
+        "response_format": _format_name(config.response_format),
+        "response_format_sha256": _digest(config.response_format)
+        if config.response_format
+        else None,
+        "template": bool(prompt) and is_template(split_chat_demos(prompt or "")[0]),
+        "template_variables": ",".join(shown) or None,
+    }
+
+
+def run_params(config: RunConfig, prompt: str | None = None) -> dict[str, ParamValue]:
+    """The run's parameters (MLflow params, W&B config). Known at run start; no secrets.
+
+    ``prompt`` (the initial prompt) adds whether it is a chat template and its variables."""
     budget = config.budget.model_dump()
     params: dict[str, ParamValue] = {
         "strategy": config.strategy,
@@ -97,6 +141,7 @@ def run_params(config: RunConfig) -> dict[str, ParamValue]:
         "prompt_mode": config.prompt_mode,
         **{f"budget_{key}": value for key, value in budget.items()},
         **{f"strategy_{key}": _scalar(value) for key, value in config.strategy_options.items()},
+        **request_params(config, prompt),
     }
     return redact_data(params, *_urls(config))
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
-from reflex.cli.common import FiniteRange, InputFile, RunDir, hidden_credentials
+from reflex.cli.common import EXIT_USAGE, FiniteRange, InputFile, RunDir, hidden_credentials
 from reflex.cli.options import judge_api_base_option, setting_option
-from reflex.errors import ReflexError
+from reflex.errors import MissingInputError, ReflexError
 from reflex.judging.agreement import JudgeAgreement, measure_agreement
 from reflex.redact import redact_data, scrub, scrubbed_logs
 
@@ -63,6 +65,20 @@ def _show(agreement: JudgeAgreement, as_json: bool) -> None:
     "--response-field", help="Field holding the response to grade [default: the output field]."
 )
 @click.option("--input-field", help="Dataset field holding the input.")
+@click.option(
+    "--prompt",
+    "prompt_path",
+    type=InputFile("prompt file"),
+    help="The run's chat template (a JSON list of messages): its {{variables}} bind the rows "
+    "as optimize binds them, and the judge sees each row's input as its variables.",
+)
+@click.option(
+    "--var",
+    "variables",
+    multiple=True,
+    metavar="NAME=FIELD",
+    help="With --prompt: fill {{NAME}} from the row field FIELD; repeat for several.",
+)
 @click.option("--output-field", help="Dataset field holding the response (reference field).")
 @click.option(
     "--threshold",
@@ -78,10 +94,32 @@ def judge_check(**params: Any) -> None:
     """Measure the judge's agreement with human pass/fail labels (TPR, TNR) on DATASET."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     url = params["judge_api_base"]
+    params["variables"] = _template_fields(params.pop("prompt_path"), params["variables"])
     try:
         # Warnings and log records may quote the judge's answers, and the URL its credentials.
         with scrubbed_logs(), hidden_credentials(url):
             agreement = measure_agreement(params)
-    except ReflexError as exc:
-        raise click.ClickException(scrub(str(exc), url)) from None
+    except ReflexError as exc:  # bad input: one line, exit 2, like every other command
+        missing = isinstance(exc, MissingInputError) and not params["variables"]
+        hint = "; rows of a chat template: pass --prompt FILE" if missing else ""
+        click.echo(f"error: {scrub(str(exc), url)}{hint}", err=True)
+        sys.exit(EXIT_USAGE)
     _show(agreement, params["as_json"])
+
+
+def _template_fields(path: str | None, items: tuple[str, ...]) -> dict[str, str] | None:
+    """The row field of each variable of the chat template at ``path`` (``--var`` mappings
+    first), as optimize binds rows; None without a template."""
+    from reflex.cli.build import var_fields
+    from reflex.data.demos import template_fields
+    from reflex.data.prompts import prompt_spec
+
+    mapping = var_fields(items)
+    if path is None:
+        if mapping:
+            raise click.BadParameter("--var needs the chat template: pass --prompt FILE")
+        return None
+    fields = template_fields(prompt_spec(Path(path)).render(), mapping)
+    if fields is None:
+        raise click.BadParameter(f"{path} is not a chat template with {{{{variables}}}}")
+    return fields

@@ -23,7 +23,7 @@ from reflex.data.json_types import JSONDict
 from reflex.data.readers import MAX_RECORD_BYTES, FrameLike, Row, Where, frame_rows, iter_file
 from reflex.data.records import canonical, parse_any, parse_bound, parse_plain, record_id
 from reflex.data.templates import value_text
-from reflex.data.tool_rows import check_offered, not_offered
+from reflex.data.tool_rows import check_offered, not_offered, tool_name
 from reflex.errors import DatasetError
 from reflex.result import Example
 
@@ -118,7 +118,8 @@ class Dataset:
         return hashlib.sha256(canonical(rows).encode("utf-8")).hexdigest()
 
     def to_records(self) -> list[JSONDict]:
-        """Plain dicts in the OpenAI-chat schema; ``load_dataset`` reads them back unchanged."""
+        """Plain dicts in the OpenAI-chat schema; ``load_dataset`` reads them back unchanged
+        (a row bound to a chat template keeps its values in ``variables``)."""
         return [
             {
                 "id": e.id,
@@ -127,6 +128,7 @@ class Dataset:
                 "split": e.split,
                 "metadata": dict(e.metadata),
                 **({"tools": [dict(t) for t in e.tools]} if e.tools else {}),
+                **({"variables": dict(e.variables)} if e.variables else {}),
             }
             for e in self._examples
         ]
@@ -250,11 +252,17 @@ def _parse_rows(
     return examples, index
 
 
-def check_run_tools(dataset: Dataset, tools: Sequence[Mapping[str, Any]] | None) -> None:
+def check_run_tools(
+    dataset: Dataset,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: str | Mapping[str, Any] | None = None,
+) -> None:
     """Refuse a reference call to a function the run's ``tools`` do not offer, in a row without
-    its own tools (those were checked at load). The run's tools are often set after the dataset
-    was loaded, so this runs when the run starts, before any call; a row read from a file is
-    named by its line, found again by its id."""
+    its own tools (those were checked at load), and a ``tool_choice`` naming a function that a
+    row is not offered (its own tools replace the run's). The run's tools are often set after
+    the dataset was loaded, so this runs when the run starts, before any call; a row read from
+    a file is named by its line, found again by its id."""
+    _check_named_choice(dataset, tools, tool_choice)
     if not tools:
         return
     bad = next((e for e in dataset if not e.tools and not_offered(e.ideal, tools)), None)
@@ -269,6 +277,33 @@ def check_run_tools(dataset: Dataset, tools: Sequence[Mapping[str, Any]] | None)
         "fix the call's name or add the tool",
         path=dataset.source,
     )
+
+
+def _check_named_choice(
+    dataset: Dataset,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: str | Mapping[str, Any] | None,
+) -> None:
+    """A tool choice that names a function (``--tool-choice NAME``) must be offered to every
+    row: a provider refuses the request otherwise, a paid call into the run."""
+    function = tool_choice.get("function") if isinstance(tool_choice, Mapping) else None
+    name = function.get("name") if isinstance(function, Mapping) else None
+    if not isinstance(name, str):
+        return
+    for example in dataset:
+        offered = [tool_name(t) for t in (example.tools or tools or ())]
+        if name in offered:
+            continue
+        shown = ", ".join(offered) or "none"
+        message = (
+            f"row {example.id!r} is not offered the function {name!r} that --tool-choice names "
+            f"(its tools: {shown}); add it to the row's tools, or use --tool-choice auto or "
+            "required"
+        )
+        where = _line_of(dataset.source, example.id)
+        if where is not None:
+            raise where.error(message.replace(f"row {example.id!r}", "the row", 1))
+        raise DatasetError(message, path=dataset.source)
 
 
 def _line_of(source: str | None, example_id: str) -> Where | None:

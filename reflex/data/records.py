@@ -40,7 +40,7 @@ _SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "system": "system"}
 _ACCEPTED = "'messages' (OpenAI), 'conversations' (ShareGPT), 'instruction' (Alpaca), 'input'"
 _INPUT_KEYS = ("messages", "conversations", "instruction", "input")
 
-_RESERVED = frozenset({"id", "split", "metadata", "tools"})
+_RESERVED = frozenset({"id", "split", "metadata", "tools", "variables"})
 
 
 def parse_record(
@@ -126,7 +126,19 @@ def parse_any(
         metadata=_metadata(record, used, where),
         split=_record_split(record.get("split"), where),
         tools=offered,
+        variables=_variables(record, where),
     )
+
+
+def _variables(record: Mapping[str, object], where: Where) -> dict[str, str]:
+    """A record's ``variables`` (a chat template's values, as ``Dataset.to_records`` writes a
+    bound row): an object of names to values; none: {}."""
+    raw = record.get("variables")
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise where.error(f"field 'variables' must be an object, got {_kind(raw)}")
+    return {str(name): value_text(value) for name, value in raw.items()}
 
 
 def parse_bound(
@@ -141,19 +153,25 @@ def parse_bound(
         return parse_any(record, where, None, output_field)  # reports the record's shape
     _refuse_lone_surrogates(record, where)
     values: dict[str, str] = {}
+    # A row Dataset.to_records wrote holds its values by name under "variables" (and their
+    # JSON line as its messages).
+    saved = record.get("variables")
+    saved = saved if isinstance(saved, dict) else {}
     for name, key in variables.items():
-        if key not in record or record[key] is None:
-            how = "is null" if key in record else "is missing"
+        value = record.get(key, saved.get(name))
+        if value is None:
+            how = "is null" if key in record or name in saved else "is missing"
             hint = f"map another field with --var {name}=FIELD" if key == name else "check --var"
             raise where.error(
                 f"field {key!r} for the template variable {{{{{name}}}}} {how}; fields are "
                 f"{_field_list(record)}; add it to the row or {hint}"
             )
-        value = record[key]
         values[name] = value_text(value)
     refs = (output_field,) if output_field else _PLAIN_REFERENCES
     ideal, ref_key = _reference(record, where, refs)
-    used = set(variables.values()) | ({ref_key} if ref_key else set()) | {"tools"}
+    used = set(variables.values()) | ({ref_key} if ref_key else set()) | {"tools", "variables"}
+    if saved:
+        used.add("messages")
     content = json.dumps(values, ensure_ascii=False)
     return Example(
         id=record_id(record, where),

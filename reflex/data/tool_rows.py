@@ -27,6 +27,7 @@ __all__ = [
     "reference",
     "row_tools",
     "tool_message",
+    "tool_name",
 ]
 
 
@@ -114,7 +115,7 @@ def check_offered(
     tools: what a run offers is then unknown here)."""
     name = not_offered(ideal, tools)
     if name is not None:
-        offered = ", ".join(repr(_tool_name(tool)) for tool in tools)
+        offered = ", ".join(repr(tool_name(tool)) for tool in tools)
         raise where.error(
             f"the reference calls {name!r}, which is not among the tools offered "
             f"({offered}); fix the call's name or add the tool"
@@ -126,10 +127,11 @@ def not_offered(ideal: str | None, tools: Sequence[Mapping[str, Any]]) -> str | 
     every call is offered (or there are no tools to check against)."""
     if not ideal or not tools or TOOL_CALL_OPEN not in ideal:
         return None
-    offered = {_tool_name(tool) for tool in tools}
+    offered = {tool_name(tool) for tool in tools}
     return next((c.name for c in parse_answer(ideal)[1] if c.name not in offered), None)
 
 
-def _tool_name(tool: Mapping[str, Any]) -> str:
+def tool_name(tool: Mapping[str, Any]) -> str:
+    """The function name a tool schema offers (bare, or under ``function``)."""
     function = tool.get("function", tool)
     return str(function.get("name", "")) if isinstance(function, Mapping) else ""

@@ -19,7 +19,9 @@ problem is one :class:`~reflex.errors.ConfigurationError` line that names the so
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -224,12 +226,103 @@ def tools_setting(
     """The tools of a run: a JSON file (``--tools FILE``, a path given to ``set_tools``) or
     the list itself, checked (``source`` names the caller when no file is given)."""
     if isinstance(value, (str, Path)):
-        return check_tools(read_json_file(value, "tools file"), str(value))
+        data = read_json_file(value, "tools file")
+        with _at_line(value, data):
+            return check_tools(data, str(value))
     return check_tools(list(value) if isinstance(value, tuple) else value, source)
 
 
 def response_format_setting(value: str | Path | Mapping[str, Any], source: str) -> dict[str, Any]:
     """The response format of a run: a JSON file (``--response-format FILE``) or the mapping."""
     if isinstance(value, (str, Path)):
-        return check_response_format(read_json_file(value, "response format file"), str(value))
+        data = read_json_file(value, "response format file")
+        with _at_line(value, data):
+            return check_response_format(data, str(value))
     return check_response_format(value, source)
+
+
+_TOKEN = re.compile(r"^([A-Za-z_][\w-]*(?:\[\d+\]|\.[\w-]+)*)[ :]")
+_SEGMENT = re.compile(r"\[(\d+)\]|\.?([\w-]+)")
+_INNER = re.compile(r"is not valid JSON Schema: ([\w.\[\]-]+): ")
+
+
+def _segments(text: str) -> list[str | int]:
+    return [int(i) if i else key for i, key in _SEGMENT.findall(text)]
+
+
+def _problem_path(message: str, data: object) -> list[str | int]:
+    """Where in the file's JSON a check's message points (``tools[2].function.parameters``,
+    ``json_schema.schema`` and the schema's own place); [] for the whole value."""
+    token = _TOKEN.match(message)
+    path = _segments(token.group(1)) if token else []
+    if path[:1] == ["tools"] and isinstance(data, list):
+        path = path[1:]  # the file is the list itself
+    if path[:2] == ["json_schema", "schema"] and isinstance(data, Mapping):
+        if "json_schema" not in data:
+            path = path[2:]  # a bare JSON Schema file: the schema is the whole value
+        inner = _INNER.search(message)
+        if inner and inner.group(1) != "the":
+            path += _segments(inner.group(1))
+    if message.startswith("the response format's type"):
+        path = ["type"]
+    return path
+
+
+def _line_at(text: str, path: Sequence[str | int]) -> int:
+    """The 1-based line where the value at ``path`` starts in the JSON ``text`` (as deep as
+    the path exists)."""
+    decoder = json.JSONDecoder()
+    pos = _skip(text, 0)
+    for step in path:
+        found = _child(text, pos, step, decoder)
+        if found is None:
+            break
+        pos = found
+    return text.count("\n", 0, pos) + 1
+
+
+def _skip(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n\ufeff":
+        pos += 1
+    return pos
+
+
+def _child(text: str, pos: int, step: str | int, decoder: json.JSONDecoder) -> int | None:
+    """The start of the member ``step`` of the object or array starting at ``pos``."""
+    opening = text[pos : pos + 1]
+    if opening not in ("{", "[") or isinstance(step, int) != (opening == "["):
+        return None
+    pos, index = _skip(text, pos + 1), 0
+    while pos < len(text) and text[pos] not in "}]":
+        key: object = index
+        if opening == "{":
+            key, pos = decoder.raw_decode(text, pos)
+            pos = _skip(text, _skip(text, pos) + 1)  # past the colon
+        if key == step:
+            return pos
+        _, pos = decoder.raw_decode(text, pos)
+        pos = _skip(text, pos)
+        if text[pos : pos + 1] == ",":
+            pos = _skip(text, pos + 1)
+        index += 1
+    return None
+
+
+@contextmanager
+def _at_line(path: str | Path, data: object) -> Iterator[None]:
+    """A check's error about the file ``path`` names the line of the bad value:
+    ``tools.json:7: tools[1].function.parameters of 'f' ...``."""
+    try:
+        yield
+    except ConfigurationError as exc:
+        prefix = f"{path}: "
+        message = str(exc)
+        if not message.startswith(prefix):
+            raise
+        rest = message[len(prefix) :]
+        try:
+            text = Path(path).read_text(encoding="utf-8-sig")
+            line = _line_at(text, _problem_path(rest, data))
+        except (OSError, UnicodeDecodeError, ValueError):
+            raise exc from None
+        raise ConfigurationError(f"{path}:{line}: {rest}") from None

@@ -220,19 +220,24 @@ def _money(cost: float | None) -> str:
 
 
 def _grid_datasets(
-    optimizer: PromptOptimizer, datasets: Sequence[DatasetLike] | None
+    optimizer: PromptOptimizer, datasets: Sequence[DatasetLike] | None, prompt: PromptLike
 ) -> list[tuple[str, PromptOptimizer]]:
     """(label, builder with that dataset) per dataset of the grid, each validated up front (a
-    bad dataset fails before any cell runs). Labels are the datasets' names, made unique."""
+    bad dataset fails before any cell runs; a chat template's rows are bound to its variables
+    as a run binds them). Labels are the datasets' names, made unique."""
+    from reflex.data.prompts import prompt_spec
+
     if isinstance(datasets, (str, Path)):
         datasets = [datasets]  # one file, not a sequence of characters
-    builders = [optimizer] if datasets is None else []
+    builders = [optimizer.clone()] if datasets is None else []
     for data in datasets or ():
         builders.append(optimizer.clone().set_dataset(data))
     if not builders:
         raise ConfigurationError("compare needs at least one dataset, got datasets=[]")
+    spec = prompt_spec(prompt)
     out: list[tuple[str, PromptOptimizer]] = []
     for builder in builders:
+        builder._bind(spec)  # the run's own binding of a template's rows, before any cell
         name = label = builder.build_config().dataset_name or "dataset"
         taken = {t for t, _ in out}
         k = 1
@@ -273,7 +278,7 @@ def compare(
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seed_list:
         raise ConfigurationError(f"compare needs at least one seed, got {seeds!r}")
-    grid = _grid_datasets(optimizer, datasets)
+    grid = _grid_datasets(optimizer, datasets, prompt)
     base_dir = Path(grid[0][1].build_config().run_dir)
     out = Path(directory) if directory else base_dir / "compare" / time.strftime("%Y%m%d-%H%M%S")
     options = strategy_options or {}

@@ -153,7 +153,10 @@ def judge_rows(
 def measure_agreement(params: dict[str, Any]) -> JudgeAgreement:
     """Judge every labelled row of ``params["dataset"]`` (the ``judge-check`` options)."""
     dataset = load_dataset(
-        params["dataset"], input_field=params["input_field"], output_field=params["output_field"]
+        params["dataset"],
+        input_field=params["input_field"],
+        output_field=params["output_field"],
+        variables=params.get("variables"),  # a chat template's variable -> field, as optimize
     )
     judge = LLMJudge(
         params["judge"],

@@ -10,8 +10,9 @@ data the run's scores were measured on.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
@@ -28,6 +29,7 @@ from reflex.run.gate import (
     run_evaluation,
 )
 from reflex.run.records import read_json
+from reflex.toolcalls import parse_answer, to_openai
 from reflex.types import Example, Metric
 
 __all__ = ["ExportPlan", "held_out_warning", "plan_export", "training_examples"]
@@ -46,6 +48,8 @@ class ExportPlan:
     evaluator: Evaluator
     uncached: int
     cache_url: str | None = None  # the run's --cache-url (None: RUN_DIR/cache.sqlite)
+    # The run's --tools (a row's own replace them): written with each row that offers tools.
+    tools: list[dict[str, Any]] = field(default_factory=list)
 
     def rollouts(self) -> EvalSnapshot:
         """Evaluate the best prompt on the rows (cache first; ``uncached`` calls are paid)."""
@@ -109,25 +113,42 @@ def plan_export(
     examples = [dataset.by_id(str(i)) for i in ids]
     prompt = str(result["best_prompt"])
     uncached = paid_calls(evaluator, prompt, examples)
-    return ExportPlan(run, prompt, split, examples, evaluator, uncached, config.cache_url)
+    return ExportPlan(
+        run, prompt, split, examples, evaluator, uncached, config.cache_url, config.tools or []
+    )
 
 
 def training_examples(
     plan: ExportPlan, snapshot: EvalSnapshot, min_score: float
-) -> list[dict[str, list[dict[str, str]]]]:
+) -> list[dict[str, list[dict[str, Any]]]]:
     """One ``{"messages": [...]}`` per rollout scoring at least ``min_score`` without error.
 
-    The messages are exactly what the model was sent (the best prompt as the system message)
-    followed by its answer as the assistant turn.
+    The messages are exactly what the model was sent (the best prompt as the system message, a
+    chat template rendered with the row's values) followed by its answer as the assistant turn:
+    an answer that called tools as OpenAI's ``tool_calls``, with the ``tools`` the request
+    offered beside the messages (OpenAI's fine-tuning format for function calling).
     """
     rows = {example.id: example for example in plan.examples}
     out = []
     for sample in snapshot.samples:
         if sample.error is not None or sample.score is None or sample.score < min_score:
             continue
-        sent = render_messages(plan.prompt, rows[sample.example_id], plan.evaluator.prompt_mode)
-        out.append({"messages": [*sent, {"role": "assistant", "content": sample.output}]})
+        example = rows[sample.example_id]
+        sent = render_messages(plan.prompt, example, plan.evaluator.prompt_mode)
+        row: dict[str, list[dict[str, Any]]] = {"messages": [*sent, _assistant(sample.output)]}
+        tools = [dict(t) for t in example.tools] or plan.tools
+        if tools:
+            row["tools"] = tools
+        out.append(row)
     return out
+
+
+def _assistant(output: str) -> dict[str, Any]:
+    """The assistant turn of an answer string (its calls as ``tool_calls``)."""
+    content, calls = parse_answer(output)
+    if not calls:
+        return {"role": "assistant", "content": content}
+    return {"role": "assistant", "content": content or None, "tool_calls": to_openai(calls)}
 
 
 def held_out_warning(split: str) -> str | None:

@@ -45,7 +45,14 @@ def start_run(
 ) -> OptimizationResult:
     """Run the engine on ``spec``; ``resume`` is False, True (the latest matching unfinished
     run) or a run id. ``strategy_named``: the user chose the strategy (else the default's note)."""
-    check_run_tools(dataset, config.tools)  # before any call: every reference call is offered
+    if spec.messages is not None and config.prompt_mode == "prepend":
+        raise ConfigurationError(
+            "prompt_mode='prepend' does not apply to a chat template: its messages are the "
+            "whole conversation, with no row system message to prepend to; leave prompt_mode "
+            "at 'replace', or write that text into the template's system message"
+        )
+    # Before any call: every reference call, and a tool choice naming a function, is offered.
+    check_run_tools(dataset, config.tools, config.tool_choice)
     if config.optimize_tool_descriptions:
         if pipeline is not None:  # a pipeline makes its own calls: no request carries the tools
             raise ConfigurationError(

@@ -24,6 +24,7 @@ from reflex.checks.confusion import Confusion
 from reflex.checks.examples import compare_rows, label_matrices
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset, load_dataset
+from reflex.data.demos import template_fields
 from reflex.data.files import atomic_write_text
 from reflex.result import Example, IterationRecord, OptimizationResult
 
@@ -117,18 +118,21 @@ def recorded_initial_val(run: Path | None) -> float | None:
     return None
 
 
-def _examples(run: Path | None, dataset: Dataset | None) -> dict[str, Any]:
+def _examples(run: Path | None, dataset: Dataset | None, prompt: str | None) -> dict[str, Any]:
+    """The run's rows by id: ``dataset``, else its file reloaded as the run read it (rows of a
+    chat template bound to ``prompt``'s variables through the run's ``--var`` mapping)."""
     if dataset is None and run is not None:
-        return recorded_examples(run)
+        return recorded_examples(run, prompt=prompt)
     return {example.id: example for example in dataset} if dataset is not None else {}
 
 
-def recorded_examples(run: Path, source: str | Path | None = None) -> dict[str, Example]:
+def recorded_examples(
+    run: Path, source: str | Path | None = None, *, prompt: str | None = None
+) -> dict[str, Example]:
     """The run's dataset rows by id: ``source``, else the file ``run.json`` names, read as the
-    run read it (a chat template's variables from config.json); ``{}`` when it is gone or no
-    longer reads (the rows are extra: ids, answers and scores are in the record)."""
-    from reflex.data.demos import template_fields
-
+    run read it (a chat template's rows bound to ``prompt``'s variables, by default the recorded
+    best prompt's, through config.json's ``--var`` mapping); ``{}`` when it is gone or no longer
+    reads (the rows are extra: ids, answers and scores are in the record)."""
     if source is None:
         meta = _read_json(run / "run.json")
         found = meta.get("dataset_source") if isinstance(meta, dict) else None
@@ -136,11 +140,12 @@ def recorded_examples(run: Path, source: str | Path | None = None) -> dict[str, 
     if source is None or not Path(source).is_file():
         return {}
     config = _read_json(run / "config.json")
-    result = _read_json(run / "result.json")
-    best = str(result.get("best_prompt") or "") if isinstance(result, dict) else ""
+    if prompt is None:
+        result = _read_json(run / "result.json")
+        prompt = str(result.get("best_prompt") or "") if isinstance(result, dict) else ""
     mapping = config.get("variables") if isinstance(config, dict) else None
     try:
-        fields = template_fields(best, mapping if isinstance(mapping, dict) else None)
+        fields = template_fields(prompt, mapping if isinstance(mapping, dict) else None)
         dataset = load_dataset(source, variables=fields)
     except Exception as exc:  # noqa: BLE001 - the rows are extra; ids still go out
         logger.debug("could not reload %s for the per-row view: %s", source, exc)
@@ -156,7 +161,8 @@ def confusion_matrices(
     (:mod:`reflex.checks.confusion`); ``{}`` for other tasks, or when the rows are unknown."""
     if result.final is None:
         return {}
-    examples = _examples(Path(result.run_dir) if result.run_dir else None, dataset)
+    run = Path(result.run_dir) if result.run_dir else None
+    examples = _examples(run, dataset, result.initial_prompt)
     rows = compare_rows(result.baseline, result.final, examples)
     return label_matrices(rows, (example.ideal for example in examples.values()))
 
@@ -172,7 +178,7 @@ def evaluation_rows(
     if result.final is None:
         return []
     run = Path(result.run_dir) if result.run_dir else None
-    examples = _examples(run, dataset)
+    examples = _examples(run, dataset, result.initial_prompt)
     before = {s.key: s for s in result.baseline.samples} if result.baseline else {}
     metrics = sorted({name for s in result.final.samples for name in s.scores})
     rows = []
