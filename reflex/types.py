@@ -134,6 +134,8 @@ class RunSettings:
     user's template overrides (pass them to :func:`reflex.api.render`); ``max_iterations``,
     ``batch_size`` (minibatch rows), ``seed``: as configured. ``rewrite_messages``: the chat
     template's messages (component names) strategies may rewrite; None: all.
+    ``feedback_field``: the dataset column (``Example.metadata``) reflective strategies show
+    per train row as its feedback; None: none.
     """
 
     models: tuple[str, ...]
@@ -144,6 +146,7 @@ class RunSettings:
     batch_size: int
     seed: int
     rewrite_messages: tuple[str, ...] | None = None
+    feedback_field: str | None = None
 
 
 @dataclass(frozen=True)

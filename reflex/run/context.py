@@ -109,6 +109,7 @@ class RunContext(OptIn):
             rewrite_messages=None
             if config.rewrite_messages is None
             else tuple(config.rewrite_messages),
+            feedback_field=config.feedback_field,
         )
 
     @property
