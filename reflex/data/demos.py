@@ -136,7 +136,7 @@ def tool_turns(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             out.append(dict(message))
             continue
         number += 1
-        text = parse_answer(content)[0]
+        text = parse_answer(content)[0].strip()  # a demo line joins the calls with spaces
         entries = to_openai(calls)
         for index, entry in enumerate(entries):
             entry["id"] = f"demo_{number}_{index}"
