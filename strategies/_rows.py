@@ -4,9 +4,11 @@ A row is its input, output, reference, score, error and metric feedback, each cu
 strategy's ``max_chars``; then, when there is one, the failure kind of a tool-call or JSON answer
 (``failure: wrong function``, :func:`reflex.api.failure_kind`) and the row's feedback column
 (``--feedback-field critique`` shows ``critique: ...``, cut the same way). Only train rows are
-shown (strategies look rows up in ``ctx.train``), so a held-out row's column never is. In pipeline mode (``Sample.trace`` is not None) the row also shows why
-the pipeline failed, if it did, and the trace of named steps: each step's input and output cut
-to ``max_chars``, the whole trace to ``TRACE_FACTOR * max_chars``; a cut says so with a marker.
+shown (strategies look rows up in ``ctx.train``), so a held-out row's column never is.
+
+In pipeline mode (``Sample.trace`` is not None) the row also shows why the pipeline failed, if
+it did, and the trace of named steps: each step's input and output cut to ``max_chars``, the
+whole trace to ``TRACE_FACTOR * max_chars``; a cut says so with a marker.
 Outside pipeline mode, and without a failure kind or a feedback column, a row is exactly what
 it was before traces existed (cached reasoning answers depend on the prompt's bytes).
 """

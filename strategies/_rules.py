@@ -141,7 +141,9 @@ def rule_candidates(
     rules = _rules(examples, task, max_functions, max_chars)
     need: Counter[str] = Counter()
     for kind, n in (counts or {}).items():
-        family = "format" if kind in FORMAT_FAILURES else "function" if kind == WRONG_FUNCTION else ""
+        family = (
+            "format" if kind in FORMAT_FAILURES else "function" if kind == WRONG_FUNCTION else ""
+        )
         need[family] += n
     if need["format"] or need["function"]:
         rules = sorted((r for r in rules if need[r[0]]), key=lambda r: -need[r[0]])

@@ -51,10 +51,10 @@ from ._evidence import (
     choose_axis,
     gather_evidence,
 )
+from ._rules import structured_task
 from .fewshot import FewshotOptions, FewshotStrategy
 from .instructions import InstructionsOptions, InstructionsStrategy
 from .iterative import IterativeOptions, IterativeStrategy
-from ._rules import structured_task
 from .pdo import PDOOptions, PDOStrategy
 from .structural import StructuralOptions, StructuralStrategy
 

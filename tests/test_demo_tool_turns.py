@@ -144,7 +144,9 @@ def test_the_demo_tool_turns_go_on_the_wire_alike_on_both_transports(
     messages = prompt_messages(PROMPT, "hypot of 8,15")
     with serve(capture=captured, responder=lambda _: ONE_CALL) as url:
         spec = ModelSpec(model, api_base=url, extra={"api_key": "sk-test"}, tools=(HYPOT,))
-        lean, full = both(runner, litellm, monkeypatch, lambda: call_once(litellm, spec, messages, 1))
+        lean, full = both(
+            runner, litellm, monkeypatch, lambda: call_once(litellm, spec, messages, 1)
+        )
     assert isinstance(lean, Completion) and isinstance(full, Completion), (lean, full)
     lean_body, full_body = (json.loads(r.body) for r in captured)
     assert lean_body["messages"] == full_body["messages"]

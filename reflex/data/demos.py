@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from reflex.data.templates import fill, parse_template, template_text, value_text, variables_of
 from reflex.result import Example
-from reflex.toolcalls import parse_answer, to_openai
+from reflex.toolcalls import ToolCall, parse_answer, to_openai
 
 __all__ = [
     "CHAT_DEMOS_HEADER",
@@ -131,12 +131,14 @@ def tool_turns(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     number = 0
     for message in messages:
         content = message.get("content")
-        calls = parse_answer(content)[1] if message.get("role") == "assistant" else []
-        if not isinstance(content, str) or not calls or "tool_calls" in message:
+        text, calls = "", list[ToolCall]()
+        if message.get("role") == "assistant" and isinstance(content, str):
+            text, calls = parse_answer(content)
+        if not calls or "tool_calls" in message:
             out.append(dict(message))
             continue
         number += 1
-        text = parse_answer(content)[0].strip()  # a demo line joins the calls with spaces
+        text = text.strip()  # a demo's one line joins its calls with spaces
         entries = to_openai(calls)
         for index, entry in enumerate(entries):
             entry["id"] = f"demo_{number}_{index}"

@@ -91,8 +91,12 @@ class Engine:
                 group_key=config.group_key,
             )
         if config.feedback_field is not None:  # before any call: a column the train rows have
-            spec = prompt_spec if prompt_spec is not None and prompt_spec.variables else None
-            filled = row_fields(spec.variables, spec.names, config.variables) if spec else {}
+            template = prompt_spec if prompt_spec is not None and prompt_spec.variables else None
+            filled = (
+                row_fields(template.variables, template.names, config.variables)
+                if template is not None
+                else {}
+            )
             check_feedback_field(self.split.train, config.feedback_field, filled)
 
     def run(self, prompt: str) -> OptimizationResult:
