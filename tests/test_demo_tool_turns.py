@@ -206,3 +206,29 @@ def test_a_fewshot_run_sends_its_demos_as_tool_calls(
                 assert answer == {"role": "tool", "tool_call_id": call["id"], "content": "ok"}
     assert result.baseline is not None and result.baseline.mean_score == 0.0
     assert result.final is not None and result.final.mean_score == 1.0
+
+
+def test_the_embedded_models_chat_template_renders_the_demo_calls_and_results() -> None:
+    """The Qwen GGUF's own chat template (read with ``vocab_only``: no weights) renders each demo
+    call as a ``<tool_call>`` turn and its result as a ``<tool_response>``."""
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    from reflex.errors import ConfigurationError
+    from reflex.models import local
+    from reflex.models.local_tools import template_messages
+
+    try:
+        path = local.qwen_model_path()
+    except ConfigurationError as exc:
+        pytest.skip(str(exc))
+    model = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    formatter = Jinja2ChatFormatter(
+        template=model.metadata["tokenizer.chat_template"], eos_token="<|im_end|>", bos_token=""
+    )
+    messages = template_messages(prompt_messages(PROMPT, "hypot of 8,15"))
+    text = formatter(messages=messages, tools=[HYPOT]).prompt
+    assert text.count('<tool_call>\n{"name": "math_hypot"') == 3  # the demos' three calls
+    assert text.count("<tool_response>\nok\n</tool_response>") == 3
+    assert '{"name": "math_hypot", "arguments": {"x": 5, "y": 12}}' in text
+    assert f"<|im_start|>assistant\n{JSON_OUT}<|im_end|>" in text  # a JSON demo: its text
