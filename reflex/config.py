@@ -120,6 +120,12 @@ class BaseRunConfig(BaseModel):
     source_model: str | None = None
     # Reasoning-prompt templates overridden for this run, by name (see reflex.judging.reasoning).
     reasoning_templates: dict[str, str] = Field(default_factory=dict)
+    feedback_field: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A dataset column shown to the reasoning model as each train row's "
+        "feedback (e.g. a reviewer's critique); never sent to the task model.",
+    )
     metrics: list[str] = Field(default_factory=list)
     metric_weights: dict[str, float] = Field(default_factory=dict)
     # How to rebuild the metrics that take options (e.g. llm_judge's model and rubric), so

@@ -292,6 +292,14 @@ class PromptOptimizer:
             raise ConfigurationError(f"source model must be a model name, got {model!r}")
         return self._set(source_model=model.strip())
 
+    def set_feedback_field(self, name: str | None) -> PromptOptimizer:
+        """A dataset column (e.g. a reviewer's ``critique``) shown to the reasoning model as each
+        train row's feedback, never to the task model; None: none. A name no train row has is
+        refused when the run starts, before any call."""
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ConfigurationError(f"feedback field must be a column name, got {name!r}")
+        return self._set(feedback_field=name.strip() if name else None)
+
     def set_reasoning_template(self, name: str, text: str | Path) -> PromptOptimizer:
         """Override reasoning template ``name`` (see ``reasoning.template_names()``)."""
         from reflex.judging.reasoning import template

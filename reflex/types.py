@@ -136,6 +136,8 @@ class RunSettings:
     template's messages (component names) strategies may rewrite; None: all.
     ``format_names``: the JSON-schema property names the initial prompt names, which every
     candidate must keep naming (its output-format instructions).
+    ``feedback_field``: the dataset column (``Example.metadata``) reflective strategies show
+    per train row as its feedback; None: none.
     """
 
     models: tuple[str, ...]
@@ -147,6 +149,7 @@ class RunSettings:
     seed: int
     rewrite_messages: tuple[str, ...] | None = None
     format_names: tuple[str, ...] = ()
+    feedback_field: str | None = None
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,12 @@
 
 Evidence: whether train references form a label set (so ``instructions`` has candidates),
 how many rows have references, how the best prompt so far fails on a probe batch (format
-failures: the output contains the reference but is not it; content failures: anything else),
-the iterations and metric calls left, and what each earlier phase gained on val.
+failures: the output contains the reference but is not it, or a tool-call / JSON answer failed
+in one of :data:`reflex.api.FORMAT_FAILURES`; content failures: anything else, of which
+``wrong_function`` and ``value_failures`` count the tool-call / JSON kinds), the iterations and
+metric calls left, and what each earlier phase gained on val. Format failures favour
+``instructions`` (its format rule) and ``structural``; wrong functions ``instructions`` (its
+tool-selection rule); wrong argument or field values ``fewshot`` (demos).
 
 ``calls_per_iteration`` is in model calls, like the budget: (batch + val rows) x task models x
 the calls each row makes (``StrategyContext.calls_per_row``: several for a pipeline).
@@ -17,6 +21,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
+
+from reflex.api import FORMAT_FAILURES, VALUE_FAILURES, WRONG_FUNCTION, failure_kind
 
 from .instructions import InstructionsOptions, instruction_candidates
 
@@ -49,6 +55,10 @@ class Evidence:
     remaining_calls: int | None
     calls_per_iteration: int
     min_calls_per_iteration: int  # one val pass: screening is skipped when it cannot follow
+    # Shares of the probe rows whose tool-call / JSON answer named the wrong function, or gave
+    # wrong argument / field values (both also in content_failures).
+    wrong_function: float = 0.0
+    value_failures: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -66,15 +76,24 @@ def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
     train = list(ctx.train)
     with_refs = [e for e in train if e.ideal is not None and e.ideal.strip()]
     labels = bool(instruction_candidates(train, ctx.best_prompt, InstructionsOptions()))
-    fmt = content = 0.0
+    fmt = content = function = values = 0.0
     if probe and train:
         rows = train[: min(ctx.settings.batch_size, len(train))]  # fixed rows: usually cached
         snapshot = ctx.evaluate(ctx.best_prompt, rows)
         failing = [s for s in snapshot.samples if s.score is not None and s.score < 1.0]
         by_id = {e.id: e for e in rows}
-        formats = sum(1 for s in failing if _format_failure(s.output, by_id[s.example_id].ideal))
-        fmt = formats / len(snapshot.samples)
-        content = (len(failing) - formats) / len(snapshot.samples)
+        kinds = [failure_kind(s) for s in failing]
+        formats = sum(
+            1
+            for s, kind in zip(failing, kinds, strict=True)
+            if kind in FORMAT_FAILURES
+            or (kind is None and _format_failure(s.output, by_id[s.example_id].ideal))
+        )
+        total = len(snapshot.samples)
+        fmt = formats / total
+        content = (len(failing) - formats) / total
+        function = kinds.count(WRONG_FUNCTION) / total
+        values = sum(1 for kind in kinds if kind in VALUE_FAILURES) / total
     return Evidence(
         labels=labels,
         references=len(with_refs) / len(train) if train else 0.0,
@@ -84,6 +103,8 @@ def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
         remaining_calls=ctx.budget.remaining_calls,
         calls_per_iteration=calls_per_iteration(ctx),
         min_calls_per_iteration=calls_per_iteration(ctx, screened=False),
+        wrong_function=round(function, 4),
+        value_failures=round(values, 4),
     )
 
 
@@ -108,9 +129,9 @@ def _score(axis: str, ev: Evidence, runs: list[PhaseOutcome], max_repeats: int) 
         return None
     base = PRIORITY.get(axis, EXTRA_PRIORITY)
     if axis == "instructions":
-        return base + 2 * ev.format_failures if ev.labels else None
+        return base + 2 * ev.format_failures + ev.wrong_function if ev.labels else None
     if axis == "fewshot":
-        return base + ev.content_failures if ev.references > 0 else None
+        return base + ev.content_failures + ev.value_failures if ev.references > 0 else None
     if axis == "pdo":
         cost = 4 * ev.calls_per_iteration
         if ev.remaining_iterations < PDO_MIN_ITERATIONS or (

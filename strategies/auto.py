@@ -6,10 +6,13 @@ model (``ctx.settings.reasoning_model`` set and ``use_reasoning_model`` on) also
 (options from ``extra_options[name]``). ``axes`` restricts the choice.
 
 Before each phase ``_evidence.gather_evidence`` looks at label availability, how the best
-prompt so far fails on a fixed probe batch (reasoning mode only: ``batch_size`` train rows,
-usually cached), the score trajectory of earlier phases and the iterations and metric calls
-left; ``_evidence.choose_axis`` picks the axis. Without a reasoning model this reduces to the
-reasoning-free plan: ``instructions`` then ``fewshot``, and no reasoning call is ever made.
+prompt so far fails on a fixed probe batch (in reasoning mode, and on tool-call and JSON tasks
+also without it: ``batch_size`` train rows, usually cached; the failure kinds of
+:func:`reflex.api.failure_kind` count), the score trajectory of earlier phases and the
+iterations and metric calls left; ``_evidence.choose_axis`` picks the axis. Without a reasoning
+model this reduces to the reasoning-free plan: ``instructions`` then ``fewshot`` (``fewshot``
+first when wrong argument or field values outweigh format and function failures, with
+``instructions``' share of the iterations kept for it), and no reasoning call is ever made.
 
 Iterations are split up front (``plan_iterations``), out of the iterations left or, under a
 call budget, the full val passes it still pays for when fewer (``affordable_passes``):
@@ -48,6 +51,7 @@ from ._evidence import (
     choose_axis,
     gather_evidence,
 )
+from ._rules import structured_task
 from .fewshot import FewshotOptions, FewshotStrategy
 from .instructions import InstructionsOptions, InstructionsStrategy
 from .iterative import IterativeOptions, IterativeStrategy
@@ -138,13 +142,19 @@ class AutoStrategy(BaseStrategy[AutoOptions]):
         axes = self._axes(reasoning, extras)
         ctx.log("auto_plan", reasoning=reasoning, axes=axes, **plan)
         history: list[PhaseOutcome] = []
+        probe = reasoning or structured_task(list(ctx.train)) is not None
         while not _run_over(ctx):
-            evidence = gather_evidence(ctx, probe=reasoning)
+            evidence = gather_evidence(ctx, probe=probe)
             axis = choose_axis(evidence, history, axes, self.options.max_repeats)
             ctx.log("auto_choice", axis=axis, evidence=evidence.to_dict())
             if axis is None:
                 return
-            cap = self._cap(ctx, axis, plan, reasoning)
+            pending = (  # instructions may still run (it has candidates and has not run)
+                evidence.labels
+                and "instructions" in axes
+                and all(h.axis != "instructions" for h in history)
+            )
+            cap = self._cap(ctx, axis, plan, pending)
             if cap <= 0:
                 history.append(PhaseOutcome(axis, 0.0, 0))
                 continue
@@ -162,13 +172,16 @@ class AutoStrategy(BaseStrategy[AutoOptions]):
             axes = [a for a in axes if a in self.options.axes]
         return axes
 
-    def _cap(self, ctx: StrategyContext, axis: str, plan: dict[str, int], reasoning: bool) -> int:
+    def _cap(self, ctx: StrategyContext, axis: str, plan: dict[str, int], pending: bool) -> int:
+        """The phase's iterations; ``pending``: ``instructions`` may still run after it."""
         left = ctx.settings.max_iterations - ctx.iteration
         if axis == "instructions":
             return min(self.options.instructions.max_candidates, plan["instructions"], left)
         if axis == "fewshot":  # every iteration left, unless num_candidates was set
             fewshot = self.options.fewshot
             room = left - plan["iterative"]
+            if pending:  # fewshot first: instructions keeps its share
+                room -= min(self.options.instructions.max_candidates, plan["instructions"])
             return (
                 min(fewshot.num_candidates, room)
                 if "num_candidates" in fewshot.model_fields_set

@@ -339,7 +339,9 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         )
 
     def _row(self, ctx: StrategyContext, sample: Sample) -> str:
-        return sample_row(ctx.train.by_id(sample.example_id), sample, self.options.max_chars)
+        example = ctx.train.by_id(sample.example_id)
+        field = ctx.settings.feedback_field
+        return sample_row(example, sample, self.options.max_chars, feedback_field=field)
 
     def _try_merge(
         self,

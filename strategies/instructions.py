@@ -10,8 +10,12 @@ train references. Candidates, most useful first (each is the base prompt plus ad
 
 The label set is used when train has 2..``max_labels`` distinct references that repeat (on
 average at least twice each). Numeric references give one candidate: "Answer with only the
-number.". No references, or free-text ones, give no candidates (logged as ``no_candidates``).
-Each candidate is one iteration, selected on val by ``ctx.record_iteration``.
+number.". Tool-call and JSON references give the rules of ``reflex_strategies._rules``: a
+format rule and (tool calls) a tool-selection rule, chosen and ordered by the failure kinds of
+the base prompt's answers on the first ``batch_size`` train rows (the rows the run's preflight
+already scored, so usually cached). No references, or free-text ones, give no candidates
+(logged as ``no_candidates``). Each candidate is one iteration, selected on val by
+``ctx.record_iteration``.
 
 Model calls per iteration: ``len(val)``, or with train-minibatch screening (see
 ``reflex_strategies._common``) ``batch_size`` plus ``len(val)`` when the candidate survives.
@@ -21,14 +25,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reflex.api import PHASES, BaseStrategy, Example, StrategyRegistrar, hookimpl
+from reflex.api import PHASES, BaseStrategy, Example, StrategyRegistrar, failure_counts, hookimpl
 
 from ._common import join_sections, references, screening_batch, try_candidate
+from ._rules import rule_candidates, structured_task
 
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
@@ -86,12 +91,25 @@ def _guidance(examples: Sequence[Example], labels: Sequence[str], max_chars: int
 
 
 def instruction_candidates(
-    examples: Sequence[Example], base: str, options: InstructionsOptions
+    examples: Sequence[Example],
+    base: str,
+    options: InstructionsOptions,
+    counts: Mapping[str, int] | None = None,
 ) -> list[tuple[str, str]]:
-    """``(edit, prompt)`` candidates derived from ``examples``' references, most useful first."""
+    """``(edit, prompt)`` candidates derived from ``examples``' references, most useful first;
+    ``counts``: the failure kinds seen (tool-call and JSON tasks, see ``_rules``)."""
     refs = references(examples)
     if not refs:
         return []
+    if structured_task(examples) is not None:
+        ruled = rule_candidates(
+            examples,
+            base,
+            counts,
+            max_functions=options.guidance_labels,
+            max_chars=options.max_example_chars,
+        )
+        return ruled[: options.max_candidates]
     labels = label_set(refs, options.max_labels)
     if labels:
         label_line = "The answer is one of: " + ", ".join(labels) + "."
@@ -129,9 +147,17 @@ class InstructionsStrategy(BaseStrategy[InstructionsOptions]):
     def optimize(self, ctx: StrategyContext) -> None:
         state = ctx.state.setdefault(self.name, {})
         base = str(state.setdefault("base", ctx.best_prompt))
-        candidates = instruction_candidates(list(ctx.train), base, self.options)
+        train = list(ctx.train)
+        counts: dict[str, int] | None = None
+        if structured_task(train) is not None and train:  # which rules the failures call for
+            rows = train[: min(ctx.settings.batch_size, len(train))]  # the preflight's: cached
+            counts = dict(failure_counts(ctx.evaluate(base, rows).samples))
+        candidates = instruction_candidates(train, base, self.options, counts)
         ctx.log(
-            "instructions_candidates", count=len(candidates), edits=[edit for edit, _ in candidates]
+            "instructions_candidates",
+            count=len(candidates),
+            edits=[edit for edit, _ in candidates],
+            **({"failures": counts} if counts is not None else {}),
         )
         if not candidates:
             ctx.log(

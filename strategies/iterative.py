@@ -155,7 +155,12 @@ class IterativeStrategy(BaseStrategy[IterativeOptions]):
         example = ctx.train.by_id(sample.example_id)
         opts = self.options
         return sample_row(
-            example, sample, opts.max_chars, reference=opts.show_reference, error=False
+            example,
+            sample,
+            opts.max_chars,
+            reference=opts.show_reference,
+            error=False,
+            feedback_field=ctx.settings.feedback_field,
         )
 
 

@@ -50,7 +50,7 @@ from reflex.api import (
 
 from . import _ranking as rk
 from ._layout import TRANSFORMS, apply_transform
-from ._rows import pipeline_notes
+from ._rows import evidence_lines, pipeline_notes
 
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
@@ -243,7 +243,9 @@ class PDOStrategy(BaseStrategy[PDOOptions]):
             if outcome is not None and outcome != 0.5:
                 side, loser, winner = (i, mine, other) if outcome < 0.5 else (j, other, mine)
                 example = ctx.train.by_id(loser.example_id)
-                notes = pipeline_notes(loser, LOSS_CHARS)
+                field = ctx.settings.feedback_field
+                evidence = evidence_lines(example, loser, LOSS_CHARS, field)
+                notes = "\n".join([pipeline_notes(loser, LOSS_CHARS), *evidence]).strip("\n")
                 pool.entries[side].losses.append(
                     (example.input, loser.output, winner.output, notes)
                 )

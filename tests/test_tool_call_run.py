@@ -81,7 +81,10 @@ def test_an_optimize_run_scores_tool_calls_from_the_endpoint(
     tools = {row.input: [dict(t) for t in row.tools] for row in rows}
     assert all(r.params.get("tools") == tools[r.user] for r in seen)  # each row's own tools
     # Multi-turn rows reach the endpoint whole: the earlier call and its result, ids and all.
-    turns = [r.messages for r in seen if any(m.get("role") == "tool" for m in r.messages)]
+    # (Demos of calls are tool turns too, with ids demo_<n>_<i>: tests/test_demo_tool_turns.py.)
+    turns = [
+        r.messages for r in seen if any(m.get("tool_call_id") == "call_earlier" for m in r.messages)
+    ]
     assert turns, "no conversation row was sent with its tool turns"
     for messages in turns:
         roles = [m["role"] for m in messages]

@@ -250,8 +250,9 @@ def test_rows_with_earlier_tool_call_turns_are_sent_faithfully(tmp_path: Path) -
     captured: list[Request] = []
     with serve(capture=captured, responder=call_for) as url:
         result = builder(url, tmp_path, data).set_tools([WEATHER]).run("Use the tools.")
-    for body in bodies(captured):
-        assert body["messages"][0] == {"role": "system", "content": "Use the tools."}
+    for body in bodies(captured):  # candidates add rules (instructions) after the seed's text
+        assert body["messages"][0]["role"] == "system"
+        assert body["messages"][0]["content"].startswith("Use the tools.")
         assert body["messages"][2] == {"role": "assistant", "tool_calls": [turn]}
         assert body["messages"][3] == {"role": "tool", "tool_call_id": "call_0", "content": "rain"}
     assert result.final is not None and result.final.mean_score == 1.0

@@ -25,7 +25,11 @@ Everything a plugin needs is here, typed:
   reasoning model, parse, retry once on :class:`ProposalError`, record an unusable answer),
   :func:`parse_proposal` / :func:`parse_prompts` / :func:`tagged` to read answers, and
   :func:`placeholders` (a chat template's ``{{variables}}`` in a text, which a rewrite keeps);
-- **judging**: :class:`LLMJudge` (the built-in model-graded metric).
+- **judging**: :class:`LLMJudge` (the built-in model-graded metric);
+- **failure kinds** of tool-call and JSON answers: :func:`failure_kind` (one sample's, from its
+  objectives), :func:`failure_counts`, and the kinds :data:`FORMAT_FAILURES` (a format rule
+  fixes them), :data:`VALUE_FAILURES` (demos do) and :data:`WRONG_FUNCTION` (a tool-selection
+  rule does), from :mod:`reflex.checks.failures`.
 
 Tracker adapters also import :mod:`reflex.api.tracking` (the params, tags and metrics every
 tracker logs the same way, ``GuardedCallback``, the redactor, the tracker state kept in the run
@@ -97,6 +101,15 @@ from reflex.types import (
 # The strategy contract's opt-in capabilities (ctx.capability(KEY)), the iteration Outcome and
 # the typed evaluation label (issue 30, item 4).
 from reflex.callbacks import EvalLabel
+
+# Failure kinds of tool-call and JSON answers (issue 31, item 4).
+from reflex.checks.failures import (
+    FORMAT_FAILURES,
+    VALUE_FAILURES,
+    WRONG_FUNCTION,
+    failure_counts,
+    failure_kind,
+)
 from reflex.result import Outcome
 from reflex.toolcalls import ToolCall, parse_answer, render_answer
 from reflex.types import (
@@ -130,6 +143,7 @@ __all__ = [
     "EvalLabel",
     "EvalSnapshot",
     "Example",
+    "FORMAT_FAILURES",
     "IterationRecord",
     "JUDGING",
     "JudgeCall",
@@ -167,7 +181,11 @@ __all__ = [
     "StrategyContext",
     "StrategyRegistrar",
     "ToolCall",
+    "VALUE_FAILURES",
+    "WRONG_FUNCTION",
     "ask",
+    "failure_counts",
+    "failure_kind",
     "hookimpl",
     "parse_answer",
     "parse_prompts",

@@ -87,6 +87,7 @@ class OptimizeArgs:
     reasoning_model: str | None
     reasoning_base_url: str | None
     source_model: str | None
+    feedback_field: str | None
     reasoning_templates: tuple[str, ...]
     max_iterations: int | None
     threshold: float | None

@@ -86,6 +86,8 @@ def _with_strategy(opt: PromptOptimizer, args: OptimizeArgs) -> None:
         opt.set_reasoning_model(args.reasoning_model, base_url=args.reasoning_base_url)
     if args.source_model:
         opt.set_source_model(args.source_model)
+    if args.feedback_field:
+        opt.set_feedback_field(args.feedback_field)
     for name, path in pairs(args.reasoning_templates, "--reasoning-template").items():
         opt.set_reasoning_template(name, Path(str(path)))
 

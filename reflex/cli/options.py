@@ -208,6 +208,7 @@ def _strategy() -> list[click.Parameter]:
             metavar="PROVIDER/MODEL",
             help="Model the prompt was written for: adds migration guidance for the task model.",
         ),
+        setting("--feedback-field", metavar="NAME"),
         o(
             ["--reasoning-template", "reasoning_templates"],
             multiple=True,

@@ -24,7 +24,7 @@ from reflex.data.readers import MAX_RECORD_BYTES, FrameLike, Row, Where, frame_r
 from reflex.data.records import canonical, parse_any, parse_bound, parse_plain, record_id
 from reflex.data.templates import value_text
 from reflex.data.tool_rows import check_offered, not_offered, tool_name
-from reflex.errors import DatasetError
+from reflex.errors import ConfigurationError, DatasetError
 from reflex.result import Example
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "SPLIT_NAMES",
     "Dataset",
     "bind_dataset",
+    "check_feedback_field",
     "check_run_tools",
     "load_dataset",
 ]
@@ -304,6 +305,30 @@ def _check_named_choice(
         if where is not None:
             raise where.error(message.replace(f"row {example.id!r}", "the row", 1))
         raise DatasetError(message, path=dataset.source)
+
+
+def check_feedback_field(
+    train: Iterable[Example], name: str, filled: Mapping[str, str] | None = None
+) -> None:
+    """Refuse a feedback column (``--feedback-field``) that no train row has, or that fills a
+    chat-template variable (``filled``: variable -> field), which would send it to the task
+    model: a one-line ConfigurationError, before any call."""
+    for variable, field in (filled or {}).items():
+        if field == name:
+            raise ConfigurationError(
+                f"--feedback-field {name}: the column also fills the template variable "
+                f"{{{{{variable}}}}}, so the task model would see it; keep the feedback in a "
+                "column of its own"
+            )
+    rows = list(train)
+    if any(example.metadata.get(name) is not None for example in rows):
+        return
+    columns = sorted({key for example in rows for key in example.metadata})
+    shown = ", ".join(map(repr, columns[:12])) + (", ..." if len(columns) > 12 else "")
+    raise ConfigurationError(
+        f"--feedback-field {name}: no train row has a column {name!r} (the input and reference "
+        f"fields are not feedback); their other columns: {shown or '(none)'}; check the name"
+    )
 
 
 def _line_of(source: str | None, example_id: str) -> Where | None:

@@ -24,6 +24,14 @@ one or more blocks of exactly two lines (``Input: ...`` / ``Output: ...``) separ
 lines, to the end of the text. Anything else is plain prompt text, sent in the system message
 as written: the rule is deterministic, so a score and a deployment agree. A prompt *file* with
 a malformed section is refused when it is read (:func:`check_chat_demos`).
+
+A demo whose output is a tool-call answer (canonical answer text, :mod:`reflex.toolcalls`) is sent
+as the application would see it (:func:`tool_turns`): an assistant message with real
+``tool_calls`` (ids ``demo_<n>_<i>``: the n-th such message, its i-th call; content null when it
+has no text), then one ``tool`` message per call answering its id (content ``"ok"``), as OpenAI
+requires; a chat template's fixed assistant messages are sent the same way, so a saved template
+(demos as text turns) sends what was scored. Any other output (a JSON answer too) is the
+assistant message's content as written.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from typing import Any, Literal
 from reflex.data.templates import fill, parse_template, template_text, value_text, variables_of
 from reflex.data.tool_text import strip_tools_section
 from reflex.result import Example
+from reflex.toolcalls import ToolCall, parse_answer, to_openai
 
 __all__ = [
     "CHAT_DEMOS_HEADER",
@@ -46,7 +55,10 @@ __all__ = [
     "template_fields",
     "render_chat_demos",
     "split_chat_demos",
+    "tool_turns",
 ]
+
+DEMO_TOOL_RESULT = "ok"  # the content of the tool message answering a demo's call
 
 CHAT_DEMOS_HEADER = "Examples (as chat turns):"
 _INPUT = "Input: "
@@ -99,12 +111,44 @@ def split_chat_demos(prompt: str) -> tuple[str, list[tuple[str, str]]]:
     return body.strip(), parsed
 
 
-def chat_demo_turns(pairs: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
-    """One user and one assistant message per ``(input, output)`` pair, in order."""
+def _text_turns(pairs: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
     turns: list[dict[str, str]] = []
     for source, answer in pairs:
         turns += [{"role": "user", "content": source}, {"role": "assistant", "content": answer}]
     return turns
+
+
+def chat_demo_turns(pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """One user and one assistant message per ``(input, output)`` pair, in order; an output
+    that calls tools is its ``tool_calls`` turn and their results (:func:`tool_turns`)."""
+    return tool_turns(_text_turns(pairs))
+
+
+def tool_turns(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with each assistant text that holds tool calls sent as real calls: an
+    assistant message with ``tool_calls`` (ids ``demo_<n>_<i>``) and a ``tool`` message per
+    call; every other message as it is. Deterministic, so the cache key is."""
+    out: list[dict[str, Any]] = []
+    number = 0
+    for message in messages:
+        content = message.get("content")
+        text, calls = "", list[ToolCall]()
+        if message.get("role") == "assistant" and isinstance(content, str):
+            text, calls = parse_answer(content)
+        if not calls or "tool_calls" in message:
+            out.append(dict(message))
+            continue
+        number += 1
+        text = text.strip()  # a demo's one line joins its calls with spaces
+        entries = to_openai(calls)
+        for index, entry in enumerate(entries):
+            entry["id"] = f"demo_{number}_{index}"
+        out.append({"role": "assistant", "content": text or None, "tool_calls": entries})
+        out += [
+            {"role": "tool", "tool_call_id": entry["id"], "content": DEMO_TOOL_RESULT}
+            for entry in entries
+        ]
+    return out
 
 
 def check_chat_demos(prompt: str) -> str | None:
@@ -194,8 +238,9 @@ def _rendered(
     turns = demo_turns(template, pairs)
     if lead == len(template):  # system messages only: the row's own conversation follows
         own = row.messages if isinstance(row, Example) else []
-        return [*messages, *turns, *(dict(m) for m in own if m.get("role") != "system")]
-    return [*messages[:lead], *turns, *messages[lead:]]
+        fixed = tool_turns([*messages, *turns])
+        return [*fixed, *(dict(m) for m in own if m.get("role") != "system")]
+    return tool_turns([*messages[:lead], *turns, *messages[lead:]])
 
 
 def demo_turns(
@@ -204,7 +249,7 @@ def demo_turns(
     """Demo turns for a template: an input that is a JSON object of the variables is rendered
     through the template's last user message; any other input is sent as written."""
     user = next((m["content"] for m in reversed(template) if m["role"] == "user"), None)
-    turns = chat_demo_turns(pairs)
+    turns = _text_turns(pairs)
     if user is None:
         return turns
     for turn in turns[::2]:

@@ -110,6 +110,7 @@ class RunContext(OptIn):
             if config.rewrite_messages is None
             else tuple(config.rewrite_messages),
             format_names=tuple(self._screen.format_names),
+            feedback_field=config.feedback_field,
         )
 
     @property

@@ -17,10 +17,11 @@ from reflex.checks.audit import annotate, seal_after_run
 from reflex.checks.outcome import end_state, unpriced_warning
 from reflex.checks.stats import paired_test
 from reflex.config import RunConfig
-from reflex.data.dataset import Dataset
+from reflex.data.dataset import Dataset, check_feedback_field
 from reflex.data.pipeline import Pipeline
 from reflex.data.prompts import PromptSpec
 from reflex.data.splits import Split, split_dataset
+from reflex.data.templates import row_fields
 from reflex.errors import (
     BudgetExhausted,
     ConfigurationError,
@@ -89,6 +90,14 @@ class Engine:
                 seed=config.seed,
                 group_key=config.group_key,
             )
+        if config.feedback_field is not None:  # before any call: a column the train rows have
+            template = prompt_spec if prompt_spec is not None and prompt_spec.variables else None
+            filled = (
+                row_fields(template.variables, template.names, config.variables)
+                if template is not None
+                else {}
+            )
+            check_feedback_field(self.split.train, config.feedback_field, filled)
 
     def run(self, prompt: str) -> OptimizationResult:
         """The run, with every log record and warning of the process scrubbed of its secrets
