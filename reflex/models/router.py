@@ -265,7 +265,7 @@ class ModelRouter:
         self,
         litellm: Any,
         spec: ModelSpec,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         attempt: int,
     ) -> Completion:
         """One attempt through the Router; the Completion names the deployment that served it."""
