@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeGuard
 
 from reflex.api import ConfigurationError
 
@@ -29,7 +29,7 @@ STRING_RULES = ("exact", "casefold", "bfcl")
 _BFCL_DROP = re.compile(r"[ ,./\-_*^]")
 
 
-def is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -62,7 +62,7 @@ class Compare:
             return " ".join(value.split()).casefold()
         return _BFCL_DROP.sub("", value.lower().replace("'", '"'))
 
-    def same(self, got: Any, want: Any) -> bool:
+    def same(self, got: object, want: object) -> bool:
         """True when ``got`` is ``want`` under these rules (recursively)."""
         if is_number(want):
             return is_number(got) and math.isclose(

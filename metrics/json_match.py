@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)\n?```", re.DOTALL)
 _MAX_NOTES = 5
 
 
-def schema_of(value: object) -> dict[str, Any]:
+def schema_of(value: object) -> dict[str, object]:
     """The JSON Schema that ``value`` names: a schema, a ``response_format``, or a file path."""
     if isinstance(value, (str, Path)):
         path = Path(value)
@@ -150,7 +150,7 @@ class JsonMatch:
     def _schema_zero(self) -> dict[str, float]:
         return {"schema": 0.0} if self.schema is not None else {}
 
-    def _parse(self, output: str) -> tuple[Any, str | None]:
+    def _parse(self, output: str) -> tuple[object, str | None]:
         text = output.strip()
         fence = _FENCE.search(text)
         if fence is not None and self.fenced:
@@ -162,7 +162,7 @@ class JsonMatch:
                 return None, "the JSON is inside a ``` code fence; answer with the bare JSON only"
             return None, f"the answer is not JSON ({exc.msg} at character {exc.pos})"
 
-    def _violations(self, got: Any) -> list[str]:
+    def _violations(self, got: object) -> list[str]:
         if self.schema is None:
             return []
         from jsonschema import validators
@@ -171,7 +171,7 @@ class JsonMatch:
         errors = sorted(validator.iter_errors(got), key=lambda e: list(map(str, e.path)))
         return [f"schema: {_path(e.path)}: {e.message}" for e in errors[:3]]
 
-    def _match(self, got: Any, want: Any, path: str) -> tuple[int, int, list[str]]:
+    def _match(self, got: object, want: object, path: str) -> tuple[int, int, list[str]]:
         """(checks passed, checks, notes) of ``got`` against ``want`` at ``path``."""
         if isinstance(want, Mapping):
             return self._match_object(got, want, path)
@@ -184,7 +184,7 @@ class JsonMatch:
         return 0, 1, [f"{path}: got {show(got)}, which is not the expected value"]
 
     def _match_object(
-        self, got: Any, want: Mapping[str, Any], path: str
+        self, got: object, want: Mapping[str, object], path: str
     ) -> tuple[int, int, list[str]]:
         if not isinstance(got, Mapping):
             return 0, max(1, _leaves(want)), [f"{path}: expected an object, got {show(got)}"]
@@ -202,7 +202,7 @@ class JsonMatch:
             notes.extend(f"{path}.{k}: unexpected key" for k in extra)
         return passed, total, notes
 
-    def _match_list(self, got: Any, want: list[Any], path: str) -> tuple[int, int, list[str]]:
+    def _match_list(self, got: object, want: list[object], path: str) -> tuple[int, int, list[str]]:
         if not isinstance(got, list):
             return 0, max(1, _leaves(want)), [f"{path}: expected a list, got {show(got)}"]
         passed, total, notes = 0, 0, []
@@ -232,7 +232,7 @@ def _share(passed: int, total: int) -> float:
     return passed / total if total else 1.0  # nothing to check ([] against []): a full match
 
 
-def _leaves(value: Any) -> int:
+def _leaves(value: object) -> int:
     if isinstance(value, Mapping):
         return sum(_leaves(v) for v in value.values())
     if isinstance(value, list):
@@ -240,7 +240,7 @@ def _leaves(value: Any) -> int:
     return 1
 
 
-def _path(parts: Any) -> str:
+def _path(parts: Iterable[object]) -> str:
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
 
 

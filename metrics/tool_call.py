@@ -57,7 +57,7 @@ class Expected:
     """One expected call: the function, each argument's acceptable values, the optional ones."""
 
     name: str
-    arguments: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    arguments: Mapping[str, tuple[object, ...]] = field(default_factory=dict)
     optional: frozenset[str] = frozenset()
     # BFCL's form: an acceptable object is itself {key: [acceptable values...]}, recursively.
     nested: bool = False
@@ -210,7 +210,7 @@ class ToolCallMatch:
         head = _describe([call])
         return _Check(passed / total, [f"{head}; {'; '.join(notes)}"] if notes else [])
 
-    def _accepts(self, got: Any, want: Any, nested: bool) -> bool:
+    def _accepts(self, got: object, want: object, nested: bool) -> bool:
         """``got`` is ``want``; in BFCL's form an object's values are lists of acceptable values
         (``""`` among them: the key may be left out) and lists compare element by element."""
         if not nested or not isinstance(want, (Mapping, list)):
@@ -232,12 +232,12 @@ class ToolCallMatch:
                 return False
         return True
 
-    def _expected_also(self, arg: str, acceptable: tuple[Any, ...]) -> str:
+    def _expected_also(self, arg: str, acceptable: tuple[object, ...]) -> str:
         if self.show_expected:
             return f"expected also {arg} in {show(list(acceptable))}"
         return f"expected also argument {arg}"
 
-    def _wrong(self, arg: str, got: Any, acceptable: tuple[Any, ...]) -> str:
+    def _wrong(self, arg: str, got: object, acceptable: tuple[object, ...]) -> str:
         if self.show_expected:
             return (
                 f"{arg}={show(got)} is not acceptable (expected {arg} in {show(list(acceptable))})"

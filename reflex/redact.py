@@ -222,12 +222,12 @@ def hidden_values(values: Iterable[str]) -> Iterator[None]:
             _HIDDEN.remove(value)
 
 
-def data_secrets(data: Any) -> list[str]:
+def data_secrets(data: object) -> list[str]:
     """The credentials inside JSON-like ``data`` (a router config): every string under a
     secret-named key (``api_key``, ``redis_password``) and every URL's credentials."""
     found: list[str] = []
 
-    def walk(key: str | None, value: Any) -> None:
+    def walk(key: str | None, value: object) -> None:
         if isinstance(value, Mapping):
             for k, v in value.items():
                 walk(str(k), v)
@@ -260,7 +260,7 @@ def scrub(text: str, *urls: str | None) -> str:
     return _replace(text, _secrets(urls))
 
 
-def redact_data(data: Mapping[str, Any], *urls: str | None) -> dict[str, Any]:
+def redact_data(data: Mapping[str, object], *urls: str | None) -> dict[str, Any]:
     """A copy of JSON-like ``data`` that :func:`scrub` would pass: every string scrubbed, and a
     string or container under a secret-named key replaced by ``***`` whole. Numbers, booleans
     and None stay as they are (they carry no credential and keep the data's types)."""
@@ -268,7 +268,7 @@ def redact_data(data: Mapping[str, Any], *urls: str | None) -> dict[str, Any]:
     return {str(k): _redact_value(str(k), v, secrets) for k, v in data.items()}
 
 
-def _redact_value(key: str | None, value: Any, secrets: list[str]) -> Any:
+def _redact_value(key: str | None, value: object, secrets: list[str]) -> object:
     if value is None or isinstance(value, bool | int | float):
         return value
     if key is not None and is_secret_name(key):

@@ -24,7 +24,8 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from reflex.data.json_types import JSONDict, JSONValue
 
 __all__ = [
     "TOOL_CALL_CLOSE",
@@ -49,13 +50,13 @@ class ToolCall:
     """One function call: the function's name and its arguments (JSON values)."""
 
     name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: Mapping[str, JSONValue] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps({"name": self.name, "arguments": dict(self.arguments)}, sort_keys=True)
 
 
-def _arguments(raw: object) -> dict[str, Any]:
+def _arguments(raw: object) -> JSONDict:
     if isinstance(raw, Mapping):
         return dict(raw)
     if isinstance(raw, str):
@@ -67,7 +68,7 @@ def _arguments(raw: object) -> dict[str, Any]:
     return {} if raw is None else {"_raw": json.dumps(raw)}
 
 
-def from_openai(tool_calls: Sequence[Mapping[str, Any]] | None) -> list[ToolCall]:
+def from_openai(tool_calls: Sequence[Mapping[str, object]] | None) -> list[ToolCall]:
     """Calls from an OpenAI ``message.tool_calls`` list (``{"function": {"name", "arguments"}}``
     each, ``arguments`` a JSON string or an object); entries without a name are skipped."""
     calls: list[ToolCall] = []
@@ -79,7 +80,7 @@ def from_openai(tool_calls: Sequence[Mapping[str, Any]] | None) -> list[ToolCall
     return calls
 
 
-def to_openai(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+def to_openai(calls: Sequence[ToolCall]) -> list[JSONDict]:
     """OpenAI ``tool_calls`` entries for ``calls`` (ids ``call_0``, ``call_1``, ...)."""
     return [
         {

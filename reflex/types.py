@@ -1,25 +1,27 @@
-"""Contracts shared by the engine and plugins: examples, scores, metrics, strategies, context.
+"""Contracts shared by the engine and plugins: strategies, their context and its capabilities.
 
-The Metric, Strategy and StrategyContext protocols are the plugin contracts; their docstrings
-are the spec. Plugins import them from :mod:`reflex.api`.
+The Strategy and StrategyContext protocols are the plugin contracts; their docstrings are the
+spec. The scoring contracts (``Score``, ``Metric``, ``ModelGradedMetric``, ``JudgeCall``) live
+in :mod:`reflex.scoring` and are re-exported here. Plugins import them from :mod:`reflex.api`.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from reflex.result import Example  # a record; the contracts here take it
+from reflex.scoring import JudgeCall, Metric, ModelGradedMetric, Score
 
 if TYPE_CHECKING:  # pydantic is imported where option models are built, not to read data
     from pydantic import BaseModel
 
     from reflex.data.dataset import Dataset
     from reflex.data.prompts import PromptSpec
-    from reflex.models.spec import ModelSpec
-    from reflex.result import EvalSnapshot, IterationRecord, Outcome, PairOutcome, StopReason
+    from reflex.outcomes import Outcome, PairOutcome, StopReason
+    from reflex.result import EvalSnapshot, IterationRecord
 
 __all__ = [
     "COMPONENTS",
@@ -50,78 +52,6 @@ __all__ = [
 ]
 
 Message = dict[str, str]
-# Sends one conversation to the judge model and returns its reply text (see ModelGradedMetric).
-JudgeCall = Callable[[Sequence[Mapping[str, str]]], Awaitable[str]]
-
-
-@dataclass(frozen=True)
-class Score:
-    """A metric's verdict on one output.
-
-    ``value`` is in [0, 1], higher is better. ``feedback`` is optional text for reflective
-    strategies. ``objectives`` holds optional named sub-scores, each in [0, 1]. ``error`` is set
-    when the output could not be scored (the row then counts as errored, not as a real 0).
-    """
-
-    value: float
-    feedback: str | None = None
-    objectives: Mapping[str, float] = field(default_factory=dict)
-    error: str | None = None
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.value <= 1.0:
-            raise ValueError(f"Score.value must be in [0, 1], got {self.value!r}")
-
-
-@runtime_checkable
-class Metric(Protocol):
-    """Scores one model output against one example.
-
-    - ``name``: unique, lower_snake_case; used on the CLI (``--metric NAME``) and as the key in
-      ``scores_by_metric``.
-    - ``requires_reference``: when True, rows whose ``ideal`` is None are skipped (and counted),
-      never scored 0.
-    - ``score(output, example)`` returns a :class:`Score` with ``value`` in [0, 1], higher is
-      better. It must not mutate ``example``. A per-example failure is returned as a Score with
-      ``error`` set, never raised; raise only for a bug in the metric itself.
-    - ``scores_trace`` (optional class attribute, default False): in pipeline mode
-      (:mod:`reflex.data.pipeline`) a metric with ``scores_trace = True`` (or named with
-      ``--score-trace``) receives as ``output`` the whole trace as JSON text,
-      ``{"output": final output, "steps": [{"name", "input", "output"}, ...]}``, instead of
-      the final output alone. Outside pipeline mode there is no trace: it gets the output.
-      A pipeline that failed on an example is scored 0 on every metric, without calling it.
-    """
-
-    name: str
-    requires_reference: bool
-
-    def score(self, output: str, example: Example) -> Score: ...
-
-
-@runtime_checkable
-class ModelGradedMetric(Protocol):
-    """A Metric whose verdict comes from a judge model (e.g. ``LLMJudge``).
-
-    Everything in :class:`Metric` holds, plus:
-
-    - ``judge``: the judge model and decoding parameters (part of the cache key).
-    - ``ascore(output, example, call)``: the evaluator's path. The metric sends its judge
-      conversations through ``call`` and nothing else, so they are cached, counted under the
-      "judge" role and share the run's concurrency limit. A reply it cannot use is retried and,
-      if still unusable, returned as a Score with ``error`` set (a failed judgement: excluded and
-      counted), never as a made-up midpoint. Provider errors propagate.
-    - ``score(output, example)`` may score standalone (its own client) outside a running loop.
-
-    A run scored by any such metric is flagged ``model_graded`` in its snapshots and result.
-    """
-
-    name: str
-    requires_reference: bool
-    judge: ModelSpec
-
-    def score(self, output: str, example: Example) -> Score: ...
-
-    async def ascore(self, output: str, example: Example, call: JudgeCall) -> Score: ...
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,9 @@ LEVELS = {
 BASE = {
     "errors",
     "types",
+    "scoring",
     "result",
+    "outcomes",
     "redact",
     "hookspecs",
     "callbacks",
@@ -187,9 +189,12 @@ def test_the_cycle_check_counts_type_only_imports() -> None:
     assert _cycles({"a": {"b"}, "b": set()}) == [] != _cycles({"a": {"b"}, "b": {"a"}})
 
 
-def test_core_has_at_most_ten_top_level_modules() -> None:
+def test_core_top_level_modules_are_the_base_modules_and_the_builder() -> None:
+    # A count would only invite merging unrelated code; the rule: every module at the top of
+    # reflex/ is a declared base module (BASE) or the builder, optimizer.py.
     top = sorted(p.stem for p in (ROOT / "reflex").glob("*.py") if p.stem != "__init__")
-    assert len(top) <= 10, top
+    assert top == sorted({*BASE, "optimizer"} - {"callbacks"}), top
+    assert len(top) <= 11, top
     subpackages = sorted(p.parent.name for p in (ROOT / "reflex").glob("*/__init__.py"))
     assert subpackages == sorted([*LEVELS, "callbacks"])  # callbacks: a base package
 
@@ -304,3 +309,137 @@ def test_a_typed_user_project_sees_the_public_types(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert 'Revealed type is "reflex.optimizer.PromptOptimizer"' in run.stdout
+
+
+# Tests mirror the modules: reflex/<pkg>/<name>.py and strategies/<name>.py are tested in
+# tests/test_<name>.py, metrics/<name>.py in tests/test_metric_<name>.py, an adapter's
+# <name>.py in tests/test_mlflow_<name>.py / test_wandb_<name>.py (a leading ``_`` dropped;
+# CONTRIBUTING.md). The modules below have no such file yet (their behaviour is tested under
+# other names); the list only shrinks: a new module comes with its test file.
+TEST_PREFIXES = {"reflex": "", "strategies": "", "metrics": "metric_"} | {
+    "reflex_mlflow": "mlflow_",
+    "reflex_wandb": "wandb_",
+}
+WITHOUT_TEST_FILE = frozenset(
+    {
+        "metrics/_text.py",
+        "metrics/_values.py",
+        "metrics/bleu.py",
+        "metrics/chrf.py",
+        "metrics/contains.py",
+        "metrics/exact_match.py",
+        "metrics/f1.py",
+        "metrics/judge.py",
+        "metrics/length.py",
+        "metrics/numeric.py",
+        "metrics/regex.py",
+        "metrics/rouge.py",
+        "reflex/api/tracking.py",
+        "reflex/callbacks/tracking.py",
+        "reflex/checks/isolation.py",
+        "reflex/checks/outcome.py",
+        "reflex/checks/versions.py",
+        "reflex/cli/args.py",
+        "reflex/cli/build.py",
+        "reflex/cli/common.py",
+        "reflex/cli/docgen.py",
+        "reflex/cli/help.py",
+        "reflex/cli/judge_check.py",
+        "reflex/cli/main.py",
+        "reflex/cli/optimize.py",
+        "reflex/cli/options.py",
+        "reflex/cli/outputs.py",
+        "reflex/cli/pipes.py",
+        "reflex/cli/report_html.py",
+        "reflex/cli/runs.py",
+        "reflex/cli/sync.py",
+        "reflex/data/demos.py",
+        "reflex/data/encoding.py",
+        "reflex/data/files.py",
+        "reflex/data/json_types.py",
+        "reflex/data/readers.py",
+        "reflex/data/records.py",
+        "reflex/errors.py",
+        "reflex/grid/executors.py",
+        "reflex/hookspecs.py",
+        "reflex/judging/agreement.py",
+        "reflex/judging/reasoning.py",
+        "reflex/models/answers.py",
+        "reflex/models/body_limit.py",
+        "reflex/models/client.py",
+        "reflex/models/deadline.py",
+        "reflex/models/litellm_call.py",
+        "reflex/models/offload.py",
+        "reflex/models/offload_protocol.py",
+        "reflex/models/offload_worker.py",
+        "reflex/models/pacing.py",
+        "reflex/models/preflight.py",
+        "reflex/models/pricing.py",
+        "reflex/models/runner.py",
+        "reflex/models/spec.py",
+        "reflex/models/target.py",
+        "reflex/models/usage.py",
+        "reflex/models/wire_body.py",
+        "reflex/models/wire_session.py",
+        "reflex/redact.py",
+        "reflex/result.py",
+        "reflex/run/budget.py",
+        "reflex/run/capabilities.py",
+        "reflex/run/context.py",
+        "reflex/run/evaluate.py",
+        "reflex/run/gate.py",
+        "reflex/run/lock.py",
+        "reflex/run/opening.py",
+        "reflex/run/pipeline_runner.py",
+        "reflex/run/records.py",
+        "reflex/run/screening.py",
+        "reflex/run/session.py",
+        "reflex/run/split_check.py",
+        "reflex/run/start.py",
+        "reflex/run/stopping.py",
+        "reflex/run/store.py",
+        "reflex/run/trackers.py",
+        "reflex/testing/chat.py",
+        "reflex/testing/fakes.py",
+        "reflex/testing/faults.py",
+        "reflex/testing/http.py",
+        "reflex/testing/pytest_plugin.py",
+        "reflex/testing/ratelimit.py",
+        "reflex/types.py",
+        "reflex_mlflow/cli.py",
+        "reflex_mlflow/connection.py",
+        "reflex_mlflow/history.py",
+        "reflex_mlflow/tracing.py",
+        "reflex_mlflow/views.py",
+        "reflex_wandb/cli.py",
+        "reflex_wandb/offline.py",
+        "strategies/_common.py",
+        "strategies/_evidence.py",
+        "strategies/_gepa_plan.py",
+        "strategies/_layout.py",
+        "strategies/_merge.py",
+        "strategies/_pareto.py",
+        "strategies/_ranking.py",
+        "strategies/_rows.py",
+        "strategies/fewshot.py",
+        "strategies/instructions.py",
+        "strategies/iterative.py",
+    }
+)
+
+
+def _modules_without_test_file() -> set[str]:
+    tests = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    return {
+        path.relative_to(ROOT).as_posix()
+        for folder, prefix in TEST_PREFIXES.items()
+        for path in (ROOT / folder).rglob("*.py")
+        if path.name != "__init__.py" and f"test_{prefix}{path.stem.lstrip('_')}.py" not in tests
+    }
+
+
+def test_every_new_module_comes_with_a_same_named_test_file() -> None:
+    missing = _modules_without_test_file()
+    assert sorted(missing - WITHOUT_TEST_FILE) == [], "add tests/test_<name>.py for these"
+    gained = sorted(WITHOUT_TEST_FILE - missing)
+    assert gained == [], "these have a test file now: take them off WITHOUT_TEST_FILE"

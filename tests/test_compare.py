@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -9,8 +10,9 @@ import pytest
 from conftest import make_rows
 
 from reflex import ConfigurationError, PromptOptimizer, load_dataset
+from reflex.cli import build_cli
 from reflex.data.dataset import Dataset
-from reflex.grid.compare import RunSummary, compare, summarize
+from reflex.grid.compare import DEFAULT_SEEDS, RunSummary, compare, summarize
 from reflex.testing import FakeModel
 
 START = "Classify the sentiment."
@@ -203,3 +205,10 @@ def test_cli_compare_over_datasets(
             (d, s) for d in expected for s in (0, 1)
         )
         assert all((out / d / "random-seed0").is_dir() for d in expected)
+
+
+def test_the_seeds_default_is_written_once_for_compare_and_its_command() -> None:
+    assert inspect.signature(compare).parameters["seeds"].default == DEFAULT_SEEDS
+    command = build_cli().commands["compare"]
+    option = next(p for p in command.params if p.name == "seeds")
+    assert option.default == DEFAULT_SEEDS

@@ -7,6 +7,7 @@ read them from its fields; the builder holds a validated config, not a dict of s
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 import click
@@ -16,14 +17,15 @@ from pydantic import ValidationError
 
 from reflex import PromptOptimizer
 from reflex.cli import build_cli
-from reflex.cli.options import optimize_params
-from reflex.config import BaseRunConfig, BudgetConfig, RunConfig, default
+from reflex.cli.options import DEFAULT_METRIC, optimize_params
+from reflex.config import BaseRunConfig, BudgetConfig, RunConfig, default, default_strategy
 from reflex.data.splits import split_dataset
 from reflex.models.body_limit import DEFAULT_MAX_RESPONSE_MB
 from reflex.models.client import ProviderClient
 from reflex.models.retry import RetryPolicy
 from reflex.run.pipeline_runner import PipelineRunner
 from reflex.run.records import RUN_DIR
+from reflex.run.stopping import DEFAULT_ITERATIONS
 
 # An option named otherwise than its field (optimize's --threshold is score_threshold) ...
 CLI_NAMES = {"threshold": "score_threshold"}
@@ -103,6 +105,36 @@ def test_a_described_setting_s_help_is_its_description() -> None:
     shown = {name: options[name].help for name in described if name in options}
     assert shown == {name: described[name] for name in shown}
     assert {"max_workers", "temperature", "overfit_gap"} <= set(shown)
+
+
+def _flags_named_in_help(command: click.Command) -> list[str]:
+    """The ``--flags`` the help texts of ``command`` name that are none of its options (text in
+    backticks is another program's; ``--name-*`` stands for the options that start so)."""
+    own = {opt for p in command.params for opt in p.opts}
+    texts = [re.sub(r"`[^`]*`", "", getattr(p, "help", None) or "") for p in command.params]
+    named = {m for text in texts for m in re.findall(r"--[a-z][a-z-]*\*?", text)}
+    return sorted(
+        flag
+        for flag in named
+        if flag not in own
+        and not (flag.endswith("-*") and any(o.startswith(flag[:-1]) for o in own))
+    )
+
+
+def test_a_help_names_only_flags_the_command_has() -> None:
+    text = "Ignored without --b, --a or --a-*, `other --c`; see --d-*."
+    own = click.Command("x", params=[click.Option(["--a"], help=text), click.Option(["--a-x"])])
+    assert _flags_named_in_help(own) == ["--b", "--d-*"]
+    wrong = {str(c.name): _flags_named_in_help(c) for c in _commands()}
+    assert {name: flags for name, flags in wrong.items() if flags} == {}
+
+
+def test_the_defaults_a_help_states_are_the_code_s() -> None:
+    options = {str(p.name): p.help or "" for p in optimize_params() if isinstance(p, click.Option)}
+    assert f"Default: {DEFAULT_METRIC}," in options["metrics"]
+    assert f"Default: {DEFAULT_ITERATIONS}," in options["max_iterations"]
+    chosen = default_strategy("provider/reasoner"), default_strategy(None)
+    assert f"[default: {chosen[0]} with --reasoning-model, else {chosen[1]}]" in options["strategy"]
 
 
 def test_standalone_defaults_below_the_config_are_its_fields() -> None:

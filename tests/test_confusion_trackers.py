@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_report_examples import ROWS, one_label, run_label_task
+from test_report_rows import ROWS, one_label, run_label_task
 
 from reflex.api.tracking import confusion_matrices
 from reflex.checks.confusion import OTHER

@@ -9,6 +9,7 @@ import click
 
 from reflex.cli.args import OptimizeArgs
 from reflex.cli.common import number, pairs
+from reflex.cli.options import DEFAULT_METRIC
 from reflex.data.tool_schemas import check_tool_choice, tools_setting
 from reflex.errors import ConfigurationError
 
@@ -50,7 +51,7 @@ def var_fields(items: tuple[str, ...]) -> dict[str, str]:
 def _with_scoring(opt: PromptOptimizer, args: OptimizeArgs) -> None:
     """Metrics, guards, the judge and slices."""
     # Without --metric: exact_match, unless a judge scores the run (then the judge alone).
-    for metric in args.metrics or (() if args.judge else ("exact_match",)):
+    for metric in args.metrics or (() if args.judge else (DEFAULT_METRIC,)):
         head, *options = metric.split(",")  # NAME[:WEIGHT][,KEY=VALUE...]
         name, _, weight = head.partition(":")
         if name == "llm_judge":  # its model comes from --judge, never from --metric

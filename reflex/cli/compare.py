@@ -70,6 +70,7 @@ def _compare(args: CompareArgs) -> None:
 
 def _make() -> click.Command:
     from reflex.cli.common import with_errors
+    from reflex.grid.compare import DEFAULT_SEEDS
 
     extra = [
         click.Option(
@@ -81,7 +82,7 @@ def _make() -> click.Command:
         click.Option(
             ["--seeds"],
             type=click.IntRange(min=1),
-            default=3,
+            default=DEFAULT_SEEDS,
             show_default=True,
             help="Seeds per strategy (0..N-1); each seed also draws its own split.",
         ),

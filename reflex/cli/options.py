@@ -14,9 +14,11 @@ from typing import Any, TypeVar
 import click
 
 from reflex.cli.common import FiniteFloat, FiniteRange, InputFile, OutputFile, RunDir
-from reflex.config import BaseRunConfig, default
+from reflex.config import BaseRunConfig, default, default_strategy
+from reflex.run.stopping import DEFAULT_ITERATIONS
 
 __all__ = [
+    "DEFAULT_METRIC",
     "judge_api_base",
     "judge_api_base_option",
     "optimize_params",
@@ -26,6 +28,8 @@ __all__ = [
 
 o = click.Option
 F = TypeVar("F", bound=Callable[..., object])
+# The metric of a run that names none (and has no --judge); reflex.cli.build applies it.
+DEFAULT_METRIC = "exact_match"
 
 
 def setting(*decls: str, **kwargs: Any) -> click.Option:
@@ -156,7 +160,7 @@ def _scoring() -> list[click.Parameter]:
             multiple=True,
             help="Metric name, optionally NAME:WEIGHT (0 = report only) and the metric's options "
             "as ,KEY=VALUE (e.g. length:0,max_words=50); repeat for several (see "
-            "`aevyra-reflex plugins`). Default: exact_match, or none when --judge is given.",
+            f"`aevyra-reflex plugins`). Default: {DEFAULT_METRIC}, or none when --judge is given.",
         ),
         o(["--judge"], metavar="PROVIDER/MODEL", help="Also score with this LLM judge."),
         judge_api_base(),
@@ -193,7 +197,8 @@ def _strategy() -> list[click.Parameter]:
     return [
         o(
             ["-s", "--strategy"],
-            help="Strategy name [default: iterative with --reasoning-model, else auto].",
+            help=f"Strategy name [default: {default_strategy('given')} with --reasoning-model, "
+            f"else {default_strategy(None)}].",
         ),
         o(
             ["--strategy-option", "strategy_options"],
@@ -218,8 +223,8 @@ def _strategy() -> list[click.Parameter]:
         o(
             ["--max-iterations"],
             type=int,
-            help="Candidates to try. Default: 5, or with --max-calls as many as the budget "
-            "pays a val pass for (at least 5).",
+            help=f"Candidates to try. Default: {DEFAULT_ITERATIONS}, or with --max-calls as many "
+            f"as the budget pays a val pass for (at least {DEFAULT_ITERATIONS}).",
         ),
         o(["--threshold"], type=FiniteFloat(), help="Stop once the best val score reaches this."),
         setting("--batch-size", type=int),

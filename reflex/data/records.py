@@ -23,7 +23,6 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from reflex.data.readers import PLAIN_REFERENCES, Where
 from reflex.data.templates import value_text
@@ -48,7 +47,7 @@ def parse_record(
     where: Where,
     input_field: str | None,
     output_field: str | None,
-    tools: Sequence[Mapping[str, Any]] = (),
+    tools: Sequence[Mapping[str, object]] = (),
 ) -> Example:
     """One record as an Example (what :func:`reflex.data.dataset.load_dataset` builds of it);
     ``tools`` are the run's, offered to rows that name none."""
@@ -107,7 +106,7 @@ def parse_any(
     where: Where,
     input_field: str | None,
     output_field: str | None,
-    tools: Sequence[Mapping[str, Any]] = (),
+    tools: Sequence[Mapping[str, object]] = (),
 ) -> Example:
     if not isinstance(record, dict):
         hint = "; the file looks like a JSON array: write one object per line (JSON Lines)"
@@ -200,7 +199,7 @@ def _refuse_lone_surrogates(record: Mapping[str, object], where: Where) -> None:
 
 def _extract(
     record: Mapping[str, object], where: Where, input_field: str | None, output_field: str | None
-) -> tuple[tuple[dict[str, Any], ...], str | None, set[str]]:
+) -> tuple[tuple[dict[str, object], ...], str | None, set[str]]:
     """The conversation, the reference and the fields they used."""
     key = input_field or None
     if key is None:
@@ -239,7 +238,7 @@ def _extract(
 _ROLES = ("system", "developer", "user", "assistant")
 
 
-def _openai_message(item: object, field: str, where: Where) -> dict[str, Any]:
+def _openai_message(item: object, field: str, where: Where) -> dict[str, object]:
     if isinstance(item, dict) and is_tool_message(item):
         return tool_message(item, field, where)  # kept whole: calls, results, their ids
     if not isinstance(item, dict) or "role" not in item or "content" not in item:
@@ -250,7 +249,7 @@ def _openai_message(item: object, field: str, where: Where) -> dict[str, Any]:
     return {"role": role, "content": _text(item["content"], f"{field}.content", where)}
 
 
-def _sharegpt_message(item: object, field: str, where: Where) -> dict[str, Any]:
+def _sharegpt_message(item: object, field: str, where: Where) -> dict[str, object]:
     if not isinstance(item, dict) or "from" not in item or "value" not in item:
         raise where.error(f"{field} must be an object with 'from' and 'value', got {_kind(item)}")
     role = _SHAREGPT_ROLES.get(item["from"]) if isinstance(item["from"], str) else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reflex.data.json_types import JSONDict
 from reflex.data.readers import Where
 from reflex.data.tool_schemas import check_tools
 from reflex.errors import ConfigurationError
@@ -41,7 +42,7 @@ def is_tool_message(item: object) -> bool:
     return item.get("tool_calls") not in (None, []) or item.get("function_call") is not None
 
 
-def tool_message(item: Mapping[str, Any], field: str, where: Where) -> dict[str, Any]:
+def tool_message(item: Mapping[str, object], field: str, where: Where) -> dict[str, object]:
     """An assistant message with ``tool_calls`` or a ``tool`` result, checked and copied whole."""
     role = item.get("role")
     if role == "function" or item.get("function_call") is not None:
@@ -90,7 +91,7 @@ def reference(message: Mapping[str, Any]) -> str:
     return render_answer(content if isinstance(content, str) else None, calls)
 
 
-def row_tools(record: Mapping[str, object], where: Where) -> tuple[Mapping[str, Any], ...]:
+def row_tools(record: Mapping[str, object], where: Where) -> tuple[JSONDict, ...]:
     """The row's ``tools`` (OpenAI function schemas), checked; () when the row has none."""
     value = record.get("tools")
     if value is None:
@@ -108,7 +109,7 @@ def _without_source(message: str, where: Where) -> str:
 
 def check_offered(
     ideal: str | None,
-    tools: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, object]],
     where: Where,
 ) -> None:
     """Refuse a reference call naming a function that ``tools`` do not offer (no-op without
@@ -122,7 +123,7 @@ def check_offered(
         )
 
 
-def not_offered(ideal: str | None, tools: Sequence[Mapping[str, Any]]) -> str | None:
+def not_offered(ideal: str | None, tools: Sequence[Mapping[str, object]]) -> str | None:
     """The first function the reference ``ideal`` calls that ``tools`` do not offer; None when
     every call is offered (or there are no tools to check against)."""
     if not ideal or not tools or TOOL_CALL_OPEN not in ideal:
@@ -131,7 +132,7 @@ def not_offered(ideal: str | None, tools: Sequence[Mapping[str, Any]]) -> str | 
     return next((c.name for c in parse_answer(ideal)[1] if c.name not in offered), None)
 
 
-def tool_name(tool: Mapping[str, Any]) -> str:
+def tool_name(tool: Mapping[str, object]) -> str:
     """The function name a tool schema offers (bare, or under ``function``)."""
     function = tool.get("function", tool)
     return str(function.get("name", "")) if isinstance(function, Mapping) else ""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from reflex.data.files import file_problem
+from reflex.data.json_types import JSONDict, JSONValue
 from reflex.errors import ConfigurationError
 
 __all__ = [
@@ -46,7 +47,7 @@ _TOOLS_FIX = (
 )
 
 
-def read_json_file(path: str | Path, what: str) -> Any:
+def read_json_file(path: str | Path, what: str) -> JSONValue:
     """The JSON value in ``path``; a missing or unreadable file, or invalid JSON (at
     ``file:line``), is one ConfigurationError line."""
     file = Path(path)
@@ -58,12 +59,13 @@ def read_json_file(path: str | Path, what: str) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"{what} {file} cannot be read: {exc}") from None
     try:
-        return json.loads(text)
+        value: JSONValue = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigurationError(
             f"{file}:{exc.lineno}: the {what} is not valid JSON ({exc.msg}, column {exc.colno});"
             " fix the file"
         ) from None
+    return value
 
 
 def _schema_problem(schema: object) -> str | None:
@@ -85,7 +87,7 @@ def _schema_problem(schema: object) -> str | None:
     return None
 
 
-def _function(entry: object, where: str, source: str) -> dict[str, Any]:
+def _function(entry: object, where: str, source: str) -> JSONDict:
     if not isinstance(entry, Mapping):
         raise ConfigurationError(
             f"{source}: {where} is not a function schema (a {type(entry).__name__}); {_TOOLS_FIX}"
@@ -121,11 +123,11 @@ def _function(entry: object, where: str, source: str) -> dict[str, Any]:
             raise ConfigurationError(
                 f"{source}: {where}.parameters of {name!r} {problem}; fix the schema"
             )
-    plain: dict[str, Any] = json.loads(json.dumps(dict(function)))  # plain JSON values, a copy
+    plain: JSONDict = json.loads(json.dumps(dict(function)))  # plain JSON values, a copy
     return plain
 
 
-def check_tools(value: object, source: str) -> list[dict[str, Any]]:
+def check_tools(value: object, source: str) -> list[JSONDict]:
     """``value`` as a list of OpenAI tool schemas (``{"type": "function", "function": ...}``).
 
     ``source`` names where it came from (a file, ``file:line``, ``set_tools``) in the error.
@@ -137,8 +139,8 @@ def check_tools(value: object, source: str) -> list[dict[str, Any]]:
         raise ConfigurationError(f"{source}: the tools are a {shown}, not a list; {_TOOLS_FIX}")
     if not value:
         raise ConfigurationError(f"{source}: the list of tools is empty; {_TOOLS_FIX}")
-    tools: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    tools: list[JSONDict] = []
+    seen: set[object] = set()  # function names (strings: _function checked them)
     entries: list[object] = value
     for i, entry in enumerate(entries):
         function = _function(entry, f"tools[{i}]", source)
@@ -152,7 +154,7 @@ def check_tools(value: object, source: str) -> list[dict[str, Any]]:
     return tools
 
 
-def check_response_format(value: object, source: str) -> dict[str, Any]:
+def check_response_format(value: object, source: str) -> JSONDict:
     """``value`` as an OpenAI ``response_format`` (json_object, json_schema or text)."""
     fix = (
         'give {"type": "json_object"} or {"type": "json_schema", "json_schema": {"name": ..., '
@@ -187,7 +189,7 @@ def check_response_format(value: object, source: str) -> dict[str, Any]:
         raise ConfigurationError(f"{source}: json_schema.schema {problem}; fix the schema")
     if "strict" in spec and not isinstance(spec["strict"], bool):
         raise ConfigurationError(f"{source}: json_schema.strict must be true or false")
-    plain: dict[str, Any] = json.loads(json.dumps({**dict(spec), "name": name}))
+    plain: JSONDict = json.loads(json.dumps({**dict(spec), "name": name}))
     return {"type": "json_schema", "json_schema": plain}
 
 
@@ -221,8 +223,8 @@ def check_tool_choice(
 
 
 def tools_setting(
-    value: str | Path | Sequence[Mapping[str, Any]], source: str
-) -> list[dict[str, Any]]:
+    value: str | Path | Sequence[Mapping[str, object]], source: str
+) -> list[JSONDict]:
     """The tools of a run: a JSON file (``--tools FILE``, a path given to ``set_tools``) or
     the list itself, checked (``source`` names the caller when no file is given)."""
     if isinstance(value, (str, Path)):
@@ -232,7 +234,7 @@ def tools_setting(
     return check_tools(list(value) if isinstance(value, tuple) else value, source)
 
 
-def response_format_setting(value: str | Path | Mapping[str, Any], source: str) -> dict[str, Any]:
+def response_format_setting(value: str | Path | Mapping[str, object], source: str) -> JSONDict:
     """The response format of a run: a JSON file (``--response-format FILE``) or the mapping."""
     if isinstance(value, (str, Path)):
         data = read_json_file(value, "response format file")

@@ -34,7 +34,10 @@ if TYPE_CHECKING:
 # One dataset of a grid: what PromptOptimizer.set_dataset takes.
 DatasetLike: TypeAlias = "Dataset | str | Path | Sequence[Mapping[str, Any]] | Any"
 
-__all__ = ["Comparison", "RunSummary", "StrategySummary", "compare"]
+__all__ = ["DEFAULT_SEEDS", "Comparison", "RunSummary", "StrategySummary", "compare"]
+
+# Seeds per strategy when none are given: compare()'s default and --seeds' (reflex.cli.compare).
+DEFAULT_SEEDS = 3
 
 
 @dataclass(frozen=True)
@@ -253,7 +256,7 @@ def compare(
     prompt: PromptLike,
     strategies: Sequence[str],
     *,
-    seeds: int | Sequence[int] = 3,
+    seeds: int | Sequence[int] = DEFAULT_SEEDS,
     max_calls: int | None = None,
     strategy_options: Mapping[str, Mapping[str, Any]] | None = None,
     callbacks: Sequence[AnyCallback] = (),

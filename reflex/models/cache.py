@@ -16,7 +16,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from reflex.errors import StorageError, storage_error
 
@@ -38,7 +37,10 @@ class CachedResponse:
 
 
 def cache_key(
-    namespace: str, model: str, params: Mapping[str, object], messages: Sequence[Mapping[str, Any]]
+    namespace: str,
+    model: str,
+    params: Mapping[str, object],
+    messages: Sequence[Mapping[str, object]],
 ) -> str:
     """sha256 over a canonical JSON of everything that determines the response."""
     payload = {"ns": namespace, "model": model, "params": dict(params), "messages": list(messages)}

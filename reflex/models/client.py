@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from reflex.config import default
 from reflex.errors import (
@@ -167,21 +167,21 @@ class ProviderClient:
     def max_workers(self) -> int:
         return self.settings.max_workers
 
-    def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]]) -> str:
+    def key(self, spec: ModelSpec, messages: Sequence[Mapping[str, object]]) -> str:
         """The cache key: the spec, the messages, and what outside the spec selects the answer
         (the endpoint an environment variable chose...: ``reflex.models.target.selectors``)."""
         params = spec.cache_params()
         params.update(selectors(spec))
         return cache_key(self.settings.cache_namespace, spec.model, params, messages)
 
-    def would_pay(self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]]) -> bool:
+    def would_pay(self, spec: ModelSpec, messages: Sequence[Mapping[str, object]]) -> bool:
         """Whether ``complete`` would count a paid call (a miss, or a replay of our own call)."""
         key = self.key(spec, messages)
         hit = self.cache.get(key) if self.cache is not None else None
         return hit is None or self.replay.counts_as_paid(key, hit.owner)
 
     async def complete(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], role: Role = "task"
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, object]], role: Role = "task"
     ) -> Completion:
         """One answer: from the cache, from an identical call in flight, or from the provider.
 
@@ -192,7 +192,7 @@ class ProviderClient:
             return await self._complete(spec, messages, role)
 
     async def _complete(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], role: Role
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, object]], role: Role
     ) -> Completion:
         key = self.key(spec, messages)
         if key in self._inflight:  # the same request is already being paid for: share it
@@ -217,7 +217,7 @@ class ProviderClient:
         return await self._pay(key, spec, messages, role)
 
     async def _pay(
-        self, key: str, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], role: Role
+        self, key: str, spec: ModelSpec, messages: Sequence[Mapping[str, object]], role: Role
     ) -> Completion:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -262,7 +262,7 @@ class ProviderClient:
     async def _call_with_retries(
         self,
         spec: ModelSpec,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         role: Role,
         gate: Gate | None = None,
     ) -> Completion:
@@ -318,7 +318,7 @@ class ProviderClient:
     async def _attempt(
         self,
         spec: ModelSpec,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         attempt: int,
         gate: Gate | None,
     ) -> Completion:
@@ -329,7 +329,7 @@ class ProviderClient:
     async def _attempt_capped(
         self,
         spec: ModelSpec,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         attempt: int,
         gate: Gate | None,
     ) -> Completion:
@@ -350,7 +350,7 @@ class ProviderClient:
         return await self._here(spec, messages, attempt)
 
     async def _here(
-        self, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], attempt: int
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, object]], attempt: int
     ) -> Completion:
         litellm = load_litellm()  # the first import takes seconds: not inside the deadline
         return await within_deadline(

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from contextvars import Token
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from reflex.models.answers import MalformedAnswer, message_text, token_counts
 from reflex.models.body_limit import watching
@@ -49,7 +49,7 @@ class _Response(Protocol):
 
 
 async def call_once(
-    litellm: ModuleType, spec: ModelSpec, messages: Sequence[Mapping[str, Any]], attempt: int
+    litellm: ModuleType, spec: ModelSpec, messages: Sequence[Mapping[str, object]], attempt: int
 ) -> Completion:
     """One attempt: over the lean transport when LiteLLM routes ``spec`` there, else LiteLLM's."""
     route = None if litellm_listens(litellm) else lean_route(litellm, spec)

@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from reflex.toolcalls import parse_answer, to_openai
@@ -30,19 +30,19 @@ __all__ = ["answer_calls", "request_options", "template_messages"]
 _NO_PARAMETERS = {"type": "object", "properties": {}}
 
 
-def _tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+def _tool(tool: Mapping[str, Any]) -> dict[str, object]:
     """An OpenAI tool for llama-cpp-python (which reads ``parameters`` of a named choice)."""
     function = dict(tool.get("function") or {})
     function.setdefault("parameters", _NO_PARAMETERS)
     return {**dict(tool), "function": function}
 
 
-def request_options(params: Mapping[str, Any]) -> dict[str, Any]:
+def request_options(params: Mapping[str, object]) -> dict[str, object]:
     """``create_chat_completion``'s tools, tool choice and response format from LiteLLM's
     ``optional_params``."""
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     tools = params.get("tools")
-    if tools:
+    if tools and isinstance(tools, Iterable):
         options["tools"] = [_tool(t) for t in tools if isinstance(t, Mapping)]
         if params.get("tool_choice") is not None:
             options["tool_choice"] = params["tool_choice"]
@@ -50,9 +50,10 @@ def request_options(params: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(fmt, Mapping) and fmt.get("type") in ("json_object", "json_schema"):
         spec = fmt.get("json_schema") if fmt.get("type") == "json_schema" else fmt
         schema = spec.get("schema") if isinstance(spec, Mapping) else None
-        options["response_format"] = {"type": "json_object"}
+        response_format: dict[str, object] = {"type": "json_object"}
         if isinstance(schema, (Mapping, bool)):
-            options["response_format"]["schema"] = schema
+            response_format["schema"] = schema
+        options["response_format"] = response_format
     return options
 
 
@@ -78,7 +79,7 @@ def template_messages(messages: list[dict[str, object]]) -> list[dict[str, objec
     return out
 
 
-def answer_calls(result: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+def answer_calls(result: dict[str, object], params: Mapping[str, object]) -> dict[str, object]:
     """``result`` with the ``<tool_call>`` blocks of its answer as ``message.tool_calls``."""
     if not params.get("tools") or params.get("tool_choice") == "none":
         return result

@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from reflex.models.body_limit import current_limit
 from reflex.models.deadline import CallDeadlineExceeded, within_deadline
@@ -192,7 +192,7 @@ class OffloadPool:
     async def call(
         self,
         spec: ModelSpec,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         attempt: int,
         gate: tuple[int, int] | None = None,
         deadline: float | None = None,

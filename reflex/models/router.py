@@ -51,7 +51,7 @@ def _env(value: Any, where: str) -> Any:
     return value
 
 
-def load_router_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+def load_router_config(source: str | Path | Mapping[str, object]) -> dict[str, Any]:
     """The Router config from a YAML file or a mapping, checked; errors name the bad entry."""
     where = str(source) if isinstance(source, (str, Path)) else "router config"
     data = _read_yaml(Path(source)) if isinstance(source, (str, Path)) else dict(source)
@@ -117,7 +117,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def redis_url_of(settings: Mapping[str, Any]) -> str | None:
+def redis_url_of(settings: Mapping[str, object]) -> str | None:
     """The Redis the Router coordinates through (``redis_url`` or host/port/password)."""
     url = settings.get("redis_url")
     if url:
@@ -131,7 +131,7 @@ def redis_url_of(settings: Mapping[str, Any]) -> str | None:
     )
 
 
-def routed_name(model: str, config: str | Path | Mapping[str, Any]) -> str:
+def routed_name(model: str, config: str | Path | Mapping[str, object]) -> str:
     """``router/<model>`` when ``model`` (no provider) is a ``model_name`` of ``config``."""
     if "/" in model:
         return model
@@ -225,7 +225,7 @@ def ping_redis(url: str, what: str) -> None:
 class ModelRouter:
     """One LiteLLM Router for a run's routed models (built on the first call, in its loop)."""
 
-    def __init__(self, config: str | Path | Mapping[str, Any]) -> None:
+    def __init__(self, config: str | Path | Mapping[str, object]) -> None:
         self.config = load_router_config(config)
         self.names = {str(m["model_name"]) for m in self.config["model_list"]}
         self._router: Any = None
@@ -265,7 +265,7 @@ class ModelRouter:
         self,
         litellm: Any,
         spec: ModelSpec,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         attempt: int,
     ) -> Completion:
         """One attempt through the Router; the Completion names the deployment that served it."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from reflex.errors import ConfigurationError
 
@@ -35,9 +34,9 @@ class ModelSpec:
     extra: Mapping[str, object] = field(default_factory=dict)
     # What the request offers and asks for (OpenAI's fields, checked by
     # reflex.data.tool_schemas): sent on every transport, part of the cache key when set.
-    tools: Sequence[Mapping[str, Any]] = ()
-    tool_choice: str | Mapping[str, Any] | None = None
-    response_format: Mapping[str, Any] | None = None
+    tools: Sequence[Mapping[str, object]] = ()
+    tool_choice: str | Mapping[str, object] | None = None
+    response_format: Mapping[str, object] | None = None
 
     def __post_init__(self) -> None:
         parse_model(self.model)
@@ -55,7 +54,7 @@ class ModelSpec:
             options["response_format"] = dict(self.response_format)
         return options
 
-    def with_tools(self, tools: Sequence[Mapping[str, Any]]) -> ModelSpec:
+    def with_tools(self, tools: Sequence[Mapping[str, object]]) -> ModelSpec:
         """This spec offering ``tools`` instead of its own (an example's tools); itself when
         ``tools`` is empty (the example offers the run's tools, if any)."""
         return replace(self, tools=tuple(tools)) if tools else self

@@ -268,7 +268,7 @@ def _build(
 
 
 async def send(
-    litellm: ModuleType, route: Route, messages: Sequence[Mapping[str, Any]]
+    litellm: ModuleType, route: Route, messages: Sequence[Mapping[str, object]]
 ) -> WireAnswer:
     """One request over the shared session; failures raise LiteLLM's exception classes."""
     import aiohttp

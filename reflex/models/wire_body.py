@@ -16,11 +16,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import aiohttp
+
     from reflex.models.spec import ModelSpec
 
 __all__ = ["PROBE", "Route", "body_params", "chat_config", "sent_messages", "with_options"]
 
-PROBE: list[Any] = [
+PROBE: list[dict[str, str]] = [
     {"role": "system", "content": "probe-s"},
     {"role": "user", "content": "probe-u"},
 ]
@@ -37,8 +39,8 @@ class Route:
     params: Mapping[str, object]  # the request body without ``messages``
     timeout: float
     proxy: str | None = None  # from HTTP(S)_PROXY / NO_PROXY, as aiohttp's trust_env reads them
-    proxy_auth: Any = None  # an aiohttp.BasicAuth from the proxy URL's user:password
-    decoding: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # what made params
+    proxy_auth: aiohttp.BasicAuth | None = None  # from the proxy URL's user:password
+    decoding: Mapping[str, object] = dataclasses.field(default_factory=dict)  # what made params
 
 
 def chat_config(model: str, provider: str) -> Any:
@@ -50,7 +52,7 @@ def chat_config(model: str, provider: str) -> Any:
 
 
 def body_params(
-    config: Any, model: str, optional: Mapping[str, Any], headers: Mapping[str, str]
+    config: Any, model: str, optional: Mapping[str, object], headers: Mapping[str, str]
 ) -> dict[str, object] | None:
     """The request body LiteLLM's provider config makes of ``optional``, less ``messages``
     (None: the provider rewrites messages, so LiteLLM must send them)."""
@@ -112,7 +114,9 @@ def _option_params(route: Route, options: Mapping[str, object]) -> Mapping[str, 
     return body_params(config, route.model, optional, route.headers)
 
 
-def sent_messages(route: Route, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def sent_messages(
+    route: Route, messages: Sequence[Mapping[str, object]]
+) -> list[dict[str, object]]:
     """The messages as LiteLLM sends them: text messages as they are (the route's probe proved
     it), others (a tool-call turn, a tool result, a null content) through LiteLLM's own fixes
     (``validate_and_fix_openai_messages``: null fields dropped...) and the provider's config."""
@@ -123,5 +127,5 @@ def sent_messages(route: Route, messages: Sequence[Mapping[str, Any]]) -> list[d
     fixed = validate_and_fix_openai_messages(json.loads(json.dumps(list(messages))))
     config = chat_config(route.model, route.provider)
     body = config.transform_request(route.model, fixed, {}, {}, dict(route.headers))
-    sent: list[dict[str, Any]] = body["messages"]
+    sent: list[dict[str, object]] = body["messages"]
     return sent

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from reflex.models.runner import LoopRunner
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["env_proxy", "session"]
 
 
-def env_proxy(url: str) -> tuple[str | None, Any]:
+def env_proxy(url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
     """The proxy (and its credentials) aiohttp's ``trust_env`` would pick for ``url``, read
     from the environment alone: ``~/.netrc`` never adds credentials (see the module's text)."""
     from urllib.request import getproxies, proxy_bypass
