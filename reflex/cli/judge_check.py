@@ -12,7 +12,7 @@ import click
 
 from reflex.cli.common import EXIT_USAGE, FiniteRange, InputFile, RunDir, hidden_credentials
 from reflex.cli.options import judge_api_base_option, setting_option
-from reflex.errors import MissingInputError, ReflexError
+from reflex.errors import MissingInputError, ProviderError, ReflexError
 from reflex.judging.agreement import JudgeAgreement, measure_agreement
 from reflex.redact import redact_data, scrub, scrubbed_logs
 
@@ -99,6 +99,8 @@ def judge_check(**params: Any) -> None:
         # Warnings and log records may quote the judge's answers, and the URL its credentials.
         with scrubbed_logs(), hidden_credentials(url):
             agreement = measure_agreement(params)
+    except ProviderError as exc:  # the judge failed, not the input: exit 1
+        raise click.ClickException(scrub(str(exc), url)) from None
     except ReflexError as exc:  # bad input: one line, exit 2, like every other command
         missing = isinstance(exc, MissingInputError) and not params["variables"]
         hint = "; rows of a chat template: pass --prompt FILE" if missing else ""

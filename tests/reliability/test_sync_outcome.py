@@ -95,4 +95,8 @@ def test_a_second_wandb_sync_logs_no_second_best_prompt(run: Path) -> None:
 
     wandb.teardown()  # flush the last .wandb file
     artifacts = [[name for name, _ in logged_artifacts([d])] for d in dirs]
-    assert artifacts == [["best-prompt"], []]
+    assert [[n for n in names if not n.endswith("-evaluation")] for names in artifacts] == [
+        ["best-prompt"],
+        [],
+    ]
+    assert artifacts[1] == []  # nor a second evaluation table
