@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -230,11 +231,37 @@ def run_reference(model: str, task: Task, prompt: str, rows: Rows, seed: int, ou
     _record(out, seed, result, task, final=False)
 
 
-def run_strategy(model: str, task: Task, strategy: str, budget: int, rows: Rows, seed: int) -> Any:
+def strategy_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``NAME`` or ``NAME:KEY=JSON:KEY=JSON`` (e.g. ``fewshot:num_candidates=16``, ``auto:fewshot=
+    {"num_candidates":16}``): the strategy and its options; the whole spec names the table row."""
+    name, *pairs = re.split(r":(?=\w+=)", spec)
+    options = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return name, options
+
+
+def run_strategy(
+    model: str,
+    task: Task,
+    strategy: str,
+    budget: int,
+    rows: Rows,
+    seed: int,
+    patience: int | None = None,
+) -> Any:
+    """One search; ``patience``: early stopping's (None: the product's default)."""
     test = sum(1 for r in rows if r["split"] == "test")
     run_dir = tempfile.mkdtemp(prefix="reflex-quality-")
-    builder = _builder(model, rows, Path(run_dir), task, seed).set_strategy(strategy)
+    name, options = strategy_spec(strategy)
+    builder = _builder(model, rows, Path(run_dir), task, seed).set_strategy(name, **options)
     builder = builder.set_budget(max_calls=budget + 2 * test)
+    if patience is not None:
+        builder = builder.configure(early_stopping_patience=patience)
     try:
         return builder.configure(allow_degenerate_seed=True).run(task.start)
     except BudgetExhausted as exc:
@@ -387,11 +414,18 @@ def _fake_model() -> str:
 def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", default="intents7,intents14,arithmetic,acronyms")
-    parser.add_argument("--strategies", default="auto,instructions,fewshot")
+    parser.add_argument(
+        "--strategies",
+        default="auto,instructions,fewshot",
+        help="A,B or with options NAME:KEY=JSON (several: separated with ;)",
+    )
     parser.add_argument("--budgets", default="150,450")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--model", default="local/qwen2.5-coder-0.5b")
     parser.add_argument("--dspy-python", default=None)
+    parser.add_argument(
+        "--patience", type=int, default=None, help="early stopping's patience (row: NAME pN)"
+    )
     parser.add_argument("--fake", action="store_true")
     parser.add_argument("--readme", action="store_true")
     parser.add_argument(
@@ -406,8 +440,12 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _split_list(text: str, cast: Callable[[str], Any] = str) -> list[Any]:
-    return [cast(x) for x in text.split(",") if x.strip()]
+def _split_list(text: str, cast: Callable[[str], Any] = str, sep: str = ",") -> list[Any]:
+    """``text`` cut at ``sep``; ``sep=";"`` only when ``text`` holds one (``--strategies``: a
+    spec with options may hold commas, so several are then separated with ``;``)."""
+    if sep != "," and sep not in text and "{" not in text:
+        sep = ","
+    return [cast(x) for x in text.split(sep) if x.strip()]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -441,9 +479,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                     run_reference(model, task, prompt, rows, seed, cell(name, "hand-written", None))
                 _save(args, cells.values())
             for budget in budgets:
-                for strategy in _split_list(args.strategies):
-                    result = run_strategy(model, task, strategy, budget, rows, seed)
-                    done = cell(name, strategy, budget)
+                for strategy in _split_list(args.strategies, sep=";"):
+                    result = run_strategy(model, task, strategy, budget, rows, seed, args.patience)
+                    method = strategy if args.patience is None else f"{strategy} p{args.patience}"
+                    done = cell(name, method, budget)
                     _record(done, seed, result, task)
                     if from_baseline and not args.no_references and seed not in bare.seeds:
                         _record(bare, seed, result, task, final=False)
