@@ -115,7 +115,11 @@ TASKS = {
         "Call the right function.",
         (20, 8, 20),
         max_tokens=150,
-        reference=None,
+        reference=(
+            "Call the right function. Answer with only the call, in exactly this form and "
+            'nothing else, no code block: <tool_call>{"name": "<function name>", "arguments": '
+            "{<every argument the request gives, by name>}}</tool_call>"
+        ),
         metric="tool_call",
         options=(("strings", "bfcl"),),
         objective="exact",
@@ -129,7 +133,11 @@ TASKS = {
         "Extract the quantities.",
         (30, 10, 25),
         max_tokens=120,
-        reference=None,
+        reference=(
+            "Extract every quantity in the sentence, in order: its value as a number (words and "
+            "fractions as numbers) and its unit's full singular name (metre, not m or meters; "
+            'dimensionless for a count without unit). No quantity: {"quantities": []}.'
+        ),
         metric="json_match",
         options=(("schema", str(EXAMPLES / "extraction/response_format.json")),),
         objective="fields",
@@ -431,6 +439,10 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--no-references", action="store_true", help="skip the reference rows (merge them)"
     )
+    parser.add_argument("--no-bare", action="store_true", help="skip the bare reference row")
+    parser.add_argument(
+        "--no-hand-written", action="store_true", help="skip the hand-written reference row"
+    )
     parser.add_argument("--json", default=None, help="also write every cell here")
     parser.add_argument(
         "--merge",
@@ -470,12 +482,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             bare = cell(name, "bare prompt", None)
             # Without a hand-written row, the bare row is the first run's baseline (the same
             # start prompt on the same test rows): a BFCL test pass is minutes on one core.
-            from_baseline = task.reference is None and bool(budgets and args.strategies)
+            from_baseline = task.objective is not None and bool(budgets and args.strategies)
             if not args.no_references:
-                if not from_baseline:
+                if not from_baseline and not args.no_bare:
                     run_reference(model, task, task.start, rows, seed, bare)
                 prompt = task.hand_written(rows)
-                if prompt is not None:
+                if prompt is not None and not args.no_hand_written:
                     run_reference(model, task, prompt, rows, seed, cell(name, "hand-written", None))
                 _save(args, cells.values())
             for budget in budgets:
