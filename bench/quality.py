@@ -47,6 +47,7 @@ MARK = ("<!-- quality:begin -->", "<!-- quality:end -->")
 MARK_OBJECTIVE = ("<!-- quality-tools:begin -->", "<!-- quality-tools:end -->")  # issue 31's
 
 Rows = list[dict[str, Any]]
+TOOL_CHOICE: list[str] = []  # --tool-choice, for every run of this process
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,8 @@ def _builder(model: str, rows: Rows, run_dir: Path, task: Task, seed: int) -> Pr
     )
     if task.response_format:
         builder = builder.set_response_format(EXAMPLES / task.response_format)
+    if TOOL_CHOICE:  # the rows offer their own tools
+        builder = builder.set_tools(None, choice=TOOL_CHOICE[0])
     return builder
 
 
@@ -441,6 +444,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-bare", action="store_true", help="skip the bare reference row")
     parser.add_argument(
+        "--tool-choice", default=None, help="sent with every request (rows: METHOD [CHOICE])"
+    )
+    parser.add_argument(
         "--no-hand-written", action="store_true", help="skip the hand-written reference row"
     )
     parser.add_argument("--json", default=None, help="also write every cell here")
@@ -472,7 +478,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     budgets = _split_list(args.budgets, int)
     cells = {}
 
+    if args.tool_choice:
+        TOOL_CHOICE[:] = [args.tool_choice]
+    mark = f" [{args.tool_choice}]" if args.tool_choice else ""
+
     def cell(task: str, method: str, budget: int | None) -> Cell:
+        method += mark
         return cells.setdefault((task, method, budget), Cell(task, method, budget))
 
     for name in tasks:
