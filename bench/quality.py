@@ -1,6 +1,6 @@
 """Quality per call: strategies x shipped tasks x seeds at fixed search budgets, on one model.
 
-    python bench/quality.py [--tasks intents7,intents14,arithmetic,acronyms]
+    python bench/quality.py [--tasks intents7,intents14,arithmetic,acronyms,bfcl,extraction]
         [--strategies auto,instructions,fewshot] [--budgets 150,450] [--seeds 0,1,2]
         [--model local/qwen2.5-coder-0.5b] [--dspy-python PATH] [--fake] [--readme]
 
@@ -12,6 +12,12 @@ calls. Two reference rows per task cost no search: the bare start prompt and a h
 label-list prompt, both measured on the same test rows. For every row the table prints the
 test mean and sd over seeds, the task calls actually made (mean), and the paired sign-flip p
 against the best reference row (per-row scores pooled over seeds, paired by seed and id).
+
+``bfcl`` and ``extraction`` (issue 31) are scored by ``tool_call`` / ``json_match``: their
+figure is the metric's objective (``exact``: name and every argument acceptable; ``fields``),
+printed beside the metric's own score (partial credit) in a table of their own, written between
+other markers; their bare row is the first run's baseline, and ``--tool-choice`` sets the tool
+choice of every request (rows ``METHOD [CHOICE]``).
 
 ``--dspy-python`` runs ``bench/quality_dspy.py`` with that interpreter (a venv with DSPy 3.x):
 ``LabeledFewShot`` and ``BootstrapFewShotWithRandomSearch`` on the same splits and model,

@@ -96,7 +96,16 @@ def test_the_tool_call_and_extraction_tasks_report_their_objective_beside_partia
 ) -> None:
     quality = _load()
     out = tmp_path / "cells.json"
-    argv = ["--fake", "--seeds", "0", "--budgets", "150", "--tasks", "bfcl,extraction", "--no-hand-written"]
+    argv = [
+        "--fake",
+        "--seeds",
+        "0",
+        "--budgets",
+        "150",
+        "--tasks",
+        "bfcl,extraction",
+        "--no-hand-written",
+    ]
     quality.main([*argv, "--strategies", "auto", "--json", str(out)])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| task | method | search budget | test figure | sd | partial")
