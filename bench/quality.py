@@ -1,6 +1,6 @@
 """Quality per call: strategies x shipped tasks x seeds at fixed search budgets, on one model.
 
-    python bench/quality.py [--tasks intents7,intents14,arithmetic,acronyms]
+    python bench/quality.py [--tasks intents7,intents14,arithmetic,acronyms,bfcl,extraction]
         [--strategies auto,instructions,fewshot] [--budgets 150,450] [--seeds 0,1,2]
         [--model local/qwen2.5-coder-0.5b] [--dspy-python PATH] [--fake] [--readme]
 
@@ -12,6 +12,12 @@ calls. Two reference rows per task cost no search: the bare start prompt and a h
 label-list prompt, both measured on the same test rows. For every row the table prints the
 test mean and sd over seeds, the task calls actually made (mean), and the paired sign-flip p
 against the best reference row (per-row scores pooled over seeds, paired by seed and id).
+
+``bfcl`` and ``extraction`` (issue 31) are scored by ``tool_call`` / ``json_match``: their
+figure is the metric's objective (``exact``: name and every argument acceptable; ``fields``),
+printed beside the metric's own score (partial credit) in a table of their own, written between
+other markers; their bare row is the first run's baseline, and ``--tool-choice`` sets the tool
+choice of every request (rows ``METHOD [CHOICE]``).
 
 ``--dspy-python`` runs ``bench/quality_dspy.py`` with that interpreter (a venv with DSPy 3.x):
 ``LabeledFewShot`` and ``BootstrapFewShotWithRandomSearch`` on the same splits and model,
@@ -26,6 +32,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -43,8 +50,10 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 LABEL_FORMAT = "Answer with only the label, exactly as written, nothing else."
 MARK = ("<!-- quality:begin -->", "<!-- quality:end -->")
+MARK_OBJECTIVE = ("<!-- quality-tools:begin -->", "<!-- quality-tools:end -->")  # issue 31's
 
 Rows = list[dict[str, Any]]
+TOOL_CHOICE: list[str] = []  # --tool-choice, for every run of this process
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,12 @@ class Task:
     sizes: tuple[int, int, int]  # train, val, test
     max_tokens: int = 16
     labels: int | None = None  # keep the most frequent labels only
-    reference: str = ""  # the hand-written prompt; "" builds a label-list prompt
+    reference: str | None = ""  # the hand-written prompt; "" builds a label-list one, None: none
+    metric: str = "exact_match"
+    options: tuple[tuple[str, str], ...] = ()  # the metric's options, (key, value) pairs
+    objective: str | None = None  # the metric's objective reported as the test figure
+    response_format: str | None = None  # a file under examples/ sent with every request
+    stratify: bool = True  # by reference; False: a seeded shuffle (every reference differs)
 
     def rows(self) -> Rows:
         lines = (EXAMPLES / self.file).read_text(encoding="utf-8").splitlines()
@@ -68,8 +82,8 @@ class Task:
             rows = [r for r in rows if r["ideal"] in keep]
         return rows
 
-    def hand_written(self, rows: Rows) -> str:
-        if self.reference:
+    def hand_written(self, rows: Rows) -> str | None:
+        if self.reference is None or self.reference:
             return self.reference
         labels = ", ".join(sorted({r["ideal"] for r in rows}))
         return f"{self.start} The answer is one of: {labels}. {LABEL_FORMAT}"
@@ -100,15 +114,55 @@ TASKS = {
         (10, 10, 12),
         reference="Give the acronym: the capital letters of the phrase, in order, nothing else.",
     ),
+    # Issue 31. Rows carry their own `tools`; the figure is the `exact` objective (the name and
+    # every argument acceptable: BFCL's accuracy), the metric's partial credit beside it.
+    "bfcl": Task(
+        "bfcl",
+        "tool_calls/dataset.jsonl",
+        "Call the right function.",
+        (20, 8, 20),
+        max_tokens=150,
+        reference=(
+            "Call the right function. Answer with only the call, in exactly this form and "
+            'nothing else, no code block: <tool_call>{"name": "<function name>", "arguments": '
+            "{<every argument the request gives, by name>}}</tool_call>"
+        ),
+        metric="tool_call",
+        options=(("strings", "bfcl"),),
+        objective="exact",
+        stratify=False,
+    ),
+    # Sent with the strict `json_schema` response format (the embedded model: a grammar); the
+    # figure is json_match's `fields` (the share of reference leaves matched).
+    "extraction": Task(
+        "extraction",
+        "extraction/dataset.jsonl",
+        "Extract the quantities.",
+        (30, 10, 25),
+        max_tokens=120,
+        reference=(
+            "Extract every quantity in the sentence, in order: its value as a number (words and "
+            "fractions as numbers) and its unit's full singular name (metre, not m or meters; "
+            'dimensionless for a count without unit). No quantity: {"quantities": []}.'
+        ),
+        metric="json_match",
+        options=(("schema", str(EXAMPLES / "extraction/response_format.json")),),
+        objective="fields",
+        response_format="extraction/response_format.json",
+        stratify=False,
+    ),
 }
 
 
-def stratified(rows: Rows, sizes: tuple[int, int, int], seed: int) -> Rows:
-    """``rows`` with a ``split`` field: labels interleaved after a seeded shuffle, then cut."""
+def stratified(
+    rows: Rows, sizes: tuple[int, int, int], seed: int, by_reference: bool = True
+) -> Rows:
+    """``rows`` with a ``split`` field: labels interleaved after a seeded shuffle, then cut
+    (``by_reference=False``: one group, a plain seeded shuffle)."""
     rng = random.Random(seed)
     groups: dict[str, Rows] = {}
     for row in sorted(rows, key=lambda r: r["id"]):
-        groups.setdefault(row["ideal"], []).append(row)
+        groups.setdefault(row["ideal"] if by_reference else "", []).append(row)
     ranked: list[tuple[float, float, dict[str, Any]]] = []
     for members in groups.values():
         rng.shuffle(members)
@@ -133,18 +187,27 @@ class Cell:
     calls: list[int] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)  # the seed of each score
     per_row: dict[str, float] = field(default_factory=dict)  # "seed:id" -> test score
+    # With a task objective, per_row holds the objective and this the metric's score (partial
+    # credit), "seed:id" -> score; its mean per seed in partials.
+    partial: dict[str, float] = field(default_factory=dict)
+    partials: list[float] = field(default_factory=list)
 
 
 def _builder(model: str, rows: Rows, run_dir: Path, task: Task, seed: int) -> PromptOptimizer:
-    return (
+    builder = (
         PromptOptimizer()
         .set_dataset(rows)
         .add_provider(*model.split("/", 1))
-        .add_metric("exact_match")
+        .add_metric(task.metric, **dict(task.options))
         .set_seed(seed)
         .set_run_dir(run_dir)
         .configure(max_tokens=task.max_tokens)
     )
+    if task.response_format:
+        builder = builder.set_response_format(EXAMPLES / task.response_format)
+    if TOOL_CHOICE:  # the rows offer their own tools
+        builder = builder.set_tools(None, choice=TOOL_CHOICE[0])
+    return builder
 
 
 def search_calls(run_dir: str) -> int:
@@ -158,15 +221,22 @@ def search_calls(run_dir: str) -> int:
     )
 
 
-def _record(cell: Cell, seed: int, result: Any, final: bool = True) -> None:
+def _record(cell: Cell, seed: int, result: Any, task: Task, final: bool = True) -> None:
     snapshot = result.final if final else result.baseline
-    cell.scores.append(snapshot.mean_score)
     cell.seeds.append(seed)
     if final:  # a reference row makes no search call
         cell.calls.append(search_calls(str(result.run_dir)))
-    for sample in snapshot.samples:
-        if sample.score is not None:
-            cell.per_row[f"{seed}:{sample.example_id}"] = sample.score
+    scored = [s for s in snapshot.samples if s.score is not None]
+    if task.objective is None:
+        cell.scores.append(snapshot.mean_score)
+        cell.per_row.update({f"{seed}:{s.example_id}": s.score for s in scored})
+        return
+    key = f"{task.metric}.{task.objective}"
+    figures = {f"{seed}:{s.example_id}": s.objectives.get(key, 0.0) for s in scored}
+    cell.per_row.update(figures)
+    cell.partial.update({f"{seed}:{s.example_id}": s.score for s in scored})
+    cell.scores.append(statistics.fmean(figures.values()) if figures else 0.0)
+    cell.partials.append(snapshot.mean_score)
 
 
 def run_reference(model: str, task: Task, prompt: str, rows: Rows, seed: int, out: Cell) -> None:
@@ -175,14 +245,40 @@ def run_reference(model: str, task: Task, prompt: str, rows: Rows, seed: int, ou
         builder = _builder(model, rows, Path(tmp), task, seed).set_strategy("instructions")
         builder = builder.configure(max_iterations=0)
         result = builder.configure(allow_degenerate_seed=True).run(prompt)
-    _record(out, seed, result, final=False)
+    _record(out, seed, result, task, final=False)
 
 
-def run_strategy(model: str, task: Task, strategy: str, budget: int, rows: Rows, seed: int) -> Any:
+def strategy_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``NAME`` or ``NAME:KEY=JSON:KEY=JSON`` (e.g. ``fewshot:num_candidates=16``, ``auto:fewshot=
+    {"num_candidates":16}``): the strategy and its options; the whole spec names the table row."""
+    name, *pairs = re.split(r":(?=\w+=)", spec)
+    options = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return name, options
+
+
+def run_strategy(
+    model: str,
+    task: Task,
+    strategy: str,
+    budget: int,
+    rows: Rows,
+    seed: int,
+    patience: int | None = None,
+) -> Any:
+    """One search; ``patience``: early stopping's (None: the product's default)."""
     test = sum(1 for r in rows if r["split"] == "test")
     run_dir = tempfile.mkdtemp(prefix="reflex-quality-")
-    builder = _builder(model, rows, Path(run_dir), task, seed).set_strategy(strategy)
+    name, options = strategy_spec(strategy)
+    builder = _builder(model, rows, Path(run_dir), task, seed).set_strategy(name, **options)
     builder = builder.set_budget(max_calls=budget + 2 * test)
+    if patience is not None:
+        builder = builder.configure(early_stopping_patience=patience)
     try:
         return builder.configure(allow_degenerate_seed=True).run(task.start)
     except BudgetExhausted as exc:
@@ -213,6 +309,7 @@ def _summary(cells: Sequence[Cell], task: str) -> list[str]:
     mine = sorted((c for c in cells if c.task == task and c.scores), key=_order)
     best = _best([c for c in mine if c.budget is None])
     dspy = _best([c for c in mine if c.method.startswith("DSPy")])
+    objective = task in TASKS and TASKS[task].objective is not None
     lines = []
     for cell in mine:
         mean = statistics.fmean(cell.scores)
@@ -222,6 +319,13 @@ def _summary(cells: Sequence[Cell], task: str) -> list[str]:
         budget = "-" if cell.budget is None else str(cell.budget)
         calls = f"{statistics.fmean(cell.calls):.0f}" if cell.calls else "-"
         seeds = len(cell.scores)
+        if objective:  # the partial credit instead of DSPy (which runs no tool or JSON task)
+            partial = f"{statistics.fmean(cell.partials):.3f}" if cell.partials else "-"
+            lines.append(
+                f"| {task} | {cell.method} | {budget} | {mean:.3f} | {sd:.3f} | {partial} | "
+                f"{seeds} | {calls} | {_versus(best, cell)} |"
+            )
+            continue
         lines.append(
             f"| {task} | {cell.method} | {budget} | {mean:.3f} | {sd:.3f} | {seeds} | "
             f"{calls} | {_versus(best, cell)} | {versus_dspy} |"
@@ -236,22 +340,34 @@ HEADER = [
 ]
 
 
-def table(cells: Sequence[Cell], tasks: Sequence[str]) -> str:
-    lines = list(HEADER)
+HEADER_OBJECTIVE = [
+    "| task | method | search budget | test figure | sd | partial credit | seeds | search calls "
+    "| vs best reference |",
+    "|---|---|---|---|---|---|---|---|---|",
+]
+
+
+def table(cells: Sequence[Cell], tasks: Sequence[str], objective: bool = False) -> str:
+    """The table of ``tasks``; ``objective``: issue 31's tasks, whose figure is an objective."""
+    lines = list(HEADER_OBJECTIVE if objective else HEADER)
     for task in tasks:
         lines += _summary(cells, task)
     return "\n".join(lines)
 
 
-def write_readme(text: str, note: str) -> None:
+def _has_objective(task: str) -> bool:
+    return task in TASKS and TASKS[task].objective is not None
+
+
+def write_readme(text: str, note: str, mark: tuple[str, str] = MARK) -> None:
     path = ROOT / "bench" / "README.md"
     readme = path.read_text(encoding="utf-8")
-    block = f"{MARK[0]}\n{note}\n\n{text}\n{MARK[1]}"
-    if MARK[0] in readme:
-        head, rest = readme.split(MARK[0], 1)
-        readme = head + block + rest.split(MARK[1], 1)[1]
+    block = f"{mark[0]}\n{note}\n\n{text}\n{mark[1]}"
+    if mark[0] in readme:
+        head, rest = readme.split(mark[0], 1)
+        readme = head + block + rest.split(mark[1], 1)[1]
     else:
-        readme = readme.rstrip() + "\n\n## Quality per call\n\n" + block + "\n"
+        readme = readme.rstrip() + "\n\n" + block + "\n"
     path.write_text(readme, encoding="utf-8")
 
 
@@ -280,11 +396,16 @@ def merge(paths: Sequence[str]) -> dict[tuple[str, str, int | None], Cell]:
                     continue
                 cell.seeds.append(seed)
                 cell.scores.append(data["scores"][i])
+                if i < len(data.get("partials", [])):
+                    cell.partials.append(data["partials"][i])
                 if with_calls and i < len(data["calls"]):
                     cell.calls.append(data["calls"][i])
                 prefix = f"{seed}:"
                 cell.per_row.update(
                     {k: v for k, v in data["per_row"].items() if k.startswith(prefix)}
+                )
+                cell.partial.update(
+                    {k: v for k, v in data.get("partial", {}).items() if k.startswith(prefix)}
                 )
     return cells
 
@@ -295,6 +416,12 @@ def _fake_model() -> str:
     def answer(request: FakeRequest) -> str:
         words = request.user.split()
         right = "one of:" in request.system or len(words) % 3 == 0
+        tools = request.params.get("tools")
+        if isinstance(tools, list) and tools:  # a call (no argument) to the row's function
+            call = {"name": tools[0]["function"]["name"], "arguments": {}}
+            return f"<tool_call>{json.dumps(call)}</tool_call>" if right else "unsure"
+        if request.params.get("response_format"):
+            return '{"quantities": []}'
         return "HassTurnOn" if right else "unsure"
 
     FakeModel(answer).install()
@@ -304,15 +431,29 @@ def _fake_model() -> str:
 def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", default="intents7,intents14,arithmetic,acronyms")
-    parser.add_argument("--strategies", default="auto,instructions,fewshot")
+    parser.add_argument(
+        "--strategies",
+        default="auto,instructions,fewshot",
+        help="A,B or with options NAME:KEY=JSON (several: separated with ;)",
+    )
     parser.add_argument("--budgets", default="150,450")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--model", default="local/qwen2.5-coder-0.5b")
     parser.add_argument("--dspy-python", default=None)
+    parser.add_argument(
+        "--patience", type=int, default=None, help="early stopping's patience (row: NAME pN)"
+    )
     parser.add_argument("--fake", action="store_true")
     parser.add_argument("--readme", action="store_true")
     parser.add_argument(
         "--no-references", action="store_true", help="skip the reference rows (merge them)"
+    )
+    parser.add_argument("--no-bare", action="store_true", help="skip the bare reference row")
+    parser.add_argument(
+        "--tool-choice", default=None, help="sent with every request (rows: METHOD [CHOICE])"
+    )
+    parser.add_argument(
+        "--no-hand-written", action="store_true", help="skip the hand-written reference row"
     )
     parser.add_argument("--json", default=None, help="also write every cell here")
     parser.add_argument(
@@ -323,8 +464,12 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _split_list(text: str, cast: Callable[[str], Any] = str) -> list[Any]:
-    return [cast(x) for x in text.split(",") if x.strip()]
+def _split_list(text: str, cast: Callable[[str], Any] = str, sep: str = ",") -> list[Any]:
+    """``text`` cut at ``sep``; ``sep=";"`` only when ``text`` holds one (``--strategies``: a
+    spec with options may hold commas, so several are then separated with ``;``)."""
+    if sep != "," and sep not in text and "{" not in text:
+        sep = ","
+    return [cast(x) for x in text.split(sep) if x.strip()]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -339,24 +484,41 @@ def main(argv: Sequence[str] | None = None) -> None:
     budgets = _split_list(args.budgets, int)
     cells = {}
 
+    if args.tool_choice:
+        TOOL_CHOICE[:] = [args.tool_choice]
+    mark = f" [{args.tool_choice}]" if args.tool_choice else ""
+
     def cell(task: str, method: str, budget: int | None) -> Cell:
+        method += mark
         return cells.setdefault((task, method, budget), Cell(task, method, budget))
 
     for name in tasks:
         task = TASKS[name]
         for seed in seeds:
-            rows = stratified(task.rows(), task.sizes, seed)
+            rows = stratified(task.rows(), task.sizes, seed, task.stratify)
+            bare = cell(name, "bare prompt", None)
+            # Without a hand-written row, the bare row is the first run's baseline (the same
+            # start prompt on the same test rows): a BFCL test pass is minutes on one core.
+            from_baseline = task.objective is not None and bool(budgets and args.strategies)
             if not args.no_references:
-                run_reference(model, task, task.start, rows, seed, cell(name, "bare prompt", None))
+                if not from_baseline and not args.no_bare:
+                    run_reference(model, task, task.start, rows, seed, bare)
                 prompt = task.hand_written(rows)
-                run_reference(model, task, prompt, rows, seed, cell(name, "hand-written", None))
+                if prompt is not None and not args.no_hand_written:
+                    run_reference(model, task, prompt, rows, seed, cell(name, "hand-written", None))
+                _save(args, cells.values())
             for budget in budgets:
-                for strategy in _split_list(args.strategies):
-                    result = run_strategy(model, task, strategy, budget, rows, seed)
-                    _record(cell(name, strategy, budget), seed, result)
+                for strategy in _split_list(args.strategies, sep=";"):
+                    result = run_strategy(model, task, strategy, budget, rows, seed, args.patience)
+                    method = strategy if args.patience is None else f"{strategy} p{args.patience}"
+                    done = cell(name, method, budget)
+                    _record(done, seed, result, task)
+                    if from_baseline and not args.no_references and seed not in bare.seeds:
+                        _record(bare, seed, result, task, final=False)
                     _save(args, cells.values())  # each cell as it ends: a long grid loses none
                     print(
-                        f"{name} seed {seed} {strategy}@{budget}: {result.final.mean_score:.3f}",
+                        f"{name} seed {seed} {strategy}@{budget}: {done.scores[-1]:.3f} "
+                        f"(score {result.final.mean_score:.3f}, run {result.run_dir})",
                         file=sys.stderr,
                         flush=True,
                     )
@@ -387,15 +549,19 @@ def _report(
     argv: Sequence[str] | None,
     model: str,
 ) -> None:
-    text = table(cells, tasks)
-    print(text)
     _save(args, cells)
-    if args.readme and not args.fake:
-        note = (
-            f"`python bench/quality.py {' '.join(argv or sys.argv[1:])}` "
-            f"(model {model}, seeds {args.seeds}):"
-        )
-        write_readme(text, note)
+    note = (
+        f"`python bench/quality.py {' '.join(argv or sys.argv[1:])}` "
+        f"(model {model}, seeds {args.seeds}):"
+    )
+    for objective, mark in ((False, MARK), (True, MARK_OBJECTIVE)):
+        mine = [t for t in tasks if _has_objective(t) == objective]
+        if not mine:
+            continue
+        text = table(cells, mine, objective)
+        print(text)
+        if args.readme and not args.fake:
+            write_readme(text, note, mark)
 
 
 if __name__ == "__main__":

@@ -89,3 +89,39 @@ def test_merge_takes_the_first_file_per_seed_and_skips_named_methods(tmp_path: P
     }
     renamed = quality.merge([f"{old}:skip=auto:rename=fewshot/fewshot (bootstrap)"])
     assert sorted(key[1] for key in renamed) == ["fewshot (bootstrap)", "instructions"]
+
+
+def test_the_tool_call_and_extraction_tasks_report_their_objective_beside_partial_credit(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    quality = _load()
+    out = tmp_path / "cells.json"
+    argv = [
+        "--fake",
+        "--seeds",
+        "0",
+        "--budgets",
+        "150",
+        "--tasks",
+        "bfcl,extraction",
+        "--no-hand-written",
+    ]
+    quality.main([*argv, "--strategies", "auto", "--json", str(out)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| task | method | search budget | test figure | sd | partial")
+    rows = [line.split(" | ") for line in lines[2:]]
+    assert [(r[0], r[1]) for r in rows] == [
+        ("| bfcl", "bare prompt"),
+        ("| bfcl", "auto"),
+        ("| extraction", "bare prompt"),
+        ("| extraction", "auto"),
+    ]
+    cells = {(c["task"], c["method"]): c for c in json.loads(out.read_text(encoding="utf-8"))}
+    bfcl = cells[("bfcl", "bare prompt")]
+    # The fake calls the right function with no argument: partial credit, never `exact`.
+    assert bfcl["scores"] == [0.0] and 0.0 < bfcl["partials"][0] < 1.0
+    assert len(bfcl["per_row"]) == len(bfcl["partial"]) == quality.TASKS["bfcl"].sizes[2]
+    # The bare row is the auto run's baseline: the same test rows, no search call of its own.
+    assert bfcl["calls"] == [] and set(bfcl["per_row"]) == set(cells[("bfcl", "auto")]["per_row"])
+    merged = quality.merge([str(out)])
+    assert merged[("bfcl", "bare prompt", None)].partials == bfcl["partials"]

@@ -97,6 +97,14 @@ def test_request_options_for_llama_cpp() -> None:
     assert request_options({"response_format": {"type": "text"}, "tool_choice": "auto"}) == {}
 
 
+def test_required_with_one_function_is_that_named_choice_with_several_it_is_passed_on() -> None:
+    named = {"type": "function", "function": {"name": "calculate_triangle_area"}}
+    assert request_options({"tools": [AREA], "tool_choice": "required"})["tool_choice"] == named
+    other = {"type": "function", "function": {"name": "now"}}
+    several = request_options({"tools": [AREA, other], "tool_choice": "required"})
+    assert several["tool_choice"] == "required"
+
+
 def test_tool_call_turns_reach_the_template_with_their_arguments_as_objects() -> None:
     turns: list[dict[str, object]] = [
         {"role": "user", "content": "hi"},

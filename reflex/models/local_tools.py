@@ -7,7 +7,10 @@
   answers. Earlier tool-call turns are rendered by the template too, their ``arguments`` as JSON
   objects (chat templates expect a mapping; vLLM turns the OpenAI string into one the same way).
 - A ``tool_choice`` naming one function: llama-cpp-python constrains the answer with a grammar
-  made from that function's parameters and answers with ``tool_calls`` itself.
+  made from that function's parameters and answers with ``tool_calls`` itself. ``required``
+  with one function offered is sent as that named choice (llama-cpp-python ignores the string);
+  with several it constrains nothing. Qwen2.5-Coder-0.5B never writes the ``<tool_call>`` tags
+  itself, not even told to (bench/README.md): on it, a call needs a constrained choice.
 - Otherwise the answer's ``<tool_call>`` blocks are parsed as vLLM's Hermes parser does
   (:func:`reflex.toolcalls.parse_answer`): each well-formed block whose JSON has a string
   ``name`` becomes a ``tool_calls`` entry, and everything else stays content (escaped later by
@@ -43,9 +46,16 @@ def request_options(params: Mapping[str, object]) -> dict[str, object]:
     options: dict[str, object] = {}
     tools = params.get("tools")
     if tools and isinstance(tools, Iterable):
-        options["tools"] = [_tool(t) for t in tools if isinstance(t, Mapping)]
-        if params.get("tool_choice") is not None:
-            options["tool_choice"] = params["tool_choice"]
+        offered = [_tool(t) for t in tools if isinstance(t, Mapping)]
+        options["tools"] = offered
+        choice = params.get("tool_choice")
+        function = offered[0]["function"] if len(offered) == 1 else None
+        if choice == "required" and isinstance(function, Mapping):
+            # llama-cpp-python constrains only a named choice; with one function offered,
+            # "required" means exactly that call (otherwise it would be ignored).
+            choice = {"type": "function", "function": {"name": function.get("name")}}
+        if choice is not None:
+            options["tool_choice"] = choice
     fmt = params.get("response_format")
     if isinstance(fmt, Mapping) and fmt.get("type") in ("json_object", "json_schema"):
         spec = fmt.get("json_schema") if fmt.get("type") == "json_schema" else fmt
