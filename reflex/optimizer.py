@@ -106,8 +106,9 @@ class PromptOptimizer:
         ``user``, ``user_2``...); the others stay as written. None given: all."""
         return self._set(rewrite_messages=list(names) or None)
 
-    def _bind(self, spec: PromptSpec) -> None:
-        """Bind the rows to ``spec``'s variables (a chat template), before anything is paid."""
+    def bind_template(self, spec: PromptSpec) -> None:
+        """Bind the rows to ``spec``'s variables (a chat template), before anything is paid:
+        what ``run`` does first, public for the compare grid, which binds each cell's rows."""
         if not spec.variables:
             if self._missing_input is not None:
                 raise self._missing_input
@@ -506,7 +507,7 @@ class PromptOptimizer:
         from reflex.run.start import start_run
 
         spec = prompt_spec(prompt)
-        self._bind(spec)
+        self.bind_template(spec)
         config = self.build_config()
         assert self._dataset is not None
         return start_run(

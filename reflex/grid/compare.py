@@ -240,7 +240,7 @@ def _grid_datasets(
     spec = prompt_spec(prompt)
     out: list[tuple[str, PromptOptimizer]] = []
     for builder in builders:
-        builder._bind(spec)  # the run's own binding of a template's rows, before any cell
+        builder.bind_template(spec)  # the run's own binding of a template's rows, before any cell
         name = label = builder.build_config().dataset_name or "dataset"
         taken = {t for t, _ in out}
         k = 1
