@@ -109,3 +109,57 @@ def test_record_with_other_metrics_or_rows_is_refused(
     assert res.exit_code == 2 and "not in the dataset" in res.output
     res = invoke([*args, "--dataset", str(dataset_file), "--split", "train"])
     assert res.exit_code == 2 and "records no train score" in res.output
+
+
+def test_score_baseline_sends_the_tools_and_response_format_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a record, ``--tools`` / ``--tool-choice`` / ``--response-format`` are what each
+    request carries; a call answer then scores as the call it is."""
+    from reflex.testing.endpoint import ChatRequest, serve
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-none")
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "area",
+            "description": "Area of a square.",
+            "parameters": {
+                "type": "object",
+                "properties": {"side": {"type": "integer"}},
+                "required": ["side"],
+            },
+        },
+    }
+    tools = _write(tmp_path / "tools.json", json.dumps([tool]))
+    call = '<tool_call>{{"name": "area", "arguments": {{"side": {n}}}}}</tool_call>'
+    rows = [{"id": f"r{n}", "input": f"side {n}", "ideal": call.format(n=n)} for n in range(4)]
+    data = _write(tmp_path / "rows.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    prompt = _write(tmp_path / "p.md", "Call the function.")
+    seen: list[ChatRequest] = []
+
+    def respond(request: ChatRequest) -> str:
+        seen.append(request)
+        return call.format(n=request.user.split()[-1])
+
+    with serve(responder=respond) as url:
+        args = ["--prompt", str(prompt), "--dataset", str(data), "-m", "openai/task"]
+        args += ["--api-base", str(url), "--metric", "tool_call", "--baseline", "1", "--json"]
+        res = invoke([*args, "--tools", str(tools), "--tool-choice", "required"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["current"] == 1.0
+    assert len(seen) == 4
+    assert all(r.params.get("tools") == [tool] for r in seen)
+    assert all(r.params.get("tool_choice") == "required" for r in seen)
+    bad = invoke([*args, "--tools", str(tools), "--tool-choice", "nope"])
+    assert bad.exit_code == 2 and "nope" in bad.output, bad.output
+
+
+def test_record_baseline_refuses_other_request_settings(
+    record: Path, dataset_file: Path, tmp_path: Path
+) -> None:
+    prompt = _write(tmp_path / "p.md", BETTER)
+    fmt = _write(tmp_path / "fmt.json", json.dumps({"type": "json_object"}))
+    args = ["--prompt", str(prompt), "--dataset", str(dataset_file), "--baseline", str(record)]
+    res = invoke([*args, "--response-format", str(fmt)])
+    assert res.exit_code == 2 and "--response-format differs" in res.output, res.output

@@ -44,6 +44,10 @@ class CheckArgs:
     output_field: str | None
     api_base: str | None
     cache: Path | None
+    tools_file: Path | None
+    tool_choice: str | None
+    response_format_file: Path | None
+    variables: tuple[str, ...]
     run_dir: str
     as_json: bool
     verbose: bool
@@ -66,6 +70,37 @@ def judge_options(command: F) -> F:
         "--judge",
         metavar="PROVIDER/MODEL",
         help="LLM judge, for records made before config.json stored theirs (metric_specs).",
+    )(command)
+
+
+def request_options(command: F) -> F:
+    """``--tools`` / ``--tool-choice`` / ``--response-format`` / ``--var``: what each request
+    carries, for a score baseline (a record baseline carries its own; given, they must match)."""
+    command = click.option(
+        "--var",
+        "variables",
+        multiple=True,
+        metavar="NAME=FIELD",
+        help="Chat template: fill {{NAME}} from the row field FIELD [record: the record's].",
+    )(command)
+    command = click.option(
+        "--response-format",
+        "response_format_file",
+        type=InputFile("response format file"),
+        metavar="FILE",
+        help="JSON response format sent with every request [record: the record's].",
+    )(command)
+    command = click.option(
+        "--tool-choice",
+        metavar="auto|required|none|NAME",
+        help="The tool choice sent with every request [record: the record's].",
+    )(command)
+    return click.option(
+        "--tools",
+        "tools_file",
+        type=InputFile("tools file"),
+        metavar="FILE",
+        help="JSON list of function schemas offered with every request [record: the record's].",
     )(command)
 
 
@@ -125,6 +160,7 @@ def judge_options(command: F) -> F:
     default=None,
     help="A response cache file to use (e.g. .reflex/cache.sqlite).",
 )
+@request_options
 @RUN_DIR
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks for errors.")
@@ -193,6 +229,7 @@ def _run_config(
         "response_format",
     )
     settings = {k: config[k] for k in kept if config is not None and k in config}
+    settings.update(_request_settings(args, config))
     try:
         return RunConfig(
             models=models,
@@ -203,6 +240,40 @@ def _run_config(
         )
     except ValidationError as exc:
         raise ConfigurationError(validation_message(exc)) from None
+
+
+def _request_settings(args: CheckArgs, config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``--tools`` / ``--tool-choice`` / ``--response-format`` / ``--var`` as settings; against a
+    record each must equal what the record's requests carried (else the scores differ)."""
+    from reflex.cli.build import var_fields
+    from reflex.data.tool_schemas import (
+        check_tool_choice,
+        response_format_setting,
+        tools_setting,
+    )
+    from reflex.errors import ConfigurationError
+
+    given: dict[str, tuple[str, Any]] = {}
+    tools = None if args.tools_file is None else tools_setting(args.tools_file, "--tools")
+    if tools is not None:
+        given["tools"] = ("--tools", tools)
+    if args.tool_choice is not None:
+        given["tool_choice"] = (
+            "--tool-choice",
+            check_tool_choice(args.tool_choice, tools, "--tool-choice"),
+        )
+    if args.response_format_file is not None:
+        fmt = response_format_setting(args.response_format_file, "--response-format")
+        given["response_format"] = ("--response-format", fmt)
+    if args.variables:
+        given["variables"] = ("--var", var_fields(args.variables))
+    for key, (flag, value) in given.items():
+        if config is not None and value != (config.get(key) or None):
+            raise ConfigurationError(
+                f"{flag} differs from what the record's requests carried: the scores would not "
+                "be comparable (drop it, or pass a score as --baseline)"
+            )
+    return {key: value for key, (_, value) in given.items()}
 
 
 def _api_base(args: CheckArgs, config: Mapping[str, Any] | None, models: list[str]) -> str | None:
