@@ -391,6 +391,16 @@ class PromptOptimizer:
         fixed (:mod:`reflex.data.tool_text`)."""
         return self._set(optimize_tool_descriptions=optimize)
 
+    def tool_descriptions_target(self) -> list[Mapping[str, Any]]:
+        """The tools whose descriptions ``set_optimize_tool_descriptions`` rewrites (the run's
+        ``set_tools``, else each function the dataset's rows offer, once); [] when it is off."""
+        from reflex.data.tool_text import run_tools
+
+        config = self.build_config()
+        if not config.optimize_tool_descriptions:
+            return []
+        return run_tools(config.tools, [e.tools for e in self._dataset or () if e.tools])
+
     def set_format_guard(self, on: bool = True) -> PromptOptimizer:
         """Reject a candidate whose answers break the JSON schema or the tool-call format more
         often than the incumbent's on the minibatch, before its val evaluation (default on)."""

@@ -101,13 +101,8 @@ def _save(
     """``-o``: the best prompt in the input's shape, and with optimized tool descriptions the
     tools file next to it (:func:`_write_tools`)."""
     from reflex.data.prompts import with_tool_descriptions
-    from reflex.data.tool_text import run_tools
 
-    config = optimizer.build_config()
-    tools: list[Mapping[str, Any]] = []
-    if config.optimize_tool_descriptions:
-        rows = [e.tools for e in optimizer._dataset or () if e.tools]
-        tools = run_tools(config.tools, rows)
+    tools = optimizer.tool_descriptions_target()
     spec = with_tool_descriptions(prompt, tools) if tools else prompt
     _write_best(path, spec, result)
     _write_tools(path, spec, result.best_prompt, tools)
