@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import (
     BaseModel,
@@ -20,12 +20,16 @@ from reflex.errors import ConfigurationError
 from reflex.models.spec import parse_model
 from reflex.redact import redact_data, redact_url
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 __all__ = [
     "BudgetConfig",
     "ConfigurableMetric",
     "MetricSpec",
     "RunConfig",
     "BaseRunConfig",
+    "SettingsBuilder",
     "default",
     "metric_specs",
     "default_strategy",
@@ -322,3 +326,27 @@ def validation_message(exc: ValidationError) -> str:
     first = exc.errors()[0]
     field = ".".join(str(p) for p in first["loc"]) or "value"
     return f"{field}={first.get('input')!r}: {first['msg']}"
+
+
+class SettingsBuilder:
+    """The settings a builder holds: one validated :class:`BaseRunConfig`, each setter replacing
+    fields of it (``_set``). Until a strategy is named it follows the reasoning model
+    (:func:`default_strategy`). ``PromptOptimizer`` is built on it, with its data side
+    (``reflex.data.run_data``) and its model side (``reflex.models.run_models``)."""
+
+    def __init__(self) -> None:
+        self._config = BaseRunConfig()
+        self._strategy_named = False
+
+    def _set(self, **values: Any) -> Self:
+        """Replace these fields of the settings; the whole is validated again (cross-checks)."""
+        fields = {**dict(self._config), **values}  # dict(): the values, not their redacted dump
+        if not self._strategy_named and "strategy" not in values:
+            fields["strategy"] = ""  # re-derived from the reasoning model as set now
+        try:
+            self._config = BaseRunConfig.model_validate(fields)
+        except ValidationError as exc:
+            raise ConfigurationError(validation_message(exc)) from None
+        if "strategy" in values:
+            self._strategy_named = bool(values["strategy"])
+        return self

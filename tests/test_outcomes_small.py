@@ -1,6 +1,6 @@
 """The smaller items of issue 18 (item 8): a leakage rejection is never built on, the
-degenerate-seed refusal speaks Python too, one name for an endpoint, the README's metric and
-guard examples work, the judge's endpoint from the command line."""
+degenerate-seed refusal speaks Python too, the README's metric and guard examples work, the
+judge's endpoint from the command line (one name for an endpoint: tests/test_run_models.py)."""
 
 from __future__ import annotations
 
@@ -67,17 +67,6 @@ def test_degenerate_seed_refusal_names_the_python_setter(tmp_path: Path) -> None
     assert ".set_allow_degenerate_seed()" in message and "and 7 more like them" in message
     result = opt.set_allow_degenerate_seed().configure(max_iterations=1).run(START)
     assert result.final is not None
-
-
-def test_api_base_and_base_url_are_one_setting(tmp_path: Path) -> None:
-    url = "http://127.0.0.1:9/v1"
-    a = PromptOptimizer().add_provider("fake/task", base_url=url)
-    b = a.set_reasoning_model("fake/reasoner", api_base=url)
-    assert b._config.api_base == url == b._config.reasoning_base_url
-    old = PromptOptimizer().set_reasoning_model("fake/reasoner", base_url=url)
-    assert old._config.reasoning_base_url == url  # the older name still works
-    with pytest.raises(Exception, match="give the endpoint once"):
-        PromptOptimizer().add_provider("fake/task", api_base=url, base_url="http://other/v1")
 
 
 def test_readme_metric_and_guard_examples_work(
