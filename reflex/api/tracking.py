@@ -5,7 +5,7 @@ your own) needs beside :mod:`reflex.api` (its ``Callback``, records and ``hookim
   (:mod:`reflex.callbacks.tracking`): ``run_params``, ``run_tags``, ``split_params``,
   ``iteration_metrics``, ``iteration_row``, ``baseline_metrics``, ``summary_metrics``,
   ``split_summary``, ``RunningTotals``, ``INITIAL_VAL_LABEL``, ``RUN_END_SERIES``, ...;
-- ``GuardedCallback``: a tracker failure never stops a run;
+- ``GuardedCallback`` (:mod:`reflex.callbacks.guarded`): a tracker failure never stops a run;
 - the one redactor (:mod:`reflex.redact`): ``redact_url``, ``redact_data``, ``redacted_argv``,
   ``scrub``;
 - the tracker state kept in the run directory (:mod:`reflex.run.trackers`): ``tracker_state``,
@@ -20,10 +20,10 @@ and is named in docs/architecture.md ("Three doors"), and that none is in reflex
 
 from __future__ import annotations
 
+from reflex.callbacks.guarded import GuardedCallback
 from reflex.callbacks.tracking import (
     INITIAL_VAL_LABEL,
     RUN_END_SERIES,
-    GuardedCallback,
     ParamValue,
     RunningTotals,
     baseline_metrics,

@@ -6,7 +6,8 @@ The ``on_evaluation_*`` methods report progress of each evaluation (for progress
 
 A callback is any object with any subset of these methods: :class:`Callback` is a convenience
 base with a no-op for each and the documented signatures, not a requirement. The tracker-neutral
-helpers for tracker adapters are in :mod:`reflex.callbacks.tracking`.
+helpers for tracker adapters are in :mod:`reflex.callbacks.tracking`, their guarded base
+:class:`GuardedCallback` in :mod:`reflex.callbacks.guarded`.
 """
 
 from __future__ import annotations

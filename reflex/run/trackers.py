@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from reflex.callbacks import EvalLabel
-from reflex.callbacks.tracking import INITIAL_VAL_LABEL, GuardedCallback
+from reflex.callbacks.guarded import GuardedCallback
+from reflex.callbacks.tracking import INITIAL_VAL_LABEL
 from reflex.checks.confusion import Confusion
 from reflex.checks.examples import compare_rows, label_matrices
 from reflex.config import RunConfig
