@@ -9,7 +9,7 @@ see :mod:`reflex.data.prompts`). Each iteration:
    record the iteration as rejected without a reasoning call;
 3. show the reasoning model the parent's outputs and the metrics' feedback, plus earlier
    rewrites of that component that did not help, and let it rewrite one component
-   (round-robin) or all of them;
+   (round-robin) or all of them (:mod:`._gepa_reflect`);
 4. run the child on the same minibatch; accept it only if it scores strictly higher, and only
    then score it on the whole validation set (it joins the front). A child whose answers break
    the JSON schema or the tool-call format more often than the parent's there is rejected first
@@ -33,9 +33,7 @@ accepted child or merge on its own), reported in order as ``result.lineage``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,20 +44,14 @@ from reflex.api import (
     EvalSnapshot,
     Example,
     Outcome,
-    Sample,
     StrategyRegistrar,
-    ask,
     hookimpl,
-    parse_proposal,
-    placeholders,
-    render,
-    system_prompt,
 )
 
 from ._gepa_plan import BudgetPlan, plan_budget
+from ._gepa_reflect import Reflection
 from ._merge import Candidate, find_merge
 from ._pareto import sample_parent
-from ._rows import sample_row
 
 if TYPE_CHECKING:
     from reflex.api import PromptSpec, StrategyContext
@@ -85,15 +77,6 @@ class GepaOptions(BaseModel):
     max_chars: int = Field(default=600, gt=20, description="truncate inputs/outputs shown")
 
 
-class _Rejected(TypedDict):
-    """A component text the minibatch gate refused, shown to the reasoner so it moves on."""
-
-    component: str
-    text: str
-    score: float
-    parent: float
-
-
 class GepaStrategy(BaseStrategy[GepaOptions]):
     name: ClassVar[str] = "gepa"
     Options: ClassVar[type[BaseModel]] = GepaOptions
@@ -103,8 +86,9 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         super().__init__(options)
         self._cands: list[Candidate] = []
         self._scores: dict[str, dict[str, float]] = {}
-        self._memory: list[_Rejected] = []
-        self._turn = 0
+        self._reflection = Reflection(
+            options.component_selection, options.memory, options.max_chars
+        )
         self._merge_due = False
         self._merges_tried: set[tuple[int, int]] = set()
         self._lineage: list[dict[str, object]] = []  # candidates added since the last record
@@ -177,13 +161,6 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         train = list(ctx.train)
         return ctx.rng.sample(train, min(self.options.minibatch_size, len(train)))
 
-    def _targets(self, names: Sequence[str]) -> list[str]:
-        if self.options.component_selection == "all":
-            return list(names)
-        name = names[self._turn % len(names)]
-        self._turn += 1
-        return [name]
-
     def _reflect(self, ctx: StrategyContext, pool: list[Example]) -> None:
         spec = _spec(ctx)
         opts = self.options
@@ -197,7 +174,7 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
             text = spec.render(parent.components)
             self._record(ctx, text, before, perfect, components=parent.components)
             return
-        child, changed, notes, error = self._propose(ctx, parent, before)
+        child, changed, notes, error = self._reflection.propose(ctx, spec, parent, before)
         if error is not None:
             failed = Outcome.failed(error)
             self._record(ctx, spec.render(parent.components), None, failed, reasoning=notes)
@@ -219,15 +196,7 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
         after = ctx.evaluate(text, batch)
         change = after.mean_score - before.mean_score
         if change <= 0:
-            for name in changed:
-                self._memory.append(
-                    {
-                        "component": name,
-                        "text": child[name],
-                        "score": after.mean_score,
-                        "parent": before.mean_score,
-                    }
-                )
+            self._reflection.refused(changed, child, after.mean_score, before.mean_score)
             reason = (
                 f"minibatch gate: {after.mean_score:.3f} <= parent {parent.id} "
                 f"{before.mean_score:.3f}"
@@ -276,72 +245,6 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
             return False
         self._reject(ctx, text, after, notes, change, components, reason)
         return True
-
-    def _propose(
-        self, ctx: StrategyContext, parent: Candidate, before: EvalSnapshot
-    ) -> tuple[dict[str, str], list[str], str, str | None]:
-        child = dict(parent.components)
-        changed: list[str] = []
-        notes: list[str] = []
-        spec = _spec(ctx)
-        editable = ctx.settings.rewrite_messages
-        # --rewrite-messages limits the template's messages; tool descriptions stay editable.
-        names = [n for n in spec.names if editable is None or n in editable or _tool_part(n)]
-        template = bool(spec.variables)  # a component keeps its placeholders
-        for name in self._targets(names or spec.names):
-            current = parent.components[name]
-            tried = [m["text"] for m in self._memory if m["component"] == name]
-            messages = [
-                {"role": "system", "content": system_prompt(ctx, "gepa.system")},
-                {"role": "user", "content": self._brief(ctx, parent, name, before)},
-            ]
-            proposal, error = ask(
-                ctx,
-                f"gepa: rewrite {name}",
-                messages,
-                partial(
-                    parse_proposal,
-                    current=current,
-                    forbidden=tried,
-                    fixed=placeholders(current) if template else None,
-                ),
-            )
-            if proposal is None:
-                return child, changed, "\n".join(notes), error
-            child[name] = proposal.prompt
-            changed.append(name)
-            label = "" if _spec(ctx).is_single else f"[{name}] "
-            notes.append(label + (proposal.diagnosis or proposal.edit or proposal.reasoning))
-        return child, changed, "\n".join(notes), None
-
-    def _brief(
-        self, ctx: StrategyContext, parent: Candidate, name: str, before: EvalSnapshot
-    ) -> str:
-        rows = [self._row(ctx, s) for s in before.samples]
-        memory = [m for m in self._memory if m["component"] == name][-self.options.memory :]
-        rejected = (
-            "\n".join(
-                f"- scored {m['score']:.3f} vs parent {m['parent']:.3f}: {m['text'][:300]!r}"
-                for m in memory
-            )
-            if self.options.memory
-            else ""
-        )
-        return render(
-            "gepa.reflect",
-            ctx.settings.reasoning_templates,
-            whole=_spec(ctx).render(parent.components),
-            component=name,
-            current=parent.components[name],
-            score=f"{before.mean_score:.3f}",
-            rows="\n\n".join(rows),
-            rejected=rejected or "- none yet",
-        )
-
-    def _row(self, ctx: StrategyContext, sample: Sample) -> str:
-        example = ctx.train.by_id(sample.example_id)
-        field = ctx.settings.feedback_field
-        return sample_row(example, sample, self.options.max_chars, feedback_field=field)
 
     def _try_merge(
         self,
@@ -411,11 +314,6 @@ class GepaStrategy(BaseStrategy[GepaOptions]):
 @hookimpl
 def register_strategies(register: StrategyRegistrar) -> None:
     register(GepaStrategy)
-
-
-def _tool_part(name: str) -> bool:
-    """A tool description's component (``--optimize-tool-descriptions``), not a message."""
-    return name.startswith(("tool-", "param-"))
 
 
 def _spec(ctx: StrategyContext) -> PromptSpec:

@@ -1,4 +1,5 @@
-"""gepa: Pareto front and dominance, the minibatch gate, merges, the budget plan, lineage."""
+"""gepa: Pareto front and dominance, merges, the budget plan, lineage (the rewrite, the minibatch
+gate and its memory: test_gepa_reflect.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BETTER, make_rows, responder
+from conftest import BETTER, make_rows
 
 from reflex import PromptOptimizer
 from reflex.data.pipeline import Prompt
@@ -178,26 +179,6 @@ def test_gepa_improves_and_reports_lineage(fake_model: FakeModel, tmp_path: Path
     skipped = [r for r in result.iterations if r.rejected and "perfect" in r.rejected]
     assert skipped and all(r.val_score is None for r in skipped)
     assert len(fake_model.calls_to("fake/reasoner")) == 1
-
-
-def _gate_reasoner(request: FakeRequest) -> str:
-    if request.model != "fake/reasoner":
-        return responder(request)
-    n = request.user.count("- scored ")
-    # The first two rewrites make things worse; the third one is the fix.
-    text = f"{START} Think step by step, attempt {n}." if n < 2 else BETTER
-    return f"<diagnosis>d{n}</diagnosis><edit>e{n}</edit><prompt>{text}</prompt>"
-
-
-def test_minibatch_gate_and_rejection_memory(tmp_path: Path) -> None:
-    fake = FakeModel(_gate_reasoner).install()
-    result = builder(tmp_path, minibatch_size=6).run(START)
-    rejected = [r for r in result.iterations if r.rejected and "gate" in r.rejected]
-    assert len(rejected) == 2 and all(r.val_score is None and not r.accepted for r in rejected)
-    accepted = [r for r in result.iterations if r.accepted]
-    assert accepted[0].system_prompt == BETTER and accepted[0].val_score == 1.0
-    briefs = [r.user for r in fake.calls_to("fake/reasoner")]
-    assert "attempt 0" in briefs[1] and "attempt 1" in briefs[2]  # rejected rewrites shown
 
 
 ROLE, FORMAT = "RULE-A", "RULE-B"
