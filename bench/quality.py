@@ -31,166 +31,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import re
 import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# Its sibling modules, also when it is loaded from its file (the tests), not run as a script.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from quality_table import MARK, MARK_OBJECTIVE, Cell, has_objective, merge, table, write_readme
+from quality_tasks import EXAMPLES, TASKS, Rows, Task, stratified
+
 from reflex import BudgetExhausted, PromptOptimizer
-from reflex.checks.stats import paired_test
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
-LABEL_FORMAT = "Answer with only the label, exactly as written, nothing else."
-MARK = ("<!-- quality:begin -->", "<!-- quality:end -->")
-MARK_OBJECTIVE = ("<!-- quality-tools:begin -->", "<!-- quality-tools:end -->")  # issue 31's
-
-Rows = list[dict[str, Any]]
 TOOL_CHOICE: list[str] = []  # --tool-choice, for every run of this process
-
-
-@dataclass(frozen=True)
-class Task:
-    name: str
-    file: str
-    start: str
-    sizes: tuple[int, int, int]  # train, val, test
-    max_tokens: int = 16
-    labels: int | None = None  # keep the most frequent labels only
-    reference: str | None = ""  # the hand-written prompt; "" builds a label-list one, None: none
-    metric: str = "exact_match"
-    options: tuple[tuple[str, str], ...] = ()  # the metric's options, (key, value) pairs
-    objective: str | None = None  # the metric's objective reported as the test figure
-    response_format: str | None = None  # a file under examples/ sent with every request
-    stratify: bool = True  # by reference; False: a seeded shuffle (every reference differs)
-
-    def rows(self) -> Rows:
-        lines = (EXAMPLES / self.file).read_text(encoding="utf-8").splitlines()
-        rows = [json.loads(line) for line in lines if line.strip()]
-        if self.labels:
-            counts: dict[str, int] = {}
-            for row in rows:
-                counts[row["ideal"]] = counts.get(row["ideal"], 0) + 1
-            keep = set(sorted(counts, key=lambda k: (-counts[k], k))[: self.labels])
-            rows = [r for r in rows if r["ideal"] in keep]
-        return rows
-
-    def hand_written(self, rows: Rows) -> str | None:
-        if self.reference is None or self.reference:
-            return self.reference
-        labels = ", ".join(sorted({r["ideal"] for r in rows}))
-        return f"{self.start} The answer is one of: {labels}. {LABEL_FORMAT}"
-
-
-TASKS = {
-    "intents7": Task(
-        "intents7",
-        "home_assistant_intents/dataset.jsonl",
-        "Classify the intent.",
-        (40, 40, 100),
-        labels=7,
-    ),
-    "intents14": Task(
-        "intents14", "home_assistant_intents/dataset.jsonl", "Classify the intent.", (40, 40, 100)
-    ),
-    "arithmetic": Task(
-        "arithmetic",
-        "arithmetic/dataset.jsonl",
-        "Answer the question.",
-        (40, 40, 100),
-        reference="Answer the question. Answer with only the number, nothing else.",
-    ),
-    "acronyms": Task(
-        "acronyms",
-        "acronyms/dataset.jsonl",
-        "Give the acronym.",
-        (10, 10, 12),
-        reference="Give the acronym: the capital letters of the phrase, in order, nothing else.",
-    ),
-    # Issue 31. Rows carry their own `tools`; the figure is the `exact` objective (the name and
-    # every argument acceptable: BFCL's accuracy), the metric's partial credit beside it.
-    "bfcl": Task(
-        "bfcl",
-        "tool_calls/dataset.jsonl",
-        "Call the right function.",
-        (20, 8, 20),
-        max_tokens=150,
-        reference=(
-            "Call the right function. Answer with only the call, in exactly this form and "
-            'nothing else, no code block: <tool_call>{"name": "<function name>", "arguments": '
-            "{<every argument the request gives, by name>}}</tool_call>"
-        ),
-        metric="tool_call",
-        options=(("strings", "bfcl"),),
-        objective="exact",
-        stratify=False,
-    ),
-    # Sent with the strict `json_schema` response format (the embedded model: a grammar); the
-    # figure is json_match's `fields` (the share of reference leaves matched).
-    "extraction": Task(
-        "extraction",
-        "extraction/dataset.jsonl",
-        "Extract the quantities.",
-        (30, 10, 25),
-        max_tokens=120,
-        reference=(
-            "Extract every quantity in the sentence, in order: its value as a number (words and "
-            "fractions as numbers) and its unit's full singular name (metre, not m or meters; "
-            'dimensionless for a count without unit). No quantity: {"quantities": []}.'
-        ),
-        metric="json_match",
-        options=(("schema", str(EXAMPLES / "extraction/response_format.json")),),
-        objective="fields",
-        response_format="extraction/response_format.json",
-        stratify=False,
-    ),
-}
-
-
-def stratified(
-    rows: Rows, sizes: tuple[int, int, int], seed: int, by_reference: bool = True
-) -> Rows:
-    """``rows`` with a ``split`` field: labels interleaved after a seeded shuffle, then cut
-    (``by_reference=False``: one group, a plain seeded shuffle)."""
-    rng = random.Random(seed)
-    groups: dict[str, Rows] = {}
-    for row in sorted(rows, key=lambda r: r["id"]):
-        groups.setdefault(row["ideal"] if by_reference else "", []).append(row)
-    ranked: list[tuple[float, float, dict[str, Any]]] = []
-    for members in groups.values():
-        rng.shuffle(members)
-        ranked += [
-            ((i + rng.random()) / len(members), rng.random(), r) for i, r in enumerate(members)
-        ]
-    ordered = [r for _, _, r in sorted(ranked, key=lambda t: (t[0], t[1]))]
-    train, val, test = sizes
-    cut = {"train": ordered[:train], "val": ordered[train : train + val]}
-    cut["test"] = ordered[train + val : train + val + test]
-    return [{**r, "split": name} for name, part in cut.items() for r in part]
-
-
-@dataclass
-class Cell:
-    """One (task, method, budget) row of the table, over seeds."""
-
-    task: str
-    method: str
-    budget: int | None
-    scores: list[float] = field(default_factory=list)
-    calls: list[int] = field(default_factory=list)
-    seeds: list[int] = field(default_factory=list)  # the seed of each score
-    per_row: dict[str, float] = field(default_factory=dict)  # "seed:id" -> test score
-    # With a task objective, per_row holds the objective and this the metric's score (partial
-    # credit), "seed:id" -> score; its mean per seed in partials.
-    partial: dict[str, float] = field(default_factory=dict)
-    partials: list[float] = field(default_factory=list)
 
 
 def _builder(model: str, rows: Rows, run_dir: Path, task: Task, seed: int) -> PromptOptimizer:
@@ -287,129 +145,6 @@ def run_strategy(
         return exc.partial
 
 
-def _versus(best: Cell | None, cell: Cell) -> str:
-    """``cell`` minus ``best`` on the rows both scored (paired by seed and id), with p."""
-    if best is None or cell is best or not set(cell.per_row) & set(best.per_row):
-        return "-"
-    test = paired_test(best.per_row, cell.per_row)
-    return f"{test.mean_diff:+.3f} p={test.p_value:.3g}"
-
-
-def _best(cells: Sequence[Cell]) -> Cell | None:
-    return max(cells, key=lambda c: statistics.fmean(c.scores), default=None)
-
-
-def _order(cell: Cell) -> tuple[int, int, str]:
-    """References first, then ours by budget, then DSPy's."""
-    group = 0 if cell.budget is None else 2 if cell.method.startswith("DSPy") else 1
-    return group, cell.budget or 0, cell.method
-
-
-def _summary(cells: Sequence[Cell], task: str) -> list[str]:
-    mine = sorted((c for c in cells if c.task == task and c.scores), key=_order)
-    best = _best([c for c in mine if c.budget is None])
-    dspy = _best([c for c in mine if c.method.startswith("DSPy")])
-    objective = task in TASKS and TASKS[task].objective is not None
-    lines = []
-    for cell in mine:
-        mean = statistics.fmean(cell.scores)
-        sd = statistics.stdev(cell.scores) if len(cell.scores) > 1 else 0.0
-        ours = cell.budget is not None and not cell.method.startswith("DSPy")
-        versus_dspy = _versus(dspy, cell) if ours else "-"
-        budget = "-" if cell.budget is None else str(cell.budget)
-        calls = f"{statistics.fmean(cell.calls):.0f}" if cell.calls else "-"
-        seeds = len(cell.scores)
-        if objective:  # the partial credit instead of DSPy (which runs no tool or JSON task)
-            partial = f"{statistics.fmean(cell.partials):.3f}" if cell.partials else "-"
-            lines.append(
-                f"| {task} | {cell.method} | {budget} | {mean:.3f} | {sd:.3f} | {partial} | "
-                f"{seeds} | {calls} | {_versus(best, cell)} |"
-            )
-            continue
-        lines.append(
-            f"| {task} | {cell.method} | {budget} | {mean:.3f} | {sd:.3f} | {seeds} | "
-            f"{calls} | {_versus(best, cell)} | {versus_dspy} |"
-        )
-    return lines
-
-
-HEADER = [
-    "| task | method | search budget | test mean | sd | seeds | search calls | vs best reference "
-    "| vs best DSPy (same seeds) |",
-    "|---|---|---|---|---|---|---|---|---|",
-]
-
-
-HEADER_OBJECTIVE = [
-    "| task | method | search budget | test figure | sd | partial credit | seeds | search calls "
-    "| vs best reference |",
-    "|---|---|---|---|---|---|---|---|---|",
-]
-
-
-def table(cells: Sequence[Cell], tasks: Sequence[str], objective: bool = False) -> str:
-    """The table of ``tasks``; ``objective``: issue 31's tasks, whose figure is an objective."""
-    lines = list(HEADER_OBJECTIVE if objective else HEADER)
-    for task in tasks:
-        lines += _summary(cells, task)
-    return "\n".join(lines)
-
-
-def _has_objective(task: str) -> bool:
-    return task in TASKS and TASKS[task].objective is not None
-
-
-def write_readme(text: str, note: str, mark: tuple[str, str] = MARK) -> None:
-    path = ROOT / "bench" / "README.md"
-    readme = path.read_text(encoding="utf-8")
-    block = f"{mark[0]}\n{note}\n\n{text}\n{mark[1]}"
-    if mark[0] in readme:
-        head, rest = readme.split(mark[0], 1)
-        readme = head + block + rest.split(mark[1], 1)[1]
-    else:
-        readme = readme.rstrip() + "\n\n" + block + "\n"
-    path.write_text(readme, encoding="utf-8")
-
-
-def merge(paths: Sequence[str]) -> dict[tuple[str, str, int | None], Cell]:
-    """Cells from earlier ``--json`` files, one score per (cell, seed): the first file wins.
-
-    ``FILE:nocalls`` keeps that file's scores but not its call counts (a file written before
-    the table counted search calls only held every task call). ``FILE:skip=auto+fewshot``
-    leaves out those methods' cells (measured with code that has since changed);
-    ``FILE:rename=OLD/NEW`` shows OLD's cells as NEW (a setting that is no longer the default).
-    """
-    cells: dict[tuple[str, str, int | None], Cell] = {}
-    for spec in paths:
-        path, *flags = spec.split(":")
-        with_calls = "nocalls" not in flags  # its call counts mean something else
-        skip = {m for f in flags if f.startswith("skip=") for m in f[5:].split("+")}
-        names = dict(f[7:].split("/", 1) for f in flags if f.startswith("rename="))
-        for data in json.loads(Path(path).read_text(encoding="utf-8")):
-            if data["method"] in skip:
-                continue
-            key = (data["task"], names.get(data["method"], data["method"]), data["budget"])
-            cell = cells.setdefault(key, Cell(*key))
-            seeds = data.get("seeds") or sorted({int(k.split(":")[0]) for k in data["per_row"]})
-            for i, seed in enumerate(seeds):
-                if seed in cell.seeds:
-                    continue
-                cell.seeds.append(seed)
-                cell.scores.append(data["scores"][i])
-                if i < len(data.get("partials", [])):
-                    cell.partials.append(data["partials"][i])
-                if with_calls and i < len(data["calls"]):
-                    cell.calls.append(data["calls"][i])
-                prefix = f"{seed}:"
-                cell.per_row.update(
-                    {k: v for k, v in data["per_row"].items() if k.startswith(prefix)}
-                )
-                cell.partial.update(
-                    {k: v for k, v in data.get("partial", {}).items() if k.startswith(prefix)}
-                )
-    return cells
-
-
 def _fake_model() -> str:
     from reflex.testing import FakeModel, FakeRequest
 
@@ -481,7 +216,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     model = _fake_model() if args.fake else args.model
     tasks, seeds = _split_list(args.tasks), _split_list(args.seeds, int)
-    budgets = _split_list(args.budgets, int)
     cells = {}
 
     if args.tool_choice:
@@ -493,48 +227,68 @@ def main(argv: Sequence[str] | None = None) -> None:
         return cells.setdefault((task, method, budget), Cell(task, method, budget))
 
     for name in tasks:
-        task = TASKS[name]
         for seed in seeds:
-            rows = stratified(task.rows(), task.sizes, seed, task.stratify)
-            bare = cell(name, "bare prompt", None)
-            # Without a hand-written row, the bare row is the first run's baseline (the same
-            # start prompt on the same test rows): a BFCL test pass is minutes on one core.
-            from_baseline = task.objective is not None and bool(budgets and args.strategies)
-            if not args.no_references:
-                if not from_baseline and not args.no_bare:
-                    run_reference(model, task, task.start, rows, seed, bare)
-                prompt = task.hand_written(rows)
-                if prompt is not None and not args.no_hand_written:
-                    run_reference(model, task, prompt, rows, seed, cell(name, "hand-written", None))
-                _save(args, cells.values())
-            for budget in budgets:
-                for strategy in _split_list(args.strategies, sep=";"):
-                    result = run_strategy(model, task, strategy, budget, rows, seed, args.patience)
-                    method = strategy if args.patience is None else f"{strategy} p{args.patience}"
-                    done = cell(name, method, budget)
-                    _record(done, seed, result, task)
-                    if from_baseline and not args.no_references and seed not in bare.seeds:
-                        _record(bare, seed, result, task, final=False)
-                    _save(args, cells.values())  # each cell as it ends: a long grid loses none
-                    print(
-                        f"{name} seed {seed} {strategy}@{budget}: {done.scores[-1]:.3f} "
-                        f"(score {result.final.mean_score:.3f}, run {result.run_dir})",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-            if args.dspy_python:
-                from quality_dspy_driver import run_dspy  # bench/ is on sys.path
-
-                for budget in budgets:
-                    for method, score, calls, per_row in run_dspy(
-                        args.dspy_python, model, task, rows, seed, budget
-                    ):
-                        target = cell(name, method, budget)
-                        target.scores.append(score)
-                        target.seeds.append(seed)
-                        target.calls.append(calls)
-                        target.per_row.update({f"{seed}:{k}": v for k, v in per_row.items()})
+            _run_seed(args, model, TASKS[name], seed, cell, lambda: _save(args, cells.values()))
     _report(args, list(cells.values()), tasks, argv, model)
+
+
+CellOf = Callable[[str, str, "int | None"], Cell]  # the table's cell of (task, method, budget)
+
+
+def _run_seed(
+    args: argparse.Namespace,
+    model: str,
+    task: Task,
+    seed: int,
+    cell: CellOf,
+    save: Callable[[], None],
+) -> None:
+    """One seed's split of ``task``: the reference rows, every strategy at every budget, DSPy."""
+    name, budgets = task.name, _split_list(args.budgets, int)
+    rows = stratified(task.rows(), task.sizes, seed, task.stratify)
+    bare = cell(name, "bare prompt", None)
+    # Without a hand-written row, the bare row is the first run's baseline (the same
+    # start prompt on the same test rows): a BFCL test pass is minutes on one core.
+    from_baseline = task.objective is not None and bool(budgets and args.strategies)
+    if not args.no_references:
+        if not from_baseline and not args.no_bare:
+            run_reference(model, task, task.start, rows, seed, bare)
+        prompt = task.hand_written(rows)
+        if prompt is not None and not args.no_hand_written:
+            run_reference(model, task, prompt, rows, seed, cell(name, "hand-written", None))
+        save()
+    for budget in budgets:
+        for strategy in _split_list(args.strategies, sep=";"):
+            result = run_strategy(model, task, strategy, budget, rows, seed, args.patience)
+            method = strategy if args.patience is None else f"{strategy} p{args.patience}"
+            done = cell(name, method, budget)
+            _record(done, seed, result, task)
+            if from_baseline and not args.no_references and seed not in bare.seeds:
+                _record(bare, seed, result, task, final=False)
+            save()  # each cell as it ends: a long grid loses none
+            print(
+                f"{name} seed {seed} {strategy}@{budget}: {done.scores[-1]:.3f} "
+                f"(score {result.final.mean_score:.3f}, run {result.run_dir})",
+                file=sys.stderr,
+                flush=True,
+            )
+    if args.dspy_python:
+        _run_dspy(args.dspy_python, model, task, rows, seed, budgets, cell)
+
+
+def _run_dspy(
+    python: str, model: str, task: Task, rows: Rows, seed: int, budgets: list[int], cell: CellOf
+) -> None:
+    """DSPy's optimizers on the same split and model, at every budget (bench/quality_dspy.py)."""
+    from quality_dspy_driver import run_dspy  # bench/ is on sys.path
+
+    for budget in budgets:
+        for method, score, calls, per_row in run_dspy(python, model, task, rows, seed, budget):
+            target = cell(task.name, method, budget)
+            target.scores.append(score)
+            target.seeds.append(seed)
+            target.calls.append(calls)
+            target.per_row.update({f"{seed}:{k}": v for k, v in per_row.items()})
 
 
 def _save(args: argparse.Namespace, cells: Iterable[Cell]) -> None:
@@ -555,7 +309,7 @@ def _report(
         f"(model {model}, seeds {args.seeds}):"
     )
     for objective, mark in ((False, MARK), (True, MARK_OBJECTIVE)):
-        mine = [t for t in tasks if _has_objective(t) == objective]
+        mine = [t for t in tasks if has_objective(t) == objective]
         if not mine:
             continue
         text = table(cells, mine, objective)

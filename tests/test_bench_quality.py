@@ -1,4 +1,8 @@
-"""bench/quality.py runs end to end (on the fake model: a smoke test of the script, not figures)."""
+"""bench/quality.py runs end to end (on the fake model: a smoke test of the script, not figures).
+
+Its tasks and splits: test_bench_quality_tasks.py; its tables and merge:
+test_bench_quality_table.py.
+"""
 
 from __future__ import annotations
 
@@ -22,21 +26,6 @@ def _load() -> ModuleType:
     return module
 
 
-def test_splits_are_stratified_disjoint_and_seeded() -> None:
-    quality = _load()
-    task = quality.TASKS["intents7"]
-    rows = quality.stratified(task.rows(), task.sizes, seed=0)
-    by_split: dict[str, list[dict[str, str]]] = {"train": [], "val": [], "test": []}
-    for row in rows:
-        by_split[row["split"]].append(row)
-    assert [len(by_split[k]) for k in ("train", "val", "test")] == [40, 40, 100]
-    assert len({r["id"] for r in rows}) == 180
-    for part in by_split.values():  # every one of the 7 labels in every split
-        assert len({r["ideal"] for r in part}) == 7
-    assert rows == quality.stratified(task.rows(), task.sizes, seed=0)
-    assert rows != quality.stratified(task.rows(), task.sizes, seed=1)
-
-
 def test_the_bench_runs_and_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
     quality = _load()
     quality.main(
@@ -58,37 +47,6 @@ def test_the_bench_runs_and_prints_its_table(capsys: pytest.CaptureFixture[str])
     assert methods == ["bare prompt", "hand-written", "auto"]
     search = int(lines[-1].split(" | ")[6])
     assert 0 < search <= 150  # the search stayed within its budget
-
-
-def test_merge_takes_the_first_file_per_seed_and_skips_named_methods(tmp_path: Path) -> None:
-    quality = _load()
-
-    def cell(method: str, score: float, calls: int) -> dict[str, object]:
-        return {
-            "task": "t",
-            "method": method,
-            "budget": 450,
-            "scores": [score],
-            "calls": [calls],
-            "seeds": [0],
-            "per_row": {"0:a": score},
-        }
-
-    new, old = tmp_path / "new.json", tmp_path / "old.json"
-    new.write_text(json.dumps([cell("auto", 0.9, 100)]), encoding="utf-8")
-    old.write_text(
-        json.dumps(
-            [cell("auto", 0.5, 90), cell("fewshot", 0.0, 80), cell("instructions", 0.7, 70)]
-        ),
-        encoding="utf-8",
-    )
-    cells = quality.merge([str(new), f"{old}:nocalls:skip=fewshot"])
-    assert {key[1]: (c.scores, c.calls) for key, c in cells.items()} == {
-        "auto": ([0.9], [100]),
-        "instructions": ([0.7], []),
-    }
-    renamed = quality.merge([f"{old}:skip=auto:rename=fewshot/fewshot (bootstrap)"])
-    assert sorted(key[1] for key in renamed) == ["fewshot (bootstrap)", "instructions"]
 
 
 def test_the_tool_call_and_extraction_tasks_report_their_objective_beside_partial_credit(

@@ -1,0 +1,40 @@
+"""bench/quality_table.py: the cells and tables of bench/quality.py, and merging earlier runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import quality_table
+
+
+def test_merge_takes_the_first_file_per_seed_and_skips_named_methods(tmp_path: Path) -> None:
+    def cell(method: str, score: float, calls: int) -> dict[str, object]:
+        return {
+            "task": "t",
+            "method": method,
+            "budget": 450,
+            "scores": [score],
+            "calls": [calls],
+            "seeds": [0],
+            "per_row": {"0:a": score},
+        }
+
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    new.write_text(json.dumps([cell("auto", 0.9, 100)]), encoding="utf-8")
+    old.write_text(
+        json.dumps(
+            [cell("auto", 0.5, 90), cell("fewshot", 0.0, 80), cell("instructions", 0.7, 70)]
+        ),
+        encoding="utf-8",
+    )
+    cells = quality_table.merge([str(new), f"{old}:nocalls:skip=fewshot"])
+    assert {key[1]: (c.scores, c.calls) for key, c in cells.items()} == {
+        "auto": ([0.9], [100]),
+        "instructions": ([0.7], []),
+    }
+    renamed = quality_table.merge([f"{old}:skip=auto:rename=fewshot/fewshot (bootstrap)"])
+    assert sorted(key[1] for key in renamed) == ["fewshot (bootstrap)", "instructions"]
