@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import itertools
 import json
@@ -116,7 +117,9 @@ class PipelineRunner:
         self, prompt: Prompt, spec: ModelSpec, example: Example, outcome: PipelineOutcome
     ) -> object:
         fn, takes_call = self.pipeline.fn, self.pipeline.takes_call
-        if inspect.iscoroutinefunction(fn):  # Pipeline.is_async, asked here so fn is awaitable
+        if self.pipeline.takes_example:
+            fn = functools.partial(fn, example=example)
+        if inspect.iscoroutinefunction(self.pipeline.fn):  # Pipeline.is_async: fn is awaitable
             async_call = self._async_call(spec, outcome)
             try:
                 return await fn(*(prompt, example.input, async_call)[: 3 if takes_call else 2])
