@@ -18,6 +18,7 @@ import pluggy
 from pydantic import BaseModel, ValidationError
 
 from reflex import hookspecs
+from reflex.data import sources
 from reflex.errors import ConfigurationError, PluginError
 from reflex.hookspecs import (
     CallbackFactory,
@@ -274,6 +275,14 @@ def unregister_plugin(name: str) -> None:
 def reset_registry() -> None:
     """Forget every in-process registration (the next call reloads entry points)."""
     _REGISTRY.clear()
+
+
+def _schemes() -> list[str]:
+    return sorted(get_registry().sources)
+
+
+# load_dataset("scheme:rest") reads through the registry (the data layer cannot import it).
+sources.use_resolver((lambda scheme: get_registry().dataset_source(scheme), _schemes))
 
 
 def distribution_version(name: str) -> str | None:

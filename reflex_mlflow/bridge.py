@@ -1,4 +1,4 @@
-"""The bridge between MLflow's ``optimize_prompts`` and a reflex run (:mod:`reflex_mlflow.optimizer`).
+"""Between MLflow's ``optimize_prompts`` and a reflex run (:mod:`reflex_mlflow.optimizer`).
 
 MLflow hands an optimizer ``eval_fn(candidates, records)``: it patches the candidate template
 into every ``PromptVersion``, calls the user's ``predict_fn`` on each record's inputs and scores
@@ -86,8 +86,8 @@ class PromptForm:
         JSON message list for a chat prompt, the text for a text prompt (its demo turns, if a
         strategy added some, before it as plain paragraphs)."""
         messages = saved_template(candidate)
-        if messages is None:  # the guard keeps candidates templates; a plain text stays text
-            return candidate if not self.chat else json.dumps([{"role": "user", "content": candidate}])
+        if messages is None:  # the guard keeps candidates templates: never reached in a run
+            raise ConfigurationError(f"not a chat template's string form: {candidate[:80]!r}")
         if self.chat:
             return json.dumps(messages, ensure_ascii=False)
         return "\n\n".join(m["content"] for m in messages)
@@ -198,7 +198,7 @@ class Bridge:
     rows: Mapping[str, Mapping[str, Any]]
     serial: Serial
 
-    def __call__(self, prompt: str, input: str, *, example: Example) -> dict[str, object]:  # noqa: A002
+    def __call__(self, prompt: str, input: str, *, example: Example) -> dict[str, object]:
         record = self.rows[example.id]
         candidate = self.form.mlflow_template(prompt)
         result = self.serial.evaluate({self.form.name: candidate}, record)
@@ -236,7 +236,7 @@ class MlflowScorers:
             return Score(0.0, error="no MLflow scorer verdict in the row's trace")
         value = verdict.get("score")
         if value is None:
-            return Score(0.0, error="no scorer: pass scorers=[...] to mlflow.genai.optimize_prompts")
+            return Score(0.0, error="no scorer: pass scorers=[...] to optimize_prompts")
         if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
             return Score(
                 0.0,

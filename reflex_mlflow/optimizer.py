@@ -73,7 +73,7 @@ class Builder(Protocol):
     def run(self, prompt: Any, callbacks: Sequence[Any] = ()) -> OptimizationResult: ...
 
 
-class ReflexPromptOptimizer(BasePromptOptimizer):  # type: ignore[misc]
+class ReflexPromptOptimizer(BasePromptOptimizer):
     """Optimize an MLflow prompt with reflex: ``optimizer=ReflexPromptOptimizer(builder)``.
 
     ``builder``: a configured ``aevyra_reflex.PromptOptimizer`` (reasoning model, strategy,
@@ -123,7 +123,8 @@ class ReflexPromptOptimizer(BasePromptOptimizer):  # type: ignore[misc]
             .add_metric(MlflowScorers())
         )
         _check_models(builder.build_config())
-        result = builder.run(form.messages, callbacks=[*self.callbacks, *self._tracker(enable_tracking)])
+        callbacks = [*self.callbacks, *self._tracker(enable_tracking)]
+        result = builder.run(form.messages, callbacks=callbacks)
         self.last_result = result
         logger.info("reflex run %s: %d eval_fn call(s)", result.run_id, serial.calls)
         return PromptOptimizerOutput(

@@ -114,6 +114,13 @@ from reflex.checks.failures import (
     failure_counts,
     failure_kind,
 )
+
+# Dataset sources (scheme:rest, the register_dataset_sources hook), a chat template as saved
+# (its demos as fixed turns) and in-process providers: what reflex_mlflow's dataset sources and
+# ReflexPromptOptimizer use (issue 32, items 4-5).
+from reflex.data.demos import saved_template
+from reflex.hookspecs import DatasetReader, DatasetSourceRegistrar
+from reflex.models.providers import register_provider
 from reflex.result import Outcome
 from reflex.toolcalls import ToolCall, parse_answer, render_answer
 from reflex.types import (
@@ -131,13 +138,6 @@ from reflex.types import (
     Screening,
     Strategies,
 )
-
-# Dataset sources (scheme:rest, the register_dataset_sources hook), a chat template as saved
-# (its demos as fixed turns) and in-process providers: what reflex_mlflow's dataset sources and
-# ReflexPromptOptimizer use (issue 32, items 4-5).
-from reflex.data.demos import saved_template
-from reflex.hookspecs import DatasetReader, DatasetSourceRegistrar
-from reflex.models.providers import register_provider
 
 __all__ = [
     "BaseStrategy",

@@ -158,7 +158,8 @@ def load_dataset(
     """
     source: str | None = None
     rows: Iterable[Row]
-    named = read_source(str(path_or_records)) if isinstance(path_or_records, str | PathLike) else None
+    is_path = isinstance(path_or_records, str | PathLike)
+    named = read_source(str(path_or_records)) if is_path else None
     if named is not None:  # a dataset source, scheme:rest (reflex.data.sources)
         source = label = str(path_or_records)
         default_name, records = named

@@ -6,6 +6,10 @@ reads ``reader("qa")``'s records exactly as it reads a list of records: the same
 same checks, each error naming the source and the record's 1-based number. An existing file
 always wins: ``data:v2.jsonl`` on disk is read as that file.
 
+The data layer sits below the plugin registry (which imports the contracts, which name
+``Dataset``), so the registry installs its lookup here when it is imported
+(:func:`use_resolver`); every entry point (the builder, the CLI) imports it.
+
 The reader keeps each row's ``id`` (the source's own record id), so the seeded split of a
 source is the same from one run to the next, whatever order the source lists its rows in.
 """
@@ -14,16 +18,24 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from reflex.errors import DatasetError, ReflexError
-from reflex.plugins import get_registry
 
-__all__ = ["SourceRows", "read_source", "source_name", "split_source"]
+__all__ = ["Resolver", "SourceRows", "read_source", "source_name", "split_source", "use_resolver"]
 
 # A scheme of two or more characters: a one-letter "C:" stays a Windows drive.
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.+)$", re.DOTALL)
 SourceRows = Sequence[Mapping[str, object]]
+Reader = Callable[[str], SourceRows]
+# scheme -> its reader (None: no plugin registered it), and the schemes there are.
+Resolver = tuple[Callable[[str], Reader | None], Callable[[], list[str]]]
+_RESOLVER: list[Resolver] = []
+
+
+def use_resolver(resolver: Resolver) -> None:
+    """Install the lookup of dataset sources (the plugin registry does, at import)."""
+    _RESOLVER[:] = [resolver]
 
 
 def split_source(text: str) -> tuple[str, str] | None:
@@ -47,13 +59,13 @@ def read_source(text: str) -> tuple[str, SourceRows] | None:
     exist either). A reader's own failure is its error, named after the source.
     """
     parts = split_source(text)
-    if parts is None or os.path.lexists(text):
+    if parts is None or not _RESOLVER or os.path.lexists(text):
         return None
     scheme, rest = parts
-    registry = get_registry()
-    reader = registry.dataset_source(scheme)
+    lookup, schemes = _RESOLVER[0]
+    reader = lookup(scheme)
     if reader is None:
-        known = ", ".join(f"{name}:" for name in sorted(registry.sources))
+        known = ", ".join(f"{name}:" for name in schemes())
         hint = f"; dataset sources: {known}" if known else ""
         raise DatasetError(
             f"no such file, and no plugin reads datasets named {scheme}:...{hint}; check "
