@@ -6,7 +6,7 @@ implementation with them, e.g. ``def register_metrics(register: MetricRegistrar)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CallbackFactory",
+    "DatasetReader",
+    "DatasetSourceRegistrar",
     "MetricFactory",
     "MetricRegistrar",
     "OptionRegistrar",
@@ -37,6 +39,10 @@ CallbackFactory = Callable[[dict[str, Any]], Sequence["Callback"]]
 StrategyRegistrar = Callable[[type["Strategy[Any]"]], None]
 MetricRegistrar = Callable[[str, MetricFactory], None]
 OptionRegistrar = Callable[[Sequence["click.Parameter"], CallbackFactory], None]
+# Reads the rows of a dataset named ``scheme:rest``: ``reader(rest)`` returns records in any
+# schema ``load_dataset`` takes (each with its stable ``id``), or raises a ReflexError.
+DatasetReader = Callable[[str], Sequence[Mapping[str, object]]]
+DatasetSourceRegistrar = Callable[[str, DatasetReader], None]
 
 
 @hookspec
@@ -57,3 +63,9 @@ def register_optimize_options(register: OptionRegistrar) -> None:
 @hookspec
 def register_commands(cli: click.Group) -> None:
     """Add commands to the ``aevyra-reflex`` click group."""
+
+
+@hookspec
+def register_dataset_sources(register: DatasetSourceRegistrar) -> None:
+    """Register dataset sources: ``register(scheme, reader)``; a dataset given as
+    ``scheme:rest`` (``mlflow:qa``) is read as ``reader(rest)``'s records."""

@@ -18,9 +18,12 @@ import pluggy
 from pydantic import BaseModel, ValidationError
 
 from reflex import hookspecs
+from reflex.data import sources
 from reflex.errors import ConfigurationError, PluginError
 from reflex.hookspecs import (
     CallbackFactory,
+    DatasetReader,
+    DatasetSourceRegistrar,
     MetricFactory,
     MetricRegistrar,
     OptionRegistrar,
@@ -53,6 +56,7 @@ class PluginInfo:
     metrics: list[str] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
     commands: bool = False
+    dataset_sources: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +67,7 @@ class PluginInfo:
             "metrics": self.metrics,
             "options": self.options,
             "commands": self.commands,
+            "dataset_sources": self.dataset_sources,
         }
 
 
@@ -86,6 +91,7 @@ class Registry:
         self.strategies: dict[str, tuple[str, type[Strategy[Any]]]] = {}
         self.metrics: dict[str, tuple[str, MetricFactory]] = {}
         self.option_groups: list[OptionGroup] = []
+        self.sources: dict[str, tuple[str, DatasetReader]] = {}
         self.info: dict[str, PluginInfo] = {}
 
     def load(self) -> Registry:
@@ -111,7 +117,7 @@ class Registry:
         self._collected = False
 
     def _collect(self) -> None:
-        self.strategies, self.metrics, self.option_groups = {}, {}, []
+        self.strategies, self.metrics, self.option_groups, self.sources = {}, {}, [], {}
         self.info = {name: PluginInfo(name=name) for name, _ in self.pm.list_name_plugin()}
         for plugin_name, dist in self.pm.list_plugin_distinfo():
             info = self.info[self.pm.get_name(plugin_name) or ""]
@@ -122,6 +128,8 @@ class Registry:
             impl.function(register=self._metric_registrar(impl.plugin_name))
         for impl in self.pm.hook.register_optimize_options.get_hookimpls():
             impl.function(register=self._option_registrar(impl.plugin_name))
+        for impl in self.pm.hook.register_dataset_sources.get_hookimpls():
+            impl.function(register=self._source_registrar(impl.plugin_name))
         for impl in self.pm.hook.register_commands.get_hookimpls():
             self.info[impl.plugin_name].commands = True
         self._collected = True
@@ -158,6 +166,24 @@ class Registry:
             self.info[plugin].options.extend(str(getattr(o, "opts", [o])[0]) for o in options)
 
         return register
+
+    def _source_registrar(self, plugin: str) -> DatasetSourceRegistrar:
+        def register(scheme: str, reader: DatasetReader) -> None:
+            if scheme in self.sources:
+                raise PluginError(
+                    f"dataset source {scheme!r} is registered by both plugin "
+                    f"{self.sources[scheme][0]!r} and plugin {plugin!r}"
+                )
+            self.sources[scheme] = (plugin, reader)
+            self.info[plugin].dataset_sources.append(scheme)
+
+        return register
+
+    def dataset_source(self, scheme: str) -> DatasetReader | None:
+        """The reader of datasets named ``scheme:...``; None when no plugin registered it."""
+        self.load()
+        entry = self.sources.get(scheme)
+        return entry[1] if entry is not None else None
 
     def strategy(self, name: str) -> type[Strategy[Any]]:
         self.load()
@@ -249,6 +275,14 @@ def unregister_plugin(name: str) -> None:
 def reset_registry() -> None:
     """Forget every in-process registration (the next call reloads entry points)."""
     _REGISTRY.clear()
+
+
+def _schemes() -> list[str]:
+    return sorted(get_registry().sources)
+
+
+# load_dataset("scheme:rest") reads through the registry (the data layer cannot import it).
+sources.use_resolver((lambda scheme: get_registry().dataset_source(scheme), _schemes))
 
 
 def distribution_version(name: str) -> str | None:

@@ -1,7 +1,9 @@
-"""MLflow adapter: ``MLflowCallback`` and the ``--mlflow`` options of ``aevyra-reflex optimize``.
+"""MLflow adapter: ``MLflowCallback``, the ``--mlflow`` options of ``aevyra-reflex optimize``,
+``ReflexPromptOptimizer`` (reflex inside ``mlflow.genai.optimize_prompts``) and the ``mlflow:`` /
+``mlflow-traces:`` dataset sources.
 
-``MLflowCallback`` loads lazily, so the CLI can list the options (``reflex_mlflow.cli``) without
-importing mlflow; the callback module itself imports mlflow at its top.
+Both classes load lazily, so the CLI can list the options (``reflex_mlflow.cli``) without
+importing mlflow; their modules import mlflow at their top.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reflex_mlflow.callback import MLflowCallback
+    from reflex_mlflow.optimizer import ReflexPromptOptimizer
 
-__all__ = ["MLflowCallback"]
+__all__ = ["MLflowCallback", "ReflexPromptOptimizer"]
 
 
 def __getattr__(name: str) -> Any:
@@ -19,4 +22,8 @@ def __getattr__(name: str) -> Any:
         from reflex_mlflow.callback import MLflowCallback
 
         return MLflowCallback
+    if name == "ReflexPromptOptimizer":
+        from reflex_mlflow.optimizer import ReflexPromptOptimizer
+
+        return ReflexPromptOptimizer
     raise AttributeError(f"module 'reflex_mlflow' has no attribute {name!r}")

@@ -6,7 +6,7 @@ imported (through the callback) when a run actually asks for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,9 +15,15 @@ from reflex.api import ConfigurationError, hookimpl
 from reflex.api.tracking import parse_tag_pairs, wanted
 
 if TYPE_CHECKING:
-    from reflex.api import Callback
+    from reflex.api import Callback, DatasetSourceRegistrar
 
-__all__ = ["OPTIONS", "register_optimize_options", "tag_option", "to_callbacks"]
+__all__ = [
+    "OPTIONS",
+    "register_dataset_sources",
+    "register_optimize_options",
+    "tag_option",
+    "to_callbacks",
+]
 
 
 def tag_option(flag: str, tracker: str) -> click.Option:
@@ -108,3 +114,25 @@ def to_callbacks(values: dict[str, Any]) -> list[Callback]:
 @hookimpl
 def register_optimize_options(register: Callable[..., None]) -> None:
     register(OPTIONS, to_callbacks)
+
+
+def _mlflow_reader(name: str) -> Callable[[str], Sequence[Mapping[str, object]]]:
+    """A dataset reader that imports MLflow (and reflex_mlflow.datasets) only when it reads."""
+
+    def read(rest: str) -> Sequence[Mapping[str, object]]:
+        try:
+            from reflex_mlflow import datasets
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"a dataset from MLflow needs MLflow ({exc}): pip install 'aevyra-reflex[mlflow]'"
+            ) from None
+        reader: Callable[[str], Sequence[Mapping[str, object]]] = getattr(datasets, name)
+        return reader(rest)
+
+    return read
+
+
+@hookimpl
+def register_dataset_sources(register: DatasetSourceRegistrar) -> None:
+    register("mlflow", _mlflow_reader("read_evaluation_dataset"))
+    register("mlflow-traces", _mlflow_reader("read_traces"))

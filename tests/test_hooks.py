@@ -9,10 +9,21 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import click
+import pytest
 from click.testing import CliRunner
 from pydantic import BaseModel, ConfigDict
 
-from reflex import Example, PromptOptimizer, Score, hookimpl
+from reflex import (
+    ConfigurationError,
+    DatasetError,
+    Example,
+    PluginError,
+    PromptOptimizer,
+    Score,
+    hookimpl,
+    load_dataset,
+)
+from reflex.api import DatasetSourceRegistrar
 from reflex.cli import build_cli
 from reflex.plugins import get_registry
 from reflex.testing import FakeModel, RecordingCallback
@@ -148,6 +159,36 @@ def test_hook_register_optimize_options(
     result = CliRunner().invoke(cli, [*args, "--record"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert [c.hooks[-1] for c in OptionsPlugin.created] == ["on_run_end"]
+
+
+class SourcePlugin:
+    @hookimpl
+    def register_dataset_sources(self, register: DatasetSourceRegistrar) -> None:
+        def read(rest: str) -> list[dict[str, str]]:
+            if rest == "missing":
+                raise ConfigurationError("memo:missing: no such memo")
+            return [{"id": f"m{i}", "input": f"{rest} {i}", "ideal": rest} for i in range(4)]
+
+        register("memo", read)
+
+
+def test_hook_register_dataset_sources(
+    register_plugin: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register_plugin(SourcePlugin(), name="memo-plugin")
+    data = load_dataset("memo:hello")
+    assert (data.name, data.source, data.ids) == ("hello", "memo:hello", ["m0", "m1", "m2", "m3"])
+    assert data[2].input == "hello 2" and data[2].ideal == "hello"
+    with pytest.raises(ConfigurationError, match=r"^memo:missing: no such memo$"):
+        load_dataset("memo:missing")
+    with pytest.raises(DatasetError, match=r"no plugin reads datasets named other:.*memo:"):
+        load_dataset("other:x")
+    with pytest.raises(PluginError, match="dataset source 'memo' is registered by both"):
+        register_plugin(SourcePlugin(), name="memo-again")
+    # A file of that name wins over the source.
+    monkeypatch.chdir(tmp_path)
+    Path("memo:hello").write_text('{"id": "f", "input": "file", "ideal": "x"}\n')
+    assert load_dataset("memo:hello").ids == ["f"]
 
 
 def test_hook_register_commands(register_plugin: Any) -> None:

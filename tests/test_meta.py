@@ -39,6 +39,7 @@ def _hookspecs() -> list[str]:
 def test_there_are_hooks() -> None:
     assert _hookspecs() == [
         "register_commands",
+        "register_dataset_sources",
         "register_metrics",
         "register_optimize_options",
         "register_strategies",

@@ -423,4 +423,5 @@ def test_plugins_command_json() -> None:
         "metrics": ["length_ok"],
         "options": [],
         "commands": False,
+        "dataset_sources": [],
     }

@@ -10,13 +10,17 @@ Everything a plugin needs is here, typed:
   :class:`Screening`, :class:`Phases`, :class:`Judging`, :class:`Strategies`),
   :class:`Callback` (lifecycle hooks for trackers; :class:`EvalLabel` names an evaluation);
 - **hooks**: ``hookimpl`` and the registrar types each hook receives
-  (:data:`StrategyRegistrar`, :data:`MetricRegistrar`, :data:`OptionRegistrar`);
+  (:data:`StrategyRegistrar`, :data:`MetricRegistrar`, :data:`OptionRegistrar`,
+  :data:`DatasetSourceRegistrar` with its :data:`DatasetReader`: a dataset named ``scheme:rest``);
+- **providers**: :func:`register_provider` (``name/<model>`` answered by an in-process LiteLLM
+  ``CustomLLM``);
 - **records**: :class:`Example`, :class:`Score`, :class:`EvalSnapshot`, :class:`Sample`,
   :class:`IterationRecord`, :class:`OptimizationResult`, :class:`RunConfig`, :class:`Dataset`,
   :class:`PromptSpec`, :class:`PairOutcome`;
 - **demos as chat turns**: :func:`render_chat_demos` writes the ``Examples (as chat turns):``
   section (:data:`CHAT_DEMOS_HEADER`) that the evaluator sends as user/assistant turns, and
-  :func:`split_chat_demos` reads it back;
+  :func:`split_chat_demos` reads it back; :func:`saved_template` is a chat template's candidate
+  as the list of messages to save (its demos as fixed turns);
 - **tool calls as answer text**: :class:`ToolCall`, :func:`parse_answer` (an answer's content and
   calls), :func:`render_answer` (its inverse), from :mod:`reflex.toolcalls`;
 - **errors**: :class:`ReflexError`, :class:`ConfigurationError`, :class:`BudgetExhausted`;
@@ -110,6 +114,13 @@ from reflex.checks.failures import (
     failure_counts,
     failure_kind,
 )
+
+# Dataset sources (scheme:rest, the register_dataset_sources hook), a chat template as saved
+# (its demos as fixed turns) and in-process providers: what reflex_mlflow's dataset sources and
+# ReflexPromptOptimizer use (issue 32, items 4-5).
+from reflex.data.demos import saved_template
+from reflex.hookspecs import DatasetReader, DatasetSourceRegistrar
+from reflex.models.providers import register_provider
 from reflex.result import Outcome
 from reflex.toolcalls import ToolCall, parse_answer, render_answer
 from reflex.types import (
@@ -140,6 +151,8 @@ __all__ = [
     "Components",
     "ConfigurationError",
     "Dataset",
+    "DatasetReader",
+    "DatasetSourceRegistrar",
     "EvalLabel",
     "EvalSnapshot",
     "Example",
@@ -191,9 +204,11 @@ __all__ = [
     "parse_prompts",
     "parse_proposal",
     "placeholders",
+    "register_provider",
     "render",
     "render_answer",
     "render_chat_demos",
+    "saved_template",
     "split_chat_demos",
     "system_prompt",
     "tagged",

@@ -34,6 +34,9 @@ def _plugins_command() -> click.Command:
                 f"metrics: {', '.join(info.metrics)}" if info.metrics else "",
                 f"options: {', '.join(info.options)}" if info.options else "",
                 "commands" if info.commands else "",
+                f"datasets: {', '.join(s + ':' for s in info.dataset_sources)}"
+                if info.dataset_sources
+                else "",
             ]
             click.echo(f"{info.name} ({where})  " + "; ".join(p for p in parts if p))
 

@@ -22,6 +22,7 @@ from typing import Any
 from reflex.data.json_types import JSONDict
 from reflex.data.readers import MAX_RECORD_BYTES, FrameLike, Row, Where, frame_rows, iter_file
 from reflex.data.records import canonical, parse_any, parse_bound, parse_plain, record_id
+from reflex.data.sources import read_source
 from reflex.data.templates import value_text
 from reflex.data.tool_rows import check_offered, not_offered, tool_name
 from reflex.errors import ConfigurationError, DatasetError
@@ -144,7 +145,8 @@ def load_dataset(
     variables: Mapping[str, str] | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> Dataset:
-    """Load a dataset from a file (.jsonl/.json/.csv), a list of dicts or a pandas DataFrame.
+    """Load a dataset from a file (.jsonl/.json/.csv), a list of dicts or a pandas DataFrame,
+    or a dataset source a plugin reads (``mlflow:NAME``: :mod:`reflex.data.sources`).
 
     ``input_field`` names the input field (the record is then read as plain ``input``);
     ``output_field`` names the reference field in any schema. ``variables`` (a chat template's
@@ -156,7 +158,13 @@ def load_dataset(
     """
     source: str | None = None
     rows: Iterable[Row]
-    if isinstance(path_or_records, (str, PathLike)):
+    is_path = isinstance(path_or_records, str | PathLike)
+    named = read_source(str(path_or_records)) if is_path else None
+    if named is not None:  # a dataset source, scheme:rest (reflex.data.sources)
+        source = label = str(path_or_records)
+        default_name, records = named
+        rows = list(enumerate(records, start=1))
+    elif isinstance(path_or_records, (str, PathLike)):
         path = Path(path_or_records)
         source = label = str(path)
         rows, default_name = iter_file(path, label, input_field), path.stem

@@ -15,7 +15,13 @@ A pipeline file defines ``run`` (or ``pipeline``; ``file.py:name`` picks another
   (cached, counted under "task", within ``max_workers``). ``model`` picks another model with the
   same decoding parameters; ``step`` records the call as a named trace step. ``messages`` may be
   one string (sent as a user message). In an ``async def`` pipeline, ``await call(...)``.
-  The function may also take only ``(prompt, input)``.
+  The function may also take only ``(prompt, input)``. A keyword-only ``example`` parameter
+  (``def run(prompt, input, call, *, example)``) receives the dataset row itself
+  (:class:`~reflex.types.Example`: its ``id``, ``variables``, ``metadata``, ``ideal``).
+- With a chat template (:mod:`reflex.data.templates`), ``prompt`` is the candidate template's
+  string form, placeholders unfilled, and ``input`` the row's variables as a JSON line: the
+  pipeline renders it itself (``reflex.prompt_messages(prompt, example)`` does it as a plain
+  run would).
 - It returns the final output (a ``str``), a :class:`Trace`, a dict ``{"output", "steps"}``
   or a tuple ``(output, steps)``; each step is ``{"name", "input", "output"}`` (or a
   :class:`Step`, or a 3-tuple). Without returned steps, the ``step=`` calls form the trace.
@@ -122,6 +128,7 @@ class Pipeline:
     name: str
     sha256: str | None
     takes_call: bool = True
+    takes_example: bool = False
 
     @property
     def is_async(self) -> bool:
@@ -144,7 +151,9 @@ def pipeline_from_function(fn: Callable[..., object], where: str | None = None) 
             f"{name}: the pipeline takes {len(positional)} argument(s); "
             "define it as run(prompt, input, call) or run(prompt, input)"
         )
-    return Pipeline(fn, name, _source_hash(fn), takes_call=varargs or len(positional) == 3)
+    example = any(p.name == "example" and p.kind == p.KEYWORD_ONLY for p in params)
+    takes_call = varargs or len(positional) == 3
+    return Pipeline(fn, name, _source_hash(fn), takes_call=takes_call, takes_example=example)
 
 
 def load_pipeline(target: str | Path) -> Pipeline:

@@ -86,8 +86,6 @@ class DataSide(SettingsBuilder):
             if self._missing_input is not None:
                 raise self._missing_input
             return
-        if self._pipeline is not None:
-            raise ConfigurationError("a chat template cannot be used with a pipeline")
         fields = row_fields(spec.variables, spec.names, self._config.variables)
         check_editable(spec.names, self._config.rewrite_messages)
         if self._dataset_source is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import itertools
 import json
@@ -116,16 +117,20 @@ class PipelineRunner:
         self, prompt: Prompt, spec: ModelSpec, example: Example, outcome: PipelineOutcome
     ) -> object:
         fn, takes_call = self.pipeline.fn, self.pipeline.takes_call
+        row = {"example": example} if self.pipeline.takes_example else {}
         if inspect.iscoroutinefunction(fn):  # Pipeline.is_async, asked here so fn is awaitable
             async_call = self._async_call(spec, outcome)
             try:
-                return await fn(*(prompt, example.input, async_call)[: 3 if takes_call else 2])
+                args = (prompt, example.input, async_call)[: 3 if takes_call else 2]
+                return await fn(*args, **row)
             except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
                 # Past this task a SystemExit would stop the event loop itself: the run hung.
                 raise UserCodeExit(exc) from exc
         call = self._sync_call(spec, outcome)
         return await _in_thread(
-            fn, (prompt, example.input, call)[: 3 if takes_call else 2], example.id
+            functools.partial(fn, **row),
+            (prompt, example.input, call)[: 3 if takes_call else 2],
+            example.id,
         )
 
     def _async_call(
