@@ -31,13 +31,11 @@ def test_rows_without_input_wait_for_a_template_and_bind_to_its_variables(tmp_pa
     assert [e.variables for e in side._rows()] == [{"word": w} for w in ("great", "fine", "bad")]
 
 
-def test_a_template_names_a_message_that_is_not_one_or_meets_a_pipeline() -> None:
+def test_a_template_names_a_message_that_is_not_one() -> None:
     side = DataSide().set_dataset(ROWS, input_field="w").set_rewrite_messages("nope")
     with pytest.raises(ConfigurationError, match="--rewrite-messages nope: not a message"):
         side.bind_template(prompt_spec(TEMPLATE))
     piped = DataSide().set_inputs(["a", "b"]).set_pipeline(lambda prompt, text, call: text)
-    with pytest.raises(ConfigurationError, match="cannot be used with a pipeline"):
-        piped.bind_template(prompt_spec(TEMPLATE))
     piped.bind_template(prompt_spec("plain"))  # no template: nothing to bind, no error
 
 
