@@ -322,18 +322,6 @@ TEST_PREFIXES = {"reflex": "", "strategies": "", "metrics": "metric_"} | {
 }
 WITHOUT_TEST_FILE = frozenset(
     {
-        "metrics/_text.py",
-        "metrics/_values.py",
-        "metrics/bleu.py",
-        "metrics/chrf.py",
-        "metrics/contains.py",
-        "metrics/exact_match.py",
-        "metrics/f1.py",
-        "metrics/judge.py",
-        "metrics/length.py",
-        "metrics/numeric.py",
-        "metrics/regex.py",
-        "metrics/rouge.py",
         "reflex/api/tracking.py",
         "reflex/callbacks/tracking.py",
         "reflex/checks/isolation.py",
