@@ -329,7 +329,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/checks/versions.py",
         "reflex/cli/args.py",
         "reflex/cli/build.py",
-        "reflex/cli/common.py",
         "reflex/cli/docgen.py",
         "reflex/cli/help.py",
         "reflex/cli/judge_check.py",
@@ -378,7 +377,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/run/session.py",
         "reflex/run/split_check.py",
         "reflex/run/start.py",
-        "reflex/run/stopping.py",
         "reflex/run/store.py",
         "reflex/run/trackers.py",
         "reflex/testing/chat.py",
@@ -395,17 +393,9 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex_mlflow/views.py",
         "reflex_wandb/cli.py",
         "reflex_wandb/offline.py",
-        "strategies/_common.py",
-        "strategies/_evidence.py",
         "strategies/_gepa_plan.py",
-        "strategies/_layout.py",
         "strategies/_merge.py",
         "strategies/_pareto.py",
-        "strategies/_ranking.py",
-        "strategies/_rows.py",
-        "strategies/fewshot.py",
-        "strategies/instructions.py",
-        "strategies/iterative.py",
     }
 )
 
