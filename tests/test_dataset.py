@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from reflex.data import dataset as ds
 from reflex.data.dataset import Dataset, load_dataset
 from reflex.errors import DatasetError
 from reflex.types import Example
@@ -467,3 +469,34 @@ def test_record_list_errors_name_record_number() -> None:
 def test_nothing_half_loaded(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "h.jsonl", [{"input": str(i)} for i in range(50)] + [{"x": 1}])
     assert f"{path}:51:" in load_error(path)
+
+
+def test_bad_plain_records_still_get_the_general_error() -> None:
+    with pytest.raises(DatasetError, match="field 'id' must be a non-empty string"):
+        ds.load_dataset([{"id": "", "input": "q"}])
+    with pytest.raises(DatasetError, match=r":2: duplicate id 'a' \(also on line 1\)"):
+        ds.load_dataset([{"id": "a", "input": "q"}, {"id": "a", "input": "r"}])
+
+
+def test_collection_is_switched_back_on_after_loading(tmp_path: Path) -> None:
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"id": "a", "input": "q"}\n', encoding="utf-8")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "input": "q"}\n{broken\n', encoding="utf-8")
+    assert gc.isenabled()
+    assert len(ds.load_dataset(good)) == 1
+    assert gc.isenabled()
+    with pytest.raises(DatasetError, match=":2: "):
+        ds.load_dataset(bad)
+    assert gc.isenabled()
+
+
+def test_a_split_keeps_ids_and_lookups(tmp_path: Path) -> None:
+    from reflex.data.splits import split_dataset
+
+    data = ds.load_dataset([{"id": f"r{i}", "input": f"q{i}"} for i in range(50)])
+    split = split_dataset(data, train=0.6, val=0.2, seed=3)
+    for part in (split.train, split.val, split.test):
+        assert [part.by_id(i).id for i in part.ids] == part.ids
+        assert part.source == data.source
+    assert sorted(split.train.ids + split.val.ids + split.test.ids) == sorted(data.ids)

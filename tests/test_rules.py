@@ -18,7 +18,6 @@ from reflex.result import OptimizationResult
 from reflex.testing import FakeModel, FakeRequest
 from reflex.toolcalls import ToolCall, render_answer
 from reflex.types import Example
-from reflex_strategies._evidence import Evidence, choose_axis
 from reflex_strategies._rules import (
     JSON_FORMAT,
     TOOL_FORMAT,
@@ -94,29 +93,6 @@ def test_instructions_uses_the_rules_for_tool_tasks_and_labels_for_others() -> N
     assert len(instruction_candidates(tool_rows(), SEED, options)) == 2
     labels = [example(i, "yes" if i % 2 else "no") for i in range(6)]
     assert "The answer is one of: no, yes." in instruction_candidates(labels, SEED, options)[0][1]
-
-
-def evidence(**changes: Any) -> Evidence:
-    values: dict[str, Any] = {
-        "labels": True,
-        "references": 1.0,
-        "format_failures": 0.0,
-        "content_failures": 0.0,
-        "remaining_iterations": 10,
-        "remaining_calls": None,
-        "calls_per_iteration": 16,
-        "min_calls_per_iteration": 12,
-    }
-    return Evidence(**{**values, **changes})
-
-
-def test_wrong_values_favour_demos_and_wrong_functions_the_rules() -> None:
-    axes = ["instructions", "fewshot"]
-    assert choose_axis(evidence(), [], axes) == "instructions"
-    values = evidence(content_failures=0.6, value_failures=0.6)
-    assert choose_axis(values, [], axes) == "fewshot"
-    functions = evidence(content_failures=0.6, wrong_function=0.6)
-    assert choose_axis(functions, [], axes) == "instructions"
 
 
 # --- runs ---------------------------------------------------------------------------------------

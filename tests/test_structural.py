@@ -10,16 +10,10 @@ import pytest
 from conftest import make_rows
 
 from reflex import ConfigurationError, OptimizationResult, PromptOptimizer
-from reflex.api import split_chat_demos
 from reflex.testing import FakeModel, FakeRequest
-from reflex_strategies._layout import TRANSFORMS, apply_transform, parse_parts
+from reflex_strategies._layout import TRANSFORMS
 
 START = "You are a film critic. Classify the sentiment. Do not explain. Answer with one word."
-BODY = (
-    "You are a film critic.\nPlease classify the sentiment.\n\nDo not explain.\n"
-    "Answer with one word."
-)
-RICH = BODY + "\n\nExamples:\n\nInput: nice film\nOutput: positive"
 ANSWERS = {row["input"]: row["ideal"] for row in make_rows(60)}
 
 
@@ -51,29 +45,6 @@ def builder(run_dir: Path, **options: Any) -> PromptOptimizer:
         .set_run_dir(run_dir)
         .configure(max_iterations=4, early_stopping_patience=None, batch_size=6)
     )
-
-
-@pytest.mark.parametrize("name", list(TRANSFORMS))
-def test_every_transform_keeps_content_and_changes_layout(name: str) -> None:
-    out = apply_transform(name, RICH)
-    assert out != RICH
-    assert out.endswith("Examples:\n\nInput: nice film\nOutput: positive")  # demos verbatim
-    before, after = parse_parts(RICH), parse_parts(out)
-    assert after.tail == before.tail
-    if name == "flat_minimal":  # one paragraph, filler words dropped
-        assert out.startswith("You are a film critic. Classify the sentiment. Do not explain.")
-    else:
-        assert after == before  # every sentence kept, in its kind, nothing invented
-
-
-def test_transforms_are_distinct_and_compose() -> None:
-    outputs = {name: apply_transform(name, RICH) for name in TRANSFORMS}
-    assert len(set(outputs.values())) == len(TRANSFORMS)
-    twice = apply_transform("xml_tags", outputs["markdown_headers"])
-    assert twice == outputs["xml_tags"]
-    assert "## Output format\nAnswer with one word." in outputs["markdown_headers"]
-    assert "<constraints>\nDo not explain.\n</constraints>" in outputs["xml_tags"]
-    assert "1. Read the input carefully." in outputs["decomposed_steps"]
 
 
 def test_untried_transforms_first_and_winner_adopted(tmp_path: Path) -> None:
@@ -131,11 +102,3 @@ def test_options_reject_unknown_transform(tmp_path: Path) -> None:
     FakeModel(layout_task("x")).install()
     with pytest.raises(ConfigurationError, match="unknown transform"):
         builder(tmp_path, transforms=["upside_down"]).run(START)
-
-
-@pytest.mark.parametrize("name", list(TRANSFORMS))
-def test_every_transform_keeps_chat_turn_demos_verbatim_at_the_end(name: str) -> None:
-    tail = "Examples (as chat turns):\n\nInput: nice film\nOutput: positive"
-    out = apply_transform(name, f"{BODY}\n\n{tail}")
-    assert out.endswith(tail) and out.count("Input: ") == 1
-    assert split_chat_demos(out) == (out[: -len(tail)].strip(), [("nice film", "positive")])
