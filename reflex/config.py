@@ -39,22 +39,28 @@ __all__ = [
 
 
 class BudgetConfig(BaseModel):
-    """Limits checked before work starts; ``None`` means unlimited.
-
-    The names are the CLI's (``--max-calls`` is ``max_calls``) and the builder's
-    (``set_budget(max_calls=...)``). A config.json written before the task-call limit had that
-    name holds ``max_metric_calls``: it is read as ``max_calls`` (and written back so).
-    """
+    """Limits checked before work starts; ``None`` means unlimited. The names are the CLI's
+    (``--max-calls`` is ``max_calls``) and the builder's (``set_budget(max_calls=...)``); an older
+    config.json's ``max_metric_calls`` is read as ``max_calls`` (and written back so)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # Paid task-model calls (every call a pipeline makes); judge and reasoning calls not.
-    max_calls: int | None = Field(default=None, gt=0)
-    max_reasoning_calls: int | None = Field(default=None, gt=0)
-    # Every paid call of every role (task, judge, reasoning); max_calls counts task calls.
-    max_total_calls: int | None = Field(default=None, gt=0)
-    max_cost: float | None = Field(default=None, gt=0)
-    max_seconds: float | None = Field(default=None, gt=0)
+    max_calls: int | None = Field(
+        default=None,
+        gt=0,
+        description="Budget: paid task-model calls (every call a pipeline makes; cache hits are "
+        "free); judge and reasoning calls are not counted here.",
+    )
+    max_reasoning_calls: int | None = Field(
+        default=None, gt=0, description="Budget: reasoning-model calls."
+    )
+    max_total_calls: int | None = Field(
+        default=None,
+        gt=0,
+        description="Budget: every paid call of every role (task, judge, reasoning).",
+    )
+    max_cost: float | None = Field(default=None, gt=0, description="Budget: dollars.")
+    max_seconds: float | None = Field(default=None, gt=0, description="Budget: wall-clock seconds.")
 
     @model_validator(mode="before")
     @classmethod
@@ -114,14 +120,24 @@ class BaseRunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     models: list[str] = Field(default_factory=list)
-    api_base: str | None = Field(default=None, repr=False)  # may hold credentials
+    api_base: str | None = Field(  # may hold credentials
+        default=None, repr=False, description="API base URL for the task model(s)."
+    )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Task-model temperature.")
-    max_tokens: int | None = Field(default=None, gt=0)
-    reasoning_model: str | None = None
-    reasoning_base_url: str | None = Field(default=None, repr=False)
+    max_tokens: int | None = Field(
+        default=None, gt=0, description="Task-model output limit (tokens)."
+    )
+    reasoning_model: str | None = Field(
+        default=None, description="Reasoning model as provider/model."
+    )
+    reasoning_base_url: str | None = Field(
+        default=None, repr=False, description="API base URL for the reasoning model."
+    )
     reasoning_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
-    # Model family the prompt was written for: reasoning prompts then add migration guidance.
-    source_model: str | None = None
+    source_model: str | None = Field(
+        default=None,
+        description="Model the prompt was written for: adds migration guidance for the task model.",
+    )
     # Reasoning-prompt templates overridden for this run, by name (see reflex.judging.reasoning).
     reasoning_templates: dict[str, str] = Field(default_factory=dict)
     feedback_field: str | None = Field(
@@ -147,19 +163,29 @@ class BaseRunConfig(BaseModel):
     # None: 5, or with budget.max_calls, as many candidates as the search budget pays a val
     # pass for (at least 5); resolved by the engine once the splits are known.
     max_iterations: int | None = Field(default=None, ge=0)
-    score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    score_threshold: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Stop once the best val score reaches this."
+    )
     train_split: float = Field(default=0.6, gt=0.0, lt=1.0)
-    val_split: float = Field(default=0.2, ge=0.0, lt=1.0)
-    group_key: str | None = None
+    val_split: float = Field(
+        default=0.2, ge=0.0, lt=1.0, description="Fraction of rows held out for validation."
+    )
+    group_key: str | None = Field(
+        default=None, description="Metadata key whose rows stay in one split."
+    )
     seed: int = 0
     batch_size: int = Field(default=8, gt=0, description="Train rows per iteration (minibatch).")
     early_stopping_patience: int | None = Field(default=3, gt=0)
     max_workers: int = Field(
         default=8, gt=0, description="Model calls in flight at once, across the whole run."
     )
-    # Seconds without any answer from the provider after which a call that keeps failing stops
-    # retrying (reflex.models.retry.RetryPolicy.progress_window); a time budget ends it sooner.
-    retry_window: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    retry_window: float = Field(  # reflex.models.retry.RetryPolicy.progress_window
+        default=120.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="A call that keeps failing stops retrying once the provider has answered "
+        "nothing for this long (seconds).",
+    )
     max_response_mb: float = Field(  # see reflex.models.body_limit
         default=16.0,
         gt=0,
@@ -179,23 +205,40 @@ class BaseRunConfig(BaseModel):
     # (self-hosted and unpriced models then have a cost, and max_cost binds on them).
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     run_dir: str = ".reflex"
-    # Folders the run creates under run_dir: private (0700, files 0600), or group-readable
-    # (0750, files 0640) for a team's shared folder; existing folders keep their mode.
-    shared_run_dir: bool = False
+    shared_run_dir: bool = Field(  # existing folders keep their mode
+        default=False,
+        description="Make the folders a run creates group-readable (0750, files 0640), for a "
+        "team's shared run directory; by default they are private (0700, files 0600): they "
+        "hold prompts, dataset rows and model answers.",
+    )
     cache_namespace: str = Field(
         default="default", description="Change to ignore earlier cached responses."
     )
     # Beyond one machine (docs/scaling.md): a LiteLLM Router config (the proxy's model_list YAML
     # path, or the mapping itself) and a shared response cache (redis://..., postgresql://...).
-    router_config: str | dict[str, Any] | None = Field(default=None, repr=False)
-    cache_url: str | None = Field(default=None, repr=False)
+    router_config: str | dict[str, Any] | None = Field(
+        default=None,
+        repr=False,
+        description="Spread calls over deployments with a LiteLLM Router (the proxy's "
+        "model_list YAML); a model named like a model_name there (or router/NAME) goes "
+        "through it.",
+    )
+    cache_url: str | None = Field(
+        default=None,
+        repr=False,
+        description="A response cache shared by processes and machines: redis://HOST:6379/0 or "
+        "a SQL database URL (postgresql://USER@HOST/DB). Default: RUN_DIR/cache.sqlite.",
+    )
     prompt_mode: Literal["replace", "prepend"] = "replace"
     # Tools offered with every request (OpenAI function schemas; a row's own ``tools`` replace
     # them), the tool choice (auto, required, none, or a function's name) and the answer format
     # asked for (json_object / json_schema): checked by reflex.data.tool_schemas, sent on every
     # transport, part of the cache key.
     tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
+    tool_choice: str | dict[str, Any] | None = Field(
+        default=None,
+        description="Whether the task model must call a tool, may, must not, or must call NAME.",
+    )
     response_format: dict[str, Any] | None = None
     # Issue 31's guards (reflex.data.tool_text, reflex.run.screening): the tools' function and
     # parameter descriptions as optimizable prompt text; a minibatch check of answer formats.
@@ -221,9 +264,16 @@ class BaseRunConfig(BaseModel):
         description="Seconds per example; a pipeline still running then is scored as failed.",
     )
     trace_metrics: list[str] = Field(default_factory=list)
-    allow_degenerate_seed: bool = False
+    allow_degenerate_seed: bool = Field(
+        default=False,
+        description="Run even if the starting prompt scores the worst value on every row.",
+    )
     # Leakage checks on every candidate (reflex.checks.leakage); strict rejects flagged candidates.
-    strict_leakage: bool = False
+    strict_leakage: bool = Field(
+        default=False,
+        description="Reject a candidate flagged for leakage (8+ words copied from a val/test "
+        "example, or an implausible val gain) instead of only recording the flag.",
+    )
     leakage_min_words: int = Field(default=8, ge=2)
     leakage_gain_margin: float = Field(default=0.15, gt=0.0, le=1.0)
     leakage_gain_ratio: float = Field(default=3.0, ge=1.0)
@@ -313,11 +363,8 @@ class RunConfig(BaseRunConfig):
 
 
 def default(name: str) -> Any:
-    """The default of run setting ``name``, written once: in :class:`BaseRunConfig`'s field.
-
-    The CLI's options, the builder's methods and the standalone defaults of lower layers
-    (``ProviderClient(max_workers=...)``, ``split_dataset(train=...)``) read it from here.
-    """
+    """The default of run setting ``name``, written once: in :class:`BaseRunConfig`'s field (read
+    by the CLI, the builder and lower layers' standalone defaults, ``split_dataset(train=...)``)."""
     return BaseRunConfig.model_fields[name].get_default(call_default_factory=True)
 
 

@@ -20,6 +20,7 @@ from reflex.cli.compare import compare_command
 from reflex.cli.export import ExportArgs, export_command
 from reflex.cli.optimize import make_optimize
 from reflex.cli.options import optimize_params
+from reflex.grid.compare import DEFAULT_SEEDS
 from reflex.plugins import Registry
 
 
@@ -61,7 +62,12 @@ def files(tmp_path: Path) -> dict[str, Path]:
         "pipeline": tmp_path / "pipe.py",
         "rubric": tmp_path / "rubric.txt",
         "template": tmp_path / "template.txt",
+        "router": tmp_path / "router.yaml",
     }
+    paths["router"].write_text(
+        "model_list:\n  - model_name: tagger\n    litellm_params:\n      model: fake/task\n",
+        encoding="utf-8",
+    )
     paths["prompt"].write_text("Classify the sentiment.\n", encoding="utf-8")
     rows = [{"input": r["input"], "ideal": r["ideal"]} for r in make_rows()]
     paths["inputs"].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -75,7 +81,8 @@ def every_option(f: dict[str, Path], tmp_path: Path) -> list[str]:
     """optimize with every option set to a value other than its default."""
     return [
         *[str(f["prompt"]), "-m", "fake/task", "-m", "fake/task2", "--api-base", "http://h:1"],
-        *["--temperature", "0.5", "--max-tokens", "64", "--input-field", "q"],
+        *["--temperature", "0.5", "--max-tokens", "64", "--tool-choice", "auto"],
+        *["--input-field", "q"],
         *["--output-field", "a", "--pipeline-file", str(f["pipeline"])],
         *["--inputs-file", str(f["inputs"]), "--pipeline-timeout", "9.5"],
         *["--score-trace", "contains", "--metric", "exact_match:2", "--metric", "contains:0"],
@@ -94,7 +101,8 @@ def every_option(f: dict[str, Path], tmp_path: Path) -> list[str]:
         *["--max-total-calls", "900", "--price", "fake/task=0.2:0.6", "--retry-window", "30"],
         *["--max-response-mb", "32"],
         *["--cache-namespace", "other", "--run-dir", str(tmp_path / "runs"), "--resume"],
-        "--shared-run-dir",
+        *["--shared-run-dir", "--cache-url", "redis://127.0.0.1:6379/0"],
+        *["--router-config", str(f["router"])],
         *["--resume-from", "abc", "-o", str(tmp_path / "best.md")],
         *["--results-json", str(tmp_path / "r.json"), "-v"],
     ]
@@ -160,6 +168,9 @@ def test_every_setting_reaches_the_builder(files: dict[str, Path], tmp_path: Pat
         "cache_namespace": "other",
         "run_dir": str(tmp_path / "runs"),
         "shared_run_dir": True,
+        "tool_choice": "auto",
+        "cache_url": "redis://127.0.0.1:6379/0",
+        "router_config": str(files["router"]),
     }
     assert {k: getattr(config, k) for k in expected} == expected
     assert config.pipeline == f"{files['pipeline']}:run"
@@ -189,7 +200,8 @@ def test_compare_fixes_the_per_run_options(files: dict[str, Path], tmp_path: Pat
     argv = [str(data), str(files["prompt"]), "-m", "fake/task", "--max-calls", "90"]
     ctx = compare_command.make_context("compare", [*argv, "--strategies", "fewshot, random,"])
     args = CompareArgs.from_params(ctx.params)
-    assert args.strategies == ("fewshot", "random") and args.seeds == 3 and args.out_dir is None
+    assert args.strategies == ("fewshot", "random") and args.out_dir is None
+    assert args.seeds == DEFAULT_SEEDS  # one home: the grid's, read by --seeds and compare()
     assert args.run.strategy == "fewshot" and args.run.max_calls == 90
     assert {k: getattr(args.run, k) for k in COMPARE_FIXED} == COMPARE_FIXED
 

@@ -100,11 +100,30 @@ def test_every_cli_default_is_the_run_config_fields() -> None:
 
 
 def test_a_described_setting_s_help_is_its_description() -> None:
-    options = {str(p.name): p for p in optimize_params() if isinstance(p, click.Option)}
-    described = {n: f.description for n, f in RunConfig.model_fields.items() if f.description}
-    shown = {name: options[name].help for name in described if name in options}
-    assert shown == {name: described[name] for name in shown}
-    assert {"max_workers", "temperature", "overfit_gap"} <= set(shown)
+    options = {
+        CLI_NAMES.get(str(p.name), str(p.name)): p
+        for p in optimize_params()
+        if isinstance(p, click.Option)
+    }
+    described = {
+        n: f.description
+        for model in (RunConfig, BudgetConfig)
+        for n, f in model.model_fields.items()
+        if f.description
+    }
+    shown = {name: options[name].help or "" for name in described if name in options}
+    # The description, then what only the command line says: a note that names another flag.
+    notes = {name: text.removeprefix(described[name]) for name, text in shown.items()}
+    wrong = {
+        name: shown[name]
+        for name, note in notes.items()
+        if note and not (note != shown[name] and note.startswith(" ") and "--" in note)
+    }
+    assert wrong == {}
+    assert {"max_workers", "temperature", "overfit_gap", "score_threshold", "max_calls"} <= set(
+        shown
+    )
+    assert notes["val_split"] == " --val-ratio is the same option."
 
 
 def _flags_named_in_help(command: click.Command) -> list[str]:

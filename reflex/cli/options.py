@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from reflex.cli.common import FiniteFloat, FiniteRange, InputFile, OutputFile, RunDir
-from reflex.config import BaseRunConfig, default, default_strategy
+from reflex.config import BaseRunConfig, BudgetConfig, default_strategy
 from reflex.run.stopping import DEFAULT_ITERATIONS
 
 __all__ = [
@@ -32,15 +32,21 @@ F = TypeVar("F", bound=Callable[..., object])
 DEFAULT_METRIC = "exact_match"
 
 
-def setting(*decls: str, **kwargs: Any) -> click.Option:
+def setting(
+    *decls: str, field: str | None = None, note: str | None = None, **kwargs: Any
+) -> click.Option:
     """An option for the run setting its name gives (``--max-workers``: ``max_workers``, or
-    the identifier among ``decls``): the default is the RunConfig field's, shown by --help, and
-    so is the help text when the field has a description and ``help`` is not given."""
+    the identifier among ``decls``; ``field``: a RunConfig field named otherwise, or a budget's):
+    the default is the field's, shown by --help, and so is the help text when the field has a
+    description and ``help`` is not given; ``note`` follows it (what only the CLI says, e.g. the
+    other flags it works with)."""
     name = next((d for d in decls if d.isidentifier()), None)
-    name = name or next(d for d in decls if d.startswith("--"))[2:].replace("-", "_")
-    value = default(name)
+    name = field or name or next(d for d in decls if d.startswith("--"))[2:].replace("-", "_")
+    known = BaseRunConfig.model_fields.get(name) or BudgetConfig.model_fields[name]
+    value = known.get_default(call_default_factory=True)
     flag = kwargs.get("is_flag", False)
-    kwargs.setdefault("help", BaseRunConfig.model_fields[name].description)
+    text = " ".join(t for t in (known.description, note) if t) or None
+    kwargs.setdefault("help", text)
     return o(list(decls), default=value, show_default=value is not None and not flag, **kwargs)
 
 
@@ -83,9 +89,9 @@ def _inputs() -> list[click.Parameter]:
             required=True,
             help="Task model as provider/model; repeat for several.",
         ),
-        o(["--api-base"], help="API base URL for the task model(s)."),
+        setting("--api-base"),
         setting("--temperature", type=FiniteFloat()),
-        o(["--max-tokens"], type=int, help="Task-model output limit (tokens)."),
+        setting("--max-tokens", type=int),
         o(
             ["--tools", "tools_file"],
             type=InputFile("tools file"),
@@ -93,11 +99,7 @@ def _inputs() -> list[click.Parameter]:
             help="JSON list of OpenAI function schemas offered with every request (a row's "
             "own tools replace them).",
         ),
-        o(
-            ["--tool-choice"],
-            metavar="auto|required|none|NAME",
-            help="Whether the task model must call a tool, may, must not, or must call NAME.",
-        ),
+        setting("--tool-choice", metavar="auto|required|none|NAME"),
         o(
             ["--response-format", "response_format_file"],
             type=InputFile("response format file"),
@@ -176,12 +178,7 @@ def _scoring() -> list[click.Parameter]:
             help="A candidate may not lower METRIC on val by more than TOL (default 0) vs the "
             "start; add the metric with --metric METRIC:0 to report it without optimizing it.",
         ),
-        o(
-            ["--strict-leakage"],
-            is_flag=True,
-            help="Reject a candidate flagged for leakage (8+ words copied from a val/test "
-            "example, or an implausible val gain) instead of only recording the flag.",
-        ),
+        setting("--strict-leakage", is_flag=True),
         setting("--overfit-gap", type=FiniteRange(0.0, 1.0)),
         o(
             ["--slice-by", "slice_by"],
@@ -206,13 +203,9 @@ def _strategy() -> list[click.Parameter]:
             metavar="KEY=VALUE",
             help="Strategy option; repeat for several.",
         ),
-        o(["--reasoning-model"], help="Reasoning model as provider/model."),
-        o(["--reasoning-base-url"], help="API base URL for the reasoning model."),
-        o(
-            ["--source-model"],
-            metavar="PROVIDER/MODEL",
-            help="Model the prompt was written for: adds migration guidance for the task model.",
-        ),
+        setting("--reasoning-model"),
+        setting("--reasoning-base-url"),
+        setting("--source-model", metavar="PROVIDER/MODEL"),
         setting("--feedback-field", metavar="NAME"),
         o(
             ["--reasoning-template", "reasoning_templates"],
@@ -226,14 +219,10 @@ def _strategy() -> list[click.Parameter]:
             help=f"Candidates to try. Default: {DEFAULT_ITERATIONS}, or with --max-calls as many "
             f"as the budget pays a val pass for (at least {DEFAULT_ITERATIONS}).",
         ),
-        o(["--threshold"], type=FiniteFloat(), help="Stop once the best val score reaches this."),
+        setting("--threshold", field="score_threshold", type=FiniteFloat()),
         setting("--batch-size", type=int),
         setting("--early-stopping-patience", type=int),
-        o(
-            ["--allow-degenerate-seed"],
-            is_flag=True,
-            help="Run even if the starting prompt scores the worst value on every row.",
-        ),
+        setting("--allow-degenerate-seed", is_flag=True),
     ]
 
 
@@ -246,34 +235,17 @@ def _run() -> list[click.Parameter]:
             "--val-ratio",
             "val_split",
             type=FiniteFloat(),
-            help="Fraction of rows held out for validation (--val-ratio is the same option).",
+            note="--val-ratio is the same option.",
         ),
-        o(["--group-key"], help="Metadata key whose rows stay in one split."),
+        setting("--group-key"),
         setting("--seed", type=int),
         *_calls(),
         *_budgets(),
         setting("--cache-namespace"),
-        o(
-            ["--cache-url"],
-            metavar="URL",
-            help="A response cache shared by processes and machines: redis://HOST:6379/0 or a "
-            "SQL database URL (postgresql://USER@HOST/DB). Default: RUN_DIR/cache.sqlite.",
-        ),
-        o(
-            ["--router-config"],
-            type=InputFile("router config"),
-            metavar="LITELLM.YAML",
-            help="Spread calls over deployments with a LiteLLM Router (the proxy's model_list "
-            "YAML); a model named like a model_name there (or router/NAME) goes through it.",
-        ),
+        setting("--cache-url", metavar="URL"),
+        setting("--router-config", type=InputFile("router config"), metavar="LITELLM.YAML"),
         setting("--run-dir", type=RunDir()),
-        o(
-            ["--shared-run-dir"],
-            is_flag=True,
-            help="Make the folders a run creates group-readable (0750, files 0640), for a "
-            "team's shared --run-dir; by default they are private (0700, files 0600): they "
-            "hold prompts, dataset rows and model answers.",
-        ),
+        setting("--shared-run-dir", is_flag=True),
         o(
             ["--resume"],
             is_flag=True,
@@ -295,22 +267,13 @@ def _calls() -> list[click.Parameter]:
 def _budgets() -> list[click.Parameter]:
     """The budgets (each keeps room for the final test evaluation) and the price table."""
     return [
-        o(
-            ["--max-calls"],
-            type=int,
-            help="Budget: paid task-model calls (every call a pipeline makes; cache hits are "
-            "free); judge and reasoning calls are not counted here.",
-        ),
-        o(["--max-reasoning-calls"], type=int, help="Budget: reasoning-model calls."),
-        o(
-            ["--max-total-calls"],
-            type=int,
-            help="Budget: every paid call of every role (task, judge, reasoning).",
-        ),
-        o(
-            ["--max-cost"],
+        setting("--max-calls", type=int),
+        setting("--max-reasoning-calls", type=int),
+        setting("--max-total-calls", type=int),
+        setting(
+            "--max-cost",
             type=FiniteFloat(),
-            help="Budget: dollars (calls LiteLLM cannot price count only with --price).",
+            note="Calls LiteLLM cannot price count only with --price.",
         ),
         o(
             ["--price", "prices"],
@@ -319,13 +282,12 @@ def _budgets() -> list[click.Parameter]:
             help="Price of MODEL in USD per million input:output tokens, instead of LiteLLM's "
             "(e.g. openai/my-vllm=0.2:0.6); repeat for several.",
         ),
-        o(["--max-seconds"], type=FiniteFloat(), help="Budget: wall-clock seconds."),
+        setting("--max-seconds", type=FiniteFloat()),
         setting(
             "--retry-window",
             type=FiniteRange(0.0, min_open=True),
             metavar="SECONDS",
-            help="A call that keeps failing stops retrying once the provider has answered "
-            "nothing for this long; under --max-seconds no retry waits past the deadline.",
+            note="Under --max-seconds no retry waits past the deadline.",
         ),
     ]
 
