@@ -22,6 +22,7 @@ from reflex.redact import redact_data, redact_url
 
 __all__ = [
     "BudgetConfig",
+    "BudgetPreset",
     "ConfigurableMetric",
     "MetricSpec",
     "RunConfig",
@@ -32,6 +33,10 @@ __all__ = [
     "redact_url",
     "validation_message",
 ]
+
+
+#: ``--budget``: a task-call budget sized to the run when it starts (reflex.run.presets).
+BudgetPreset = Literal["light", "medium", "heavy"]
 
 
 class BudgetConfig(BaseModel):
@@ -51,6 +56,9 @@ class BudgetConfig(BaseModel):
     max_total_calls: int | None = Field(default=None, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_seconds: float | None = Field(default=None, gt=0)
+    # --budget light|medium|heavy: max_calls sized to the splits and the strategy when the run
+    # starts (reflex.run.presets); an explicit max_calls wins.
+    preset: BudgetPreset | None = None
 
     @model_validator(mode="before")
     @classmethod

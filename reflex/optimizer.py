@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import ValidationError
 
@@ -16,6 +16,7 @@ from reflex.callbacks import AnyCallback
 from reflex.config import (
     BaseRunConfig,
     BudgetConfig,
+    BudgetPreset,
     RunConfig,
     default,
     metric_specs,
@@ -32,6 +33,9 @@ from reflex.models.client import parse_model
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
 from reflex.types import Metric
+
+if TYPE_CHECKING:
+    from reflex.run.plan import PricedPlan
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
 
@@ -319,6 +323,7 @@ class PromptOptimizer:
 
     def set_budget(
         self,
+        preset: BudgetPreset | None = None,
         *,
         max_calls: int | None = None,
         max_reasoning_calls: int | None = None,
@@ -330,9 +335,12 @@ class PromptOptimizer:
         pipeline makes); ``max_reasoning_calls``: reasoning-model calls; ``max_total_calls``:
         every paid call of every role (task, judge, reasoning); ``max_cost``: dollars (see
         ``set_price`` for models LiteLLM cannot price); ``max_seconds``: wall-clock. Each keeps
-        room for the final test evaluation, estimated from the baseline's measurement."""
+        room for the final test evaluation, estimated from the baseline's measurement.
+        ``preset`` (``"light"``, ``"medium"``, ``"heavy"``): ``max_calls`` sized to the splits and
+        the strategy when the run starts (:mod:`reflex.run.presets`); ``max_calls`` wins."""
         try:  # validated on its own, so an error names the argument (max_calls=0), not budget.
             budget = BudgetConfig(
+                preset=preset,
                 max_calls=max_calls,
                 max_reasoning_calls=max_reasoning_calls,
                 max_total_calls=max_total_calls,
@@ -491,13 +499,46 @@ class PromptOptimizer:
                 "field or use a judge metric"
             )
 
+    def plan(self, prompt: PromptLike) -> PricedPlan:
+        """The priced plan of ``run(prompt)``, made at 0 calls (``--dry-run``): every check a run
+        makes before its first call, then the rows of each split, the calls, tokens, cost and
+        time of each phase and the smallest gain the test split can show (docs/budgets.md)."""
+        from reflex.run.start import plan_run
+
+        spec = prompt_spec(prompt)
+        self.bind_template(spec)
+        config = self.build_config()
+        assert self._dataset is not None
+        return plan_run(config, self._dataset, self._metrics, spec, pipeline=self._pipeline)
+
+    @overload
     def run(
         self,
         prompt: PromptLike,
         callbacks: Sequence[AnyCallback] = (),
         *,
         resume: bool | str = False,
-    ) -> OptimizationResult:
+        dry_run: Literal[False] = False,
+    ) -> OptimizationResult: ...
+
+    @overload
+    def run(
+        self,
+        prompt: PromptLike,
+        callbacks: Sequence[AnyCallback] = (),
+        *,
+        resume: bool | str = False,
+        dry_run: Literal[True],
+    ) -> PricedPlan: ...
+
+    def run(
+        self,
+        prompt: PromptLike,
+        callbacks: Sequence[AnyCallback] = (),
+        *,
+        resume: bool | str = False,
+        dry_run: bool = False,
+    ) -> OptimizationResult | PricedPlan:
         """Optimize ``prompt``; returns the result.
 
         ``prompt``: text, a Path to a prompt file (.md/.txt, or .json/.yaml/.toml components,
@@ -513,8 +554,19 @@ class PromptOptimizer:
 
         ``resume=True`` continues the latest unfinished run for this dataset and prompt in the
         run directory; ``resume="<run id>"`` continues that run. Paid calls are not repeated.
+
+        ``dry_run=True`` returns :meth:`plan`'s :class:`~reflex.run.plan.PricedPlan` instead:
+        no call is made and nothing is written.
         """
         from reflex.run.start import start_run
+
+        if dry_run:
+            if resume:
+                raise ConfigurationError(
+                    "a dry run plans a new run: leave resume out (a resumed run replays what "
+                    "it paid for from its cache)"
+                )
+            return self.plan(prompt)
 
         spec = prompt_spec(prompt)
         self.bind_template(spec)

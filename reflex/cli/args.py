@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import click
 
+from reflex.config import BudgetPreset
+
 __all__ = ["CompareArgs", "OptimizeArgs", "checked_params"]
 
 
@@ -102,6 +104,7 @@ class OptimizeArgs:
     max_workers: int
     client_processes: int
     max_calls: int | None
+    preset: BudgetPreset | None
     max_reasoning_calls: int | None
     max_total_calls: int | None
     max_cost: float | None
@@ -119,6 +122,8 @@ class OptimizeArgs:
     # Output.
     output: Path | None
     results_json: Path | None
+    dry_run: bool
+    as_json: bool
     verbose: bool
 
     @classmethod
@@ -144,6 +149,8 @@ COMPARE_FIXED: dict[str, object] = {
     "results_json": None,
     "resume": False,
     "resume_from": None,
+    "dry_run": False,
+    "as_json": False,
 }
 
 

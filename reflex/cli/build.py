@@ -115,6 +115,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
     _with_strategy(opt, args)
     opt.set_splits(args.train_split, args.val_split, group_key=args.group_key)
     opt.set_budget(
+        args.preset,
         max_calls=args.max_calls,
         max_reasoning_calls=args.max_reasoning_calls,
         max_cost=args.max_cost,

@@ -15,6 +15,7 @@ import click
 
 from reflex.cli.common import FiniteFloat, FiniteRange, InputFile, OutputFile, RunDir
 from reflex.config import BaseRunConfig, default, default_strategy
+from reflex.run.presets import PRESET_CANDIDATES, PRESETS
 from reflex.run.stopping import DEFAULT_ITERATIONS
 
 __all__ = [
@@ -301,6 +302,13 @@ def _budgets() -> list[click.Parameter]:
             help="Budget: paid task-model calls (every call a pipeline makes; cache hits are "
             "free); judge and reasoning calls are not counted here.",
         ),
+        o(
+            ["--budget", "preset"],
+            type=click.Choice(PRESETS),
+            help="Budget preset: --max-calls sized to the splits and the strategy ("
+            + ", ".join(f"{k}: {v}" for k, v in PRESET_CANDIDATES.items())
+            + " candidates a phase; --dry-run prints the calls); an explicit --max-calls wins.",
+        ),
         o(["--max-reasoning-calls"], type=int, help="Budget: reasoning-model calls."),
         o(
             ["--max-total-calls"],
@@ -343,6 +351,14 @@ def _output() -> list[click.Parameter]:
             type=OutputFile(),
             help="Write the full result as JSON here.",
         ),
+        o(
+            ["--dry-run"],
+            is_flag=True,
+            help="Check everything a run checks before its first call, then print the plan "
+            "(rows, calls, tokens, cost and time of each phase, the smallest gain the test "
+            "split can show) and exit: no model is called, nothing is written.",
+        ),
+        o(["--json", "as_json"], is_flag=True, help="With --dry-run: print the plan as JSON."),
         o(["-v", "--verbose"], is_flag=True, help="Debug logging and full tracebacks."),
     ]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["price"]
+__all__ = ["price", "token_prices"]
 
 _PRICES: dict[tuple[str, str, int, int], float] = {}
 _UNPRICED: set[tuple[str, str]] = set()
@@ -64,3 +64,28 @@ def _detail(usage: Mapping[str, Any], name: str) -> bool:
     return isinstance(details, Mapping) and any(
         isinstance(value, (int, float)) and value for value in details.values()
     )
+
+
+def token_prices(
+    model: str, overrides: Mapping[str, tuple[float, float]]
+) -> tuple[float, float] | None:
+    """USD per input and per output token of ``model``, before any call: ``--price``'s (given
+    per million) when set, else LiteLLM's price table; None when the table has no price."""
+    if model in overrides:
+        given, taken = overrides[model]
+        return given / 1e6, taken / 1e6
+    from reflex.models.providers import load_litellm
+
+    litellm = load_litellm()
+    provider, _, name = model.partition("/")
+    tokens = 1000  # a small count: tiered prices (above 128k or 200k tokens) stay out of it
+    try:
+        parts = litellm.cost_per_token(
+            model=name,
+            custom_llm_provider=provider,
+            prompt_tokens=tokens,
+            completion_tokens=tokens,
+        )
+    except Exception:  # noqa: BLE001 - unknown models have no price: "unpriced", never $0
+        return None
+    return float(parts[0]) / tokens, float(parts[1]) / tokens
