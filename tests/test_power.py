@@ -20,7 +20,8 @@ def _brute_force_power(n: int, fixed: float, broken: float, alpha: float = 0.05)
     """Every outcome of n rows (+1, -1, 0), weighted, tested with the project's own test."""
     power = 0.0
     for rows in itertools.product((1.0, -1.0, 0.0), repeat=n):
-        weight = math.prod(fixed if r > 0 else broken if r < 0 else 1 - fixed - broken for r in rows)
+        same = 1 - fixed - broken
+        weight = math.prod(fixed if r > 0 else broken if r < 0 else same for r in rows)
         if any(rows) and sign_flip_p(list(rows))[0] < alpha:
             power += weight
     return power

@@ -64,7 +64,8 @@ def test_presets_resolve_to_calls_for_the_val_size_and_strategy(
 def test_the_calls_grow_with_the_val_split_and_the_models() -> None:
     one = resolve_preset(_config("medium"), train=60, val=20, test=20)
     bigger = resolve_preset(_config("medium"), train=60, val=40, test=20)
-    two = RunConfig(models=["fake/a", "fake/b"], strategy="instructions", budget={"preset": "medium"})
+    budget = {"preset": "medium"}
+    two = RunConfig(models=["fake/a", "fake/b"], strategy="instructions", budget=budget)
     doubled = resolve_preset(two, train=60, val=20, test=20)
     assert one is not None and bigger is not None and doubled is not None
     assert bigger.calls > one.calls and doubled.calls == 2 * one.calls
@@ -80,7 +81,7 @@ def test_no_preset_resolves_to_nothing() -> None:
 
 
 def test_an_unknown_preset_is_one_line_naming_the_choices() -> None:
-    with pytest.raises(ConfigurationError, match="preset='huge'.*light.*medium.*heavy"):
+    with pytest.raises(ConfigurationError, match=r"preset='huge'.*light.*medium.*heavy"):
         PromptOptimizer().set_budget("huge")  # type: ignore[arg-type]
 
 
@@ -119,9 +120,7 @@ def test_a_run_with_a_preset_spends_within_its_calls(tmp_path: Path) -> None:
 def test_an_explicit_max_calls_wins_over_the_preset(tmp_path: Path) -> None:
     FakeModel(responder).install()
     recorder = RecordingCallback()
-    result = (
-        _builder(tmp_path).set_budget("heavy", max_calls=60).run(START, callbacks=[recorder])
-    )
+    result = _builder(tmp_path).set_budget("heavy", max_calls=60).run(START, callbacks=[recorder])
     [event] = _events(result.run_dir, "budget_preset")
     assert event["overridden"] is True and event["max_calls"] == 60 and event["calls"] > 60
     [(config, _)] = [args for name, args in recorder.calls if name == "on_run_start"]
