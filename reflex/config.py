@@ -214,6 +214,12 @@ class BaseRunConfig(BaseModel):
         "JSON schema or the tool-call format more often than the incumbent's on the minibatch, "
         "and, at 0 calls, one that no longer names a schema field the initial prompt named.",
     )
+    max_prompt_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description="Refuse, at 0 calls, a candidate prompt longer than this many tokens "
+        "(demos included; counted in cl100k_base), so a longer prompt never wins.",
+    )
     # Pipeline mode (reflex.data.pipeline): where the function came from and its source hash (a
     # changed pipeline cannot resume a run), the per-example timeout, and the metrics that
     # score the whole trace instead of the final output.

@@ -414,6 +414,11 @@ class PromptOptimizer:
         often than the incumbent's on the minibatch, before its val evaluation (default on)."""
         return self._set(format_guard=on)
 
+    def set_max_prompt_tokens(self, tokens: int | None) -> PromptOptimizer:
+        """Refuse, at 0 calls, any candidate prompt longer than ``tokens`` (demos included,
+        counted in cl100k_base), recorded as rejected with the reason; None: no limit."""
+        return self._set(max_prompt_tokens=tokens)
+
     def set_response_format(self, fmt: str | Path | Mapping[str, Any] | None) -> PromptOptimizer:
         """The answer format asked for: a JSON file or OpenAI's ``{"type": "json_object"}`` /
         ``{"type": "json_schema", "json_schema": {...}}`` (a bare JSON Schema too); None: text."""

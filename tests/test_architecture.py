@@ -392,7 +392,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/run/opening.py",
         "reflex/run/pipeline_runner.py",
         "reflex/run/records.py",
-        "reflex/run/screening.py",
         "reflex/run/session.py",
         "reflex/run/split_check.py",
         "reflex/run/start.py",

@@ -65,6 +65,7 @@ class OptimizeArgs:
     response_format_file: Path | None
     optimize_tool_descriptions: bool
     format_guard: bool
+    max_prompt_tokens: int | None
     input_field: str | None
     output_field: str | None
     variables: tuple[str, ...]

@@ -108,6 +108,7 @@ def _inputs() -> list[click.Parameter]:
         ),
         setting("--optimize-tool-descriptions", is_flag=True),
         setting("--format-guard/--no-format-guard", "format_guard"),
+        setting("--max-prompt-tokens", type=click.IntRange(min=1), metavar="N"),
         o(["--input-field"], help="Dataset field holding the input."),
         o(["--output-field"], help="Dataset field holding the reference answer."),
         o(

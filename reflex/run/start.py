@@ -26,6 +26,7 @@ from reflex.run.engine import Engine
 from reflex.run.lock import locked_run
 from reflex.run.plan import PricedPlan, price_plan
 from reflex.run.resume import find_resumable, load_resume
+from reflex.run.screening import prompt_length_problem
 from reflex.types import Metric
 
 __all__ = ["plan_run", "start_run"]
@@ -99,6 +100,9 @@ def _checked(
                 "--optimize-tool-descriptions does not work with a pipeline; leave it out"
             )
         spec = _with_tools(spec, config, dataset)
+    problem = prompt_length_problem(config.max_prompt_tokens, spec.render(), "the starting prompt")
+    if problem is not None:  # every candidate would be refused: say so before any call
+        raise ConfigurationError(f"{problem}; raise the limit or shorten the prompt")
     return spec
 
 
