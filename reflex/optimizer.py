@@ -32,6 +32,7 @@ from reflex.errors import ConfigurationError, MissingInputError
 from reflex.models.client import parse_model
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
+from reflex.run.sequence import sequence_setting
 from reflex.types import Metric
 
 if TYPE_CHECKING:
@@ -263,8 +264,10 @@ class PromptOptimizer:
 
     def set_strategy(self, name: str | None = None, **options: Any) -> PromptOptimizer:
         """The strategy and its options; ``name=None`` keeps the default: ``iterative`` with a
-        reasoning model, else ``auto`` (reasoning-free)."""
+        reasoning model, else ``auto`` (reasoning-free). Several names (``"instructions,fewshot,
+        iterative"``) run as phases in that order on one budget (``sequence``)."""
         if name is not None:
+            name, options = sequence_setting(name, options)
             get_registry().strategy(name)
         return self._set(strategy=name or "", strategy_options=options)
 

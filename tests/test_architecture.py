@@ -374,7 +374,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/models/offload_worker.py",
         "reflex/models/pacing.py",
         "reflex/models/preflight.py",
-        "reflex/models/pricing.py",
         "reflex/models/runner.py",
         "reflex/models/spec.py",
         "reflex/models/target.py",

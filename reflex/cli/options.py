@@ -308,7 +308,7 @@ def _budgets() -> list[click.Parameter]:
             type=click.Choice(PRESETS),
             help="Budget preset: --max-calls sized to the splits and the strategy ("
             + ", ".join(f"{k}: {v}" for k, v in PRESET_CANDIDATES.items())
-            + " candidates a phase; --dry-run prints the calls); an explicit --max-calls wins.",
+            + " candidates a phase; docs/budgets.md); an explicit --max-calls wins.",
         ),
         o(["--max-reasoning-calls"], type=int, help="Budget: reasoning-model calls."),
         o(

@@ -72,6 +72,7 @@ class PricedPlan:
 
     dataset: str
     rows: dict[str, int]
+    prompt_tokens: int
     models: tuple[str, ...]
     strategy: str
     candidates: int
@@ -296,6 +297,7 @@ def price_plan(engine: Engine, prompt: str) -> PricedPlan:
     return PricedPlan(
         dataset=engine.dataset.name,
         rows=sizes,
+        prompt_tokens=rows.prompt,
         models=tuple(config.models),
         strategy=config.strategy,
         candidates=candidates,
@@ -343,6 +345,7 @@ def _lines(plan: PricedPlan) -> list[str]:
         "dry run: no model was called and nothing was written",
         f"data      {plan.dataset}: train {rows['train']}, val {rows['val']}, test "
         f"{rows['test']} rows; task model(s) {', '.join(plan.models)}",
+        f"prompt    {plan.prompt_tokens:,} tokens ({TOKENIZER}), sent with every task call",
         f"strategy  {plan.strategy}: up to {plan.candidates} candidates",
         f"budget    {_budget_text(plan.budget)}",
         f"{'phase':<10} {'task calls':>10} {'tokens in':>11} {'tokens out':>10} "

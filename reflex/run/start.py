@@ -27,6 +27,7 @@ from reflex.run.lock import locked_run
 from reflex.run.plan import PricedPlan, price_plan
 from reflex.run.resume import find_resumable, load_resume
 from reflex.run.screening import prompt_length_problem
+from reflex.run.sequence import check_steps
 from reflex.types import Metric
 
 __all__ = ["plan_run", "start_run"]
@@ -92,6 +93,7 @@ def _checked(
             "whole conversation, with no row system message to prepend to; leave prompt_mode "
             "at 'replace', or write that text into the template's system message"
         )
+    check_steps(config)  # a sequence's steps: known, their reasoning model, their options
     # Before any call: every reference call, and a tool choice naming a function, is offered.
     check_run_tools(dataset, config.tools, config.tool_choice)
     if config.optimize_tool_descriptions:
