@@ -66,17 +66,9 @@ def _detail(usage: Mapping[str, Any], name: str) -> bool:
     )
 
 
-def token_prices(
-    model: str, overrides: Mapping[str, tuple[float, float]]
-) -> tuple[float, float] | None:
-    """USD per input and per output token of ``model``, before any call: ``--price``'s (given
-    per million) when set, else LiteLLM's price table; None when the table has no price."""
-    if model in overrides:
-        given, taken = overrides[model]
-        return given / 1e6, taken / 1e6
-    from reflex.models.providers import load_litellm
-
-    litellm = load_litellm()
+def token_prices(litellm: Any, model: str) -> tuple[float, float] | None:
+    """USD per input and per output token of ``model`` in LiteLLM's price table, before any
+    call; None when the table has no price (a plan says "unpriced", never $0)."""
     provider, _, name = model.partition("/")
     tokens = 1000  # a small count: tiered prices (above 128k or 200k tokens) stay out of it
     try:

@@ -18,7 +18,7 @@ TOKENIZER = "cl100k_base"
 
 @functools.cache
 def _encoding() -> Any:
-    from reflex.models.providers import load_litellm
+    from reflex.models.client import load_litellm  # with the local provider, as a run loads it
 
     load_litellm()  # sets TIKTOKEN_CACHE_DIR to LiteLLM's bundled tokenizer files first
     from litellm.litellm_core_utils.default_encoding import encoding

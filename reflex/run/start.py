@@ -23,8 +23,9 @@ from reflex.errors import ConfigurationError
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
 from reflex.run.engine import Engine
+from reflex.run.estimate import price_plan
 from reflex.run.lock import locked_run
-from reflex.run.plan import PricedPlan, price_plan
+from reflex.run.plan import PricedPlan
 from reflex.run.resume import find_resumable, load_resume
 from reflex.run.screening import prompt_length_problem
 from reflex.run.sequence import check_steps
