@@ -28,6 +28,7 @@ from typing import Any
 
 from reflex.models.tokens import TOKENIZER
 from reflex.models.usage import cost_text
+from reflex.run.budget import figure
 
 __all__ = ["PhaseCost", "PricedPlan", "plan_lines"]
 
@@ -109,13 +110,13 @@ def plan_lines(plan: PricedPlan) -> list[str]:
         f"strategy  {plan.strategy}: up to {plan.candidates} candidates",
         f"budget    {_budget_text(plan.budget)}",
         f"{'phase':<10} {'task calls':>10} {'tokens in':>11} {'tokens out':>10} "
-        f"{'reasoning':>9} {'judge':>6} {'cost':>10} {'time':>7}",
+        f"{'reasoning':>9} {'judge':>6} {'cost':>11} {'time':>7}",
     ]
     for p in plan.phases:
         calls = ("~" if p.estimate else "") + f"{p.calls:,}"
         out.append(
             f"{p.phase:<10} {calls:>10} {p.input_tokens:>11,} {p.output_tokens:>10,} "
-            f"{p.reasoning_calls:>9,} {p.judge_calls:>6,} {_cost(p):>10} "
+            f"{p.reasoning_calls:>9,} {p.judge_calls:>6,} {_cost(p):>11} "
             f"{_duration(p.seconds):>7}"
         )
     out.append(f"{'total':<10} {plan.calls:>10,}")
@@ -146,13 +147,13 @@ def _budget_text(budget: dict[str, Any]) -> str:
 def _cost(phase: PhaseCost) -> str:
     if phase.unpriced_calls and not phase.cost:
         return "unpriced"
-    return f"${phase.cost:.4f}" + ("+?" if phase.unpriced_calls else "")
+    return f"${figure(phase.cost, 4)}" + ("+?" if phase.unpriced_calls else "")
 
 
 def _cost_line(plan: PricedPlan) -> str:
     unpriced = sum(p.unpriced_calls for p in plan.phases)
     if not unpriced:
-        return f"${plan.cost:.4f} (LiteLLM's price table; --price first)"
+        return f"${figure(plan.cost, 4)} (LiteLLM's price table; --price first)"
     total = sum(p.calls + p.reasoning_calls + p.judge_calls for p in plan.phases)
     text = cost_text(plan.cost, total, unpriced)
     return (
