@@ -43,6 +43,7 @@ def test_auto_with_a_reasoning_model_asks_for_a_third_and_the_limit_caps(tmp_pat
     assert capped.phases[2].reasoning_calls == 4
     steps = _builder(tmp_path, "instructions,iterative").plan(START)
     assert steps.phases[2].reasoning_calls == 3  # one step of two needs it
+    assert steps.strategy == "sequence (instructions -> iterative)"
 
 
 def test_a_judge_judges_every_task_answer(tmp_path: Path) -> None:

@@ -239,7 +239,7 @@ def price_plan(engine: Engine, prompt: str) -> PricedPlan:
         rows=sizes,
         prompt_tokens=rows.prompt,
         models=tuple(config.models),
-        strategy=config.strategy,
+        strategy=_strategy(config.strategy, config.strategy_options.get("steps")),
         candidates=candidates,
         budget=_budget(engine),
         phases=parts,
@@ -250,6 +250,13 @@ def price_plan(engine: Engine, prompt: str) -> PricedPlan:
         power=_power(engine, sizes["test"]),
         notes=tuple(_notes(engine, sizes)),
     )
+
+
+def _strategy(name: str, steps: object) -> str:
+    """``sequence (instructions -> fewshot)`` for a sequence, else the strategy's name."""
+    if name == "sequence" and isinstance(steps, list):
+        return f"{name} ({' -> '.join(str(s) for s in steps)})"
+    return name
 
 
 def _budget(engine: Engine) -> dict[str, Any]:
