@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BudgetConfig",
+    "BudgetPreset",
     "ConfigurableMetric",
     "MetricSpec",
     "RunConfig",
@@ -36,6 +37,10 @@ __all__ = [
     "redact_url",
     "validation_message",
 ]
+
+
+#: ``--budget``: a task-call budget sized to the run when it starts (reflex.run.presets).
+BudgetPreset = Literal["light", "medium", "heavy"]
 
 
 class BudgetConfig(BaseModel):
@@ -61,6 +66,11 @@ class BudgetConfig(BaseModel):
     )
     max_cost: float | None = Field(default=None, gt=0, description="Budget: dollars.")
     max_seconds: float | None = Field(default=None, gt=0, description="Budget: wall-clock seconds.")
+    preset: BudgetPreset | None = Field(
+        default=None,
+        description="Budget preset: max_calls sized to the splits and the strategy when the run "
+        "starts (reflex.run.presets); an explicit max_calls wins.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -252,6 +262,12 @@ class BaseRunConfig(BaseModel):
         description="Reject, before its val evaluation, a candidate whose answers break the "
         "JSON schema or the tool-call format more often than the incumbent's on the minibatch, "
         "and, at 0 calls, one that no longer names a schema field the initial prompt named.",
+    )
+    max_prompt_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description="Refuse, at 0 calls, a candidate prompt longer than this many tokens "
+        "(demos included; counted in cl100k_base), so a longer prompt never wins.",
     )
     # Pipeline mode (reflex.data.pipeline): where the function came from and its source hash (a
     # changed pipeline cannot resume a run), the per-example timeout, and the metrics that

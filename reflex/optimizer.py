@@ -8,12 +8,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import ValidationError
 
 from reflex.callbacks import AnyCallback
-from reflex.config import BudgetConfig, RunConfig, metric_specs, validation_message
+from reflex.config import (
+    BudgetConfig,
+    BudgetPreset,
+    RunConfig,
+    metric_specs,
+    validation_message,
+)
 from reflex.data.files import file_problem
 from reflex.data.prompts import PromptLike, prompt_spec, read_prompt
 from reflex.data.run_data import DataSide
@@ -21,7 +27,11 @@ from reflex.errors import ConfigurationError
 from reflex.models.run_models import ModelSide
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
+from reflex.run.sequence import sequence_setting
 from reflex.types import Metric
+
+if TYPE_CHECKING:
+    from reflex.run.plan import PricedPlan
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]
 
@@ -111,8 +121,10 @@ class PromptOptimizer(DataSide, ModelSide):
 
     def set_strategy(self, name: str | None = None, **options: Any) -> PromptOptimizer:
         """The strategy and its options; ``name=None`` keeps the default: ``iterative`` with a
-        reasoning model, else ``auto`` (reasoning-free)."""
+        reasoning model, else ``auto`` (reasoning-free). Several names (``"instructions,fewshot,
+        iterative"``) run as phases in that order on one budget (``sequence``)."""
         if name is not None:
+            name, options = sequence_setting(name, options)
             get_registry().strategy(name)
         return self._set(strategy=name or "", strategy_options=options)
 
@@ -127,6 +139,7 @@ class PromptOptimizer(DataSide, ModelSide):
 
     def set_budget(
         self,
+        preset: BudgetPreset | None = None,
         *,
         max_calls: int | None = None,
         max_reasoning_calls: int | None = None,
@@ -138,9 +151,12 @@ class PromptOptimizer(DataSide, ModelSide):
         pipeline makes); ``max_reasoning_calls``: reasoning-model calls; ``max_total_calls``:
         every paid call of every role (task, judge, reasoning); ``max_cost``: dollars (see
         ``set_price`` for models LiteLLM cannot price); ``max_seconds``: wall-clock. Each keeps
-        room for the final test evaluation, estimated from the baseline's measurement."""
+        room for the final test evaluation, estimated from the baseline's measurement.
+        ``preset`` (``"light"``, ``"medium"``, ``"heavy"``): ``max_calls`` sized to the splits and
+        the strategy when the run starts (:mod:`reflex.run.presets`); ``max_calls`` wins."""
         try:  # validated on its own, so an error names the argument (max_calls=0), not budget.
             budget = BudgetConfig(
+                preset=preset,
                 max_calls=max_calls,
                 max_reasoning_calls=max_reasoning_calls,
                 max_total_calls=max_total_calls,
@@ -175,6 +191,11 @@ class PromptOptimizer(DataSide, ModelSide):
         """Reject a candidate whose answers break the JSON schema or the tool-call format more
         often than the incumbent's on the minibatch, before its val evaluation (default on)."""
         return self._set(format_guard=on)
+
+    def set_max_prompt_tokens(self, tokens: int | None) -> PromptOptimizer:
+        """Refuse, at 0 calls, any candidate prompt longer than ``tokens`` (demos included,
+        counted in cl100k_base), recorded as rejected with the reason; None: no limit."""
+        return self._set(max_prompt_tokens=tokens)
 
     def set_seed(self, seed: int) -> PromptOptimizer:
         return self._set(seed=seed)
@@ -234,13 +255,46 @@ class PromptOptimizer(DataSide, ModelSide):
         dataset = {"dataset_name": rows.name, "dataset_size": len(rows)}
         return RunConfig.model_validate({**dict(self._config), **dataset})
 
+    def plan(self, prompt: PromptLike) -> PricedPlan:
+        """The priced plan of ``run(prompt)``, made at 0 calls (``--dry-run``): every check a run
+        makes before its first call, then the rows of each split, the calls, tokens, cost and
+        time of each phase and the smallest gain the test split can show (docs/budgets.md)."""
+        from reflex.run.start import plan_run
+
+        spec = prompt_spec(prompt)
+        self.bind_template(spec)
+        config = self.build_config()
+        assert self._dataset is not None
+        return plan_run(config, self._dataset, self._metrics, spec, pipeline=self._pipeline)
+
+    @overload
     def run(
         self,
         prompt: PromptLike,
         callbacks: Sequence[AnyCallback] = (),
         *,
         resume: bool | str = False,
-    ) -> OptimizationResult:
+        dry_run: Literal[False] = False,
+    ) -> OptimizationResult: ...
+
+    @overload
+    def run(
+        self,
+        prompt: PromptLike,
+        callbacks: Sequence[AnyCallback] = (),
+        *,
+        resume: bool | str = False,
+        dry_run: Literal[True],
+    ) -> PricedPlan: ...
+
+    def run(
+        self,
+        prompt: PromptLike,
+        callbacks: Sequence[AnyCallback] = (),
+        *,
+        resume: bool | str = False,
+        dry_run: bool = False,
+    ) -> OptimizationResult | PricedPlan:
         """Optimize ``prompt``; returns the result.
 
         ``prompt``: text, a Path to a prompt file (.md/.txt, or .json/.yaml/.toml components,
@@ -256,8 +310,19 @@ class PromptOptimizer(DataSide, ModelSide):
 
         ``resume=True`` continues the latest unfinished run for this dataset and prompt in the
         run directory; ``resume="<run id>"`` continues that run. Paid calls are not repeated.
+
+        ``dry_run=True`` returns :meth:`plan`'s :class:`~reflex.run.plan.PricedPlan` instead:
+        no call is made and nothing is written.
         """
         from reflex.run.start import start_run
+
+        if dry_run:
+            if resume:
+                raise ConfigurationError(
+                    "a dry run plans a new run: leave resume out (a resumed run replays what "
+                    "it paid for from its cache)"
+                )
+            return self.plan(prompt)
 
         spec = prompt_spec(prompt)
         self.bind_template(spec)

@@ -99,7 +99,8 @@ def every_option(f: dict[str, Path], tmp_path: Path) -> list[str]:
         *["--max-workers", "3", "--client-processes", "2", "--max-calls", "500"],
         *["--max-reasoning-calls", "20", "--max-cost", "1.5", "--max-seconds", "60"],
         *["--max-total-calls", "900", "--price", "fake/task=0.2:0.6", "--retry-window", "30"],
-        *["--max-response-mb", "32"],
+        *["--max-response-mb", "32", "--budget", "medium", "--max-prompt-tokens", "900"],
+        *["--dry-run", "--json"],
         *["--cache-namespace", "other", "--run-dir", str(tmp_path / "runs"), "--resume"],
         *["--shared-run-dir", "--cache-url", "redis://127.0.0.1:6379/0"],
         *["--router-config", str(f["router"])],
@@ -171,6 +172,7 @@ def test_every_setting_reaches_the_builder(files: dict[str, Path], tmp_path: Pat
         "tool_choice": "auto",
         "cache_url": "redis://127.0.0.1:6379/0",
         "router_config": str(files["router"]),
+        "max_prompt_tokens": 900,
     }
     assert {k: getattr(config, k) for k in expected} == expected
     assert config.pipeline == f"{files['pipeline']}:run"
@@ -180,6 +182,7 @@ def test_every_setting_reaches_the_builder(files: dict[str, Path], tmp_path: Pat
     budget = config.budget
     limits = (budget.max_calls, budget.max_reasoning_calls, budget.max_cost)
     assert limits == (500, 20, 1.5) and budget.max_seconds == 60.0
+    assert budget.preset == "medium"
 
 
 def test_dataset_and_its_fields_reach_the_builder(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ STRATEGIES = [
     "gepa",
     "opro",
     "random",
+    "instructions,fewshot,iterative",  # a user's own sequence (issue 33)
 ]
 
 
@@ -42,7 +43,9 @@ def builder(run_dir: Path, strategy: str) -> PromptOptimizer:
         .set_run_dir(run_dir)
         .configure(max_iterations=4, early_stopping_patience=None, max_workers=4)
     )
-    if strategy in ("iterative", "auto", "structural", "pdo", "gepa", "opro", "random"):
+    if strategy in ("iterative", "auto", "structural", "pdo", "gepa", "opro", "random") or (
+        "iterative" in strategy.split(",")
+    ):
         opt.set_reasoning_model("fake/reasoner")
     return opt
 

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import click
 
+from reflex.config import BudgetPreset
+
 __all__ = ["CompareArgs", "OptimizeArgs", "checked_params"]
 
 
@@ -63,6 +65,7 @@ class OptimizeArgs:
     response_format_file: Path | None
     optimize_tool_descriptions: bool
     format_guard: bool
+    max_prompt_tokens: int | None
     input_field: str | None
     output_field: str | None
     variables: tuple[str, ...]
@@ -102,6 +105,7 @@ class OptimizeArgs:
     max_workers: int
     client_processes: int
     max_calls: int | None
+    preset: BudgetPreset | None
     max_reasoning_calls: int | None
     max_total_calls: int | None
     max_cost: float | None
@@ -119,6 +123,8 @@ class OptimizeArgs:
     # Output.
     output: Path | None
     results_json: Path | None
+    dry_run: bool
+    as_json: bool
     verbose: bool
 
     @classmethod
@@ -144,6 +150,8 @@ COMPARE_FIXED: dict[str, object] = {
     "results_json": None,
     "resume": False,
     "resume_from": None,
+    "dry_run": False,
+    "as_json": False,
 }
 
 

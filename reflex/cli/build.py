@@ -115,6 +115,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
     _with_strategy(opt, args)
     opt.set_splits(args.train_split, args.val_split, group_key=args.group_key)
     opt.set_budget(
+        args.preset,
         max_calls=args.max_calls,
         max_reasoning_calls=args.max_reasoning_calls,
         max_cost=args.max_cost,
@@ -148,6 +149,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         strict_leakage=args.strict_leakage,
         optimize_tool_descriptions=args.optimize_tool_descriptions,
         format_guard=args.format_guard,
+        max_prompt_tokens=args.max_prompt_tokens,
         overfit_gap=args.overfit_gap,
         cache_namespace=args.cache_namespace,
         cache_url=args.cache_url,

@@ -46,6 +46,11 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback], console: Con
     from reflex.cli.console import ConsoleReporter, print_summary
     from reflex.optimizer import prompt_spec
 
+    if args.as_json and not args.dry_run:
+        raise click.BadParameter("prints the --dry-run plan: give --dry-run", param_hint="--json")
+    if args.dry_run:
+        _dry_run(args)
+        return
     refuse_clobbering({"-o": args.output, "--results-json": args.results_json}, _inputs(args))
     optimizer = build_optimizer(args)
     prompt = prompt_spec(args.prompt)
@@ -66,6 +71,22 @@ def _optimize(args: OptimizeArgs, plugin_callbacks: list[Callback], console: Con
     code = exit_code(result.end_state)
     if code:  # 3: paused on a budget (honest final score); 4: no usable candidate
         sys.exit(code)
+
+
+def _dry_run(args: OptimizeArgs) -> None:
+    """``--dry-run``: the checks a run makes before its first call, then its plan on stdout (as
+    JSON with ``--json``); no call, no run folder, no -o or --results-json written."""
+    from reflex.optimizer import prompt_spec
+
+    if args.resume_target:
+        raise click.BadParameter(
+            "a dry run plans a new run; leave --resume/--resume-from out", param_hint="--dry-run"
+        )
+    plan = build_optimizer(args).plan(prompt_spec(args.prompt))
+    if args.as_json:
+        click.echo(json.dumps(plan.to_dict(), indent=2))
+    else:
+        click.echo("\n".join(plan.lines()))
 
 
 def _inputs(args: OptimizeArgs) -> dict[str, Path | str | None]:

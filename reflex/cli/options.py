@@ -15,6 +15,7 @@ import click
 
 from reflex.cli.common import FiniteFloat, FiniteRange, InputFile, OutputFile, RunDir
 from reflex.config import BaseRunConfig, BudgetConfig, default_strategy
+from reflex.run.presets import PRESET_CANDIDATES, PRESETS
 from reflex.run.stopping import DEFAULT_ITERATIONS
 
 __all__ = [
@@ -109,6 +110,7 @@ def _inputs() -> list[click.Parameter]:
         ),
         setting("--optimize-tool-descriptions", is_flag=True),
         setting("--format-guard/--no-format-guard", "format_guard"),
+        setting("--max-prompt-tokens", type=click.IntRange(min=1), metavar="N"),
         o(["--input-field"], help="Dataset field holding the input."),
         o(["--output-field"], help="Dataset field holding the reference answer."),
         o(
@@ -268,6 +270,13 @@ def _budgets() -> list[click.Parameter]:
     """The budgets (each keeps room for the final test evaluation) and the price table."""
     return [
         setting("--max-calls", type=int),
+        o(
+            ["--budget", "preset"],
+            type=click.Choice(PRESETS),
+            help="Budget preset: --max-calls sized to the splits and the strategy ("
+            + ", ".join(f"{k}: {v}" for k, v in PRESET_CANDIDATES.items())
+            + " candidates a phase; docs/budgets.md); an explicit --max-calls wins.",
+        ),
         setting("--max-reasoning-calls", type=int),
         setting("--max-total-calls", type=int),
         setting(
@@ -305,6 +314,14 @@ def _output() -> list[click.Parameter]:
             type=OutputFile(),
             help="Write the full result as JSON here.",
         ),
+        o(
+            ["--dry-run"],
+            is_flag=True,
+            help="Check everything a run checks before its first call, then print the plan "
+            "(rows, calls, tokens, cost and time of each phase, the smallest gain the test "
+            "split can show) and exit: no model is called, nothing is written.",
+        ),
+        o(["--json", "as_json"], is_flag=True, help="With --dry-run: print the plan as JSON."),
         o(["-v", "--verbose"], is_flag=True, help="Debug logging and full tracebacks."),
     ]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["price"]
+__all__ = ["price", "token_prices"]
 
 _PRICES: dict[tuple[str, str, int, int], float] = {}
 _UNPRICED: set[tuple[str, str]] = set()
@@ -64,3 +64,20 @@ def _detail(usage: Mapping[str, Any], name: str) -> bool:
     return isinstance(details, Mapping) and any(
         isinstance(value, (int, float)) and value for value in details.values()
     )
+
+
+def token_prices(litellm: Any, model: str) -> tuple[float, float] | None:
+    """USD per input and per output token of ``model`` in LiteLLM's price table, before any
+    call; None when the table has no price (a plan says "unpriced", never $0)."""
+    provider, _, name = model.partition("/")
+    tokens = 1000  # a small count: tiered prices (above 128k or 200k tokens) stay out of it
+    try:
+        parts = litellm.cost_per_token(
+            model=name,
+            custom_llm_provider=provider,
+            prompt_tokens=tokens,
+            completion_tokens=tokens,
+        )
+    except Exception:  # noqa: BLE001 - unknown models have no price: "unpriced", never $0
+        return None
+    return float(parts[0]) / tokens, float(parts[1]) / tokens

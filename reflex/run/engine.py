@@ -36,6 +36,7 @@ from reflex.run.budget import requests_and_cost
 from reflex.run.context import RunContext
 from reflex.run.evaluate import slice_scores
 from reflex.run.opening import RunPlan, check_cache_file, reasoning_spec, task_spec
+from reflex.run.presets import PREFLIGHT_ROWS, fixed_calls, preset_limits, resolve_preset
 from reflex.run.resume import ResumePoint
 from reflex.run.session import Session
 from reflex.run.stopping import iteration_limit
@@ -44,7 +45,6 @@ from reflex.types import Metric, Strategy
 __all__ = ["Engine"]
 
 logger = logging.getLogger(__name__)
-PREFLIGHT_ROWS = 10
 
 
 class Engine:
@@ -98,6 +98,10 @@ class Engine:
                 else {}
             )
             check_feedback_field(self.split.train, config.feedback_field, filled)
+        # --budget: the preset's calls for these splits (an explicit --max-calls wins).
+        sizes = self._split_sizes()
+        self.preset = resolve_preset(config, **sizes)
+        self.limits = preset_limits(config.budget, self.preset)
 
     def run(self, prompt: str) -> OptimizationResult:
         """The run, with every log record and warning of the process scrubbed of its secrets
@@ -280,16 +284,14 @@ class Engine:
             )
         )
 
-    def _iteration_limit(self) -> int:
+    def planned_iterations(self) -> int:
         """``max_iterations``, or (unset) what the ``--max-calls`` search budget pays for."""
         models = len(self.config.models)
         val = len(self.split.val) or len(self.split.train)
-        preflight = min(PREFLIGHT_ROWS, len(self.split.train))
-        fixed = models * (preflight + 2 * len(self.split.test) + len(self.split.val))
         return iteration_limit(
             self.config.max_iterations,
-            self.config.budget.max_calls,
-            fixed_calls=fixed,
+            self.limits.max_calls,
+            fixed_calls=fixed_calls(models, **self._split_sizes()),
             val_pass=models * val,
         )
 
@@ -305,7 +307,18 @@ class Engine:
             prompt_spec=self.prompt_spec,
             pipeline=self.pipeline,
         )
-        return plan.open_session(prompt, self._iteration_limit())
+        session = plan.open_session(prompt, self.planned_iterations(), self.limits)
+        if self.preset is not None:
+            given = self.config.budget.max_calls
+            session.event(
+                "budget_preset",
+                preset=self.preset.preset,
+                calls=self.preset.calls,
+                formula=self.preset.formula(),
+                max_calls=self.limits.max_calls,
+                overridden=given is not None,
+            )
+        return session
 
     def _split_sizes(self) -> dict[str, int]:
         return {

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reflex.callbacks import AnyCallback, CallbackDispatcher
-from reflex.config import RunConfig
+from reflex.config import BudgetConfig, RunConfig
 from reflex.data.dataset import Dataset
 from reflex.data.files import output_problem
 from reflex.data.pipeline import Pipeline
@@ -82,20 +82,25 @@ class RunPlan:
     prompt_spec: PromptSpec | None = None
     pipeline: Pipeline | None = None
 
-    def open_session(self, prompt: str, max_iterations: int) -> Session:
-        """The run's record on disk (new, or reopened on resume) and its session."""
+    def open_session(
+        self, prompt: str, max_iterations: int, limits: BudgetConfig | None = None
+    ) -> Session:
+        """The run's record on disk (new, or reopened on resume) and its session; ``limits``:
+        the budget as resolved (a ``--budget`` preset's calls), config.json keeps the user's."""
         # The cache first: one that cannot be opened (an unreachable server) leaves no run
         # folder behind for ``runs`` to list as interrupted.
         if self.config.cache_url is None:  # the sqlite cache's folder, with the run mode
             RunStore.make_root(self.config.run_dir, shared=self.config.shared_run_dir)
         cache = open_cache(self.config.cache_url, Path(self.config.run_dir) / "cache.sqlite")
         try:
-            return self._session(cache, prompt, max_iterations)
+            return self._session(cache, prompt, max_iterations, limits or self.config.budget)
         except BaseException:
             cache.close()
             raise
 
-    def _session(self, cache: ResponseCache, prompt: str, max_iterations: int) -> Session:
+    def _session(
+        self, cache: ResponseCache, prompt: str, max_iterations: int, limits: BudgetConfig
+    ) -> Session:
         resume = self.resume
         store = RunStore(
             self.config.run_dir,
@@ -107,7 +112,7 @@ class RunPlan:
             self._write_run_files(store, config, prompt)  # max_iterations as the user set it
         else:
             store.write_json("run.json", {**self.meta(store, prompt), "resumed_at": time.time()})
-        config = config.model_copy(update={"max_iterations": max_iterations})
+        config = config.model_copy(update={"max_iterations": max_iterations, "budget": limits})
         urls = (config.api_base, config.reasoning_base_url, config.cache_url)  # never written
         # What a resumed run replays, and which cache rows it paid for (reflex.run.replay).
         replay = (

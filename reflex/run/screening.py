@@ -30,6 +30,7 @@ __all__ = [
     "CandidateScreen",
     "format_failures",
     "format_names",
+    "prompt_length_problem",
     "refused_snapshot",
 ]
 
@@ -88,6 +89,21 @@ def refused_snapshot(
     return EvalSnapshot(prompt, split, 0.0, {}, samples=samples, n_errors=len(samples))
 
 
+def prompt_length_problem(limit: int | None, prompt: str, what: str) -> str | None:
+    """Why ``prompt`` is over ``--max-prompt-tokens`` (demos included), or None."""
+    if limit is None:
+        return None
+    from reflex.models.tokens import TOKENIZER, count_tokens
+
+    tokens = count_tokens(prompt)
+    if tokens <= limit:
+        return None
+    return (
+        f"{what} is {tokens} tokens ({TOKENIZER}), over --max-prompt-tokens {limit}: a "
+        "longer prompt costs more on every call"
+    )
+
+
 class CandidateScreen:
     """Leakage flags and guard violations of each candidate, for ``RunContext``."""
 
@@ -109,6 +125,7 @@ class CandidateScreen:
         self._format_names = format_names(fmt, initial_prompt)
         self._format_guard = config.format_guard
         self._editable = config.rewrite_messages
+        self._max_tokens = config.max_prompt_tokens
         self._guard = LeakageGuard.for_run(
             config, train=train, held_out=held_out, seed_texts=seed_texts
         )
@@ -147,7 +164,8 @@ class CandidateScreen:
                 f"{dropped[0]!r}; keep naming every field of the JSON schema the prompt names "
                 f"({', '.join(repr(n) for n in self._format_names)})"
             )
-        return None
+        problem = prompt_length_problem(self._max_tokens, prompt, "the candidate")
+        return None if problem is None else ("prompt length guard", problem)
 
     @property
     def format_names(self) -> list[str]:

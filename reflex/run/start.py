@@ -23,11 +23,15 @@ from reflex.errors import ConfigurationError
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
 from reflex.run.engine import Engine
+from reflex.run.estimate import price_plan
 from reflex.run.lock import locked_run
+from reflex.run.plan import PricedPlan
 from reflex.run.resume import find_resumable, load_resume
+from reflex.run.screening import prompt_length_problem
+from reflex.run.sequence import check_steps
 from reflex.types import Metric
 
-__all__ = ["start_run"]
+__all__ = ["plan_run", "start_run"]
 
 logger = logging.getLogger("reflex.optimizer")
 
@@ -45,20 +49,7 @@ def start_run(
 ) -> OptimizationResult:
     """Run the engine on ``spec``; ``resume`` is False, True (the latest matching unfinished
     run) or a run id. ``strategy_named``: the user chose the strategy (else the default's note)."""
-    if spec.messages is not None and config.prompt_mode == "prepend":
-        raise ConfigurationError(
-            "prompt_mode='prepend' does not apply to a chat template: its messages are the "
-            "whole conversation, with no row system message to prepend to; leave prompt_mode "
-            "at 'replace', or write that text into the template's system message"
-        )
-    # Before any call: every reference call, and a tool choice naming a function, is offered.
-    check_run_tools(dataset, config.tools, config.tool_choice)
-    if config.optimize_tool_descriptions:
-        if pipeline is not None:  # a pipeline makes its own calls: no request carries the tools
-            raise ConfigurationError(
-                "--optimize-tool-descriptions does not work with a pipeline; leave it out"
-            )
-        spec = _with_tools(spec, config, dataset)
+    spec = _checked(config, dataset, spec, pipeline)
     text = spec.render()
     strategy_cls = get_registry().strategy(config.strategy)
     run_id: str | None = None
@@ -90,6 +81,49 @@ def start_run(
                 config.strategy,
             )
         return engine.run(text)
+
+
+def _checked(
+    config: RunConfig, dataset: Dataset, spec: PromptSpec, pipeline: Pipeline | None
+) -> PromptSpec:
+    """The prompt as the run optimizes it, after the checks every run makes before building
+    its engine (a chat template's prompt mode, the tools, tool descriptions)."""
+    if spec.messages is not None and config.prompt_mode == "prepend":
+        raise ConfigurationError(
+            "prompt_mode='prepend' does not apply to a chat template: its messages are the "
+            "whole conversation, with no row system message to prepend to; leave prompt_mode "
+            "at 'replace', or write that text into the template's system message"
+        )
+    check_steps(config)  # a sequence's steps: known, their reasoning model, their options
+    # Before any call: every reference call, and a tool choice naming a function, is offered.
+    check_run_tools(dataset, config.tools, config.tool_choice)
+    if config.optimize_tool_descriptions:
+        if pipeline is not None:  # a pipeline makes its own calls: no request carries the tools
+            raise ConfigurationError(
+                "--optimize-tool-descriptions does not work with a pipeline; leave it out"
+            )
+        spec = _with_tools(spec, config, dataset)
+    problem = prompt_length_problem(config.max_prompt_tokens, spec.render(), "the starting prompt")
+    if problem is not None:  # every candidate would be refused: say so before any call
+        raise ConfigurationError(f"{problem}; raise the limit or shorten the prompt")
+    return spec
+
+
+def plan_run(
+    config: RunConfig,
+    dataset: Dataset,
+    metrics: Sequence[Metric],
+    spec: PromptSpec,
+    *,
+    pipeline: Pipeline | None,
+) -> PricedPlan:
+    """The priced plan of a new run (``--dry-run``): every check a run makes before its first
+    call (the prompt, tools, strategy and its options, models and keys, the cache URL, splits,
+    the feedback field), then the plan; no call is made and nothing is written."""
+    spec = _checked(config, dataset, spec, pipeline)
+    strategy_cls = get_registry().strategy(config.strategy)
+    engine = Engine(config, dataset, metrics, strategy_cls, prompt_spec=spec, pipeline=pipeline)
+    return price_plan(engine, spec.render())
 
 
 def _with_tools(spec: PromptSpec, config: RunConfig, dataset: Dataset) -> PromptSpec:

@@ -1,0 +1,86 @@
+"""Candidate screening (reflex.run.screening): the prompt-length guard (--max-prompt-tokens).
+
+The other guards of this module are exercised by test_format_guard.py and test_tool_text.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import BETTER, make_rows, responder
+
+from reflex import ConfigurationError, PromptOptimizer
+from reflex.cli import main
+from reflex.models.tokens import count_tokens
+from reflex.run.screening import prompt_length_problem
+from reflex.testing import FakeModel
+
+START = "Classify the sentiment."
+LIMIT = count_tokens(START) + 2  # the start fits; BETTER (START + "Answer with one word.") not
+
+
+def _builder(tmp_path: Path) -> PromptOptimizer:
+    return (
+        PromptOptimizer()
+        .set_dataset(make_rows(40))
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_strategy("iterative")
+        .set_reasoning_model("fake/reasoner")
+        .set_run_dir(tmp_path)
+        .configure(max_iterations=2, early_stopping_patience=None)
+    )
+
+
+def test_the_problem_names_the_count_and_the_limit() -> None:
+    assert prompt_length_problem(None, BETTER, "x") is None
+    assert prompt_length_problem(count_tokens(BETTER), BETTER, "x") is None
+    problem = prompt_length_problem(LIMIT, BETTER, "the candidate")
+    assert problem is not None
+    assert f"the candidate is {count_tokens(BETTER)} tokens" in problem
+    assert f"over --max-prompt-tokens {LIMIT}" in problem
+
+
+def test_without_the_guard_the_longer_candidate_wins(tmp_path: Path) -> None:
+    FakeModel(responder).install()
+    result = _builder(tmp_path).run(START)
+    assert result.best_prompt == BETTER
+
+
+def test_the_longer_candidate_is_refused_at_zero_calls_with_its_reason(tmp_path: Path) -> None:
+    fake = FakeModel(responder).install()
+    result = _builder(tmp_path).set_max_prompt_tokens(LIMIT).run(START)
+    assert result.best_prompt == START
+    first = result.iterations[0]
+    assert first.system_prompt == BETTER and first.rejected is not None
+    assert f"is {count_tokens(BETTER)} tokens" in first.rejected
+    assert "over --max-prompt-tokens" in first.rejected
+    assert all(not r.accepted and r.val_score is None for r in result.iterations)
+    assert not [r for r in fake.requests if r.model == "fake/task" and BETTER in r.system]
+    [proposal, *_] = result.failed_proposals
+    assert proposal["purpose"] == "prompt length guard"
+    events = Path(str(result.run_dir), "events.jsonl").read_text().splitlines()
+    iterations = [e for e in map(json.loads, events) if e["type"] == "iteration"]
+    assert "over --max-prompt-tokens" in iterations[0]["rejected"]  # the record, as logged
+
+
+def test_a_starting_prompt_over_the_limit_is_refused_before_any_call(tmp_path: Path) -> None:
+    fake = FakeModel(responder).install()
+    with pytest.raises(ConfigurationError, match=r"the starting prompt is .* tokens"):
+        _builder(tmp_path).set_max_prompt_tokens(2).run(START)
+    assert fake.requests == [] and not (tmp_path / "runs").exists()
+
+
+def test_the_cli_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in make_rows(40)))
+    (tmp_path / "p.md").write_text(START + "\n")
+    fake = FakeModel(responder).install()
+    with pytest.raises(SystemExit) as exc:
+        main(["optimize", "d.jsonl", "p.md", "-m", "fake/task", "--max-prompt-tokens", "1"])
+    assert exc.value.code == 2 and "over --max-prompt-tokens 1" in capsys.readouterr().err
+    assert fake.requests == []
