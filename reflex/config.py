@@ -66,11 +66,9 @@ class BudgetConfig(BaseModel):
     )
     max_cost: float | None = Field(default=None, gt=0, description="Budget: dollars.")
     max_seconds: float | None = Field(default=None, gt=0, description="Budget: wall-clock seconds.")
-    preset: BudgetPreset | None = Field(
-        default=None,
-        description="Budget preset: max_calls sized to the splits and the strategy when the run "
-        "starts (reflex.run.presets); an explicit max_calls wins.",
-    )
+    # --budget light|medium|heavy: max_calls sized to the splits and the strategy when the run
+    # starts (reflex.run.presets); an explicit max_calls wins.
+    preset: BudgetPreset | None = None
 
     @model_validator(mode="before")
     @classmethod
