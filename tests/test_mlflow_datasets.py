@@ -36,6 +36,9 @@ def populated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         patch.setenv("MLFLOW_TRACKING_URI", uri)
         patch.setattr(tracking_utils, "_tracking_uri", None)
         patch.chdir(folder)
+        # mlflow.set_experiment exports MLFLOW_EXPERIMENT_ID: recorded as unset, so it goes after.
+        patch.setenv("MLFLOW_EXPERIMENT_ID", "")
+        patch.delenv("MLFLOW_EXPERIMENT_ID")
         experiment = mlflow.set_experiment("traffic").experiment_id
         dataset = create_dataset(name="reviews", experiment_id=[experiment])
         dataset.merge_records(

@@ -87,6 +87,9 @@ def store(template_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setattr(tracking_utils, "_tracking_uri", None)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-none")
+    # mlflow.set_experiment exports MLFLOW_EXPERIMENT_ID: recorded as unset, so it goes after.
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", "")
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_ID")
     monkeypatch.chdir(tmp_path)
     mlflow.set_experiment("optimize")
     yield uri

@@ -445,3 +445,51 @@ def test_pipeline_run_resumes_after_sigkill(tmp_path: Path) -> None:
         resumed = resume_builder(run_dir).run(START, resume=True)
         assert comparable(resumed) == comparable(expected), f"kill at call {kill_at}"
         assert len(fake.requests) == total - paid_before
+
+
+# --- the row itself, and chat templates ---------------------------------------------------------
+
+
+def test_a_keyword_only_example_parameter_receives_the_row(fake: FakeModel) -> None:
+    def run(prompt: Prompt, input: str, *, example: Example) -> str:
+        return str(example.ideal) if example.input == input else "mismatch"
+
+    assert pipeline_from_function(run).takes_example
+    assert not pipeline_from_function(two_step).takes_example
+    assert evaluate(run, examples(4)).mean_score == 1.0
+
+    async def awaited(prompt: Prompt, input: str, call: Any, *, example: Example) -> str:
+        return str(example.ideal)
+
+    assert evaluate(awaited, examples(4)).mean_score == 1.0
+
+
+def test_a_chat_template_reaches_the_pipeline_unrendered_with_the_row_variables(
+    fake: FakeModel, tmp_path: Path
+) -> None:
+    template = [
+        {"role": "system", "content": "Classify the sentiment."},
+        {"role": "user", "content": "Review: {{text}}"},
+    ]
+    seen: list[tuple[str, str, dict[str, str]]] = []
+
+    def run(prompt: Prompt, input: str, *, example: Example) -> str:
+        seen.append((str(prompt), input, dict(example.variables)))
+        return "positive"
+
+    rows = [{"id": f"r{i}", "text": f"film {i}", "ideal": "positive"} for i in range(10)]
+    result = (
+        PromptOptimizer()
+        .set_dataset(rows)
+        .set_pipeline(run)
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_reasoning_model("fake/reasoner")
+        .set_max_iterations(1)
+        .set_run_dir(tmp_path)
+        .run(template)
+    )
+    assert result.final is not None and result.final.mean_score == 1.0
+    prompt, input, variables = seen[0]
+    assert "{{text}}" in prompt and prompt.startswith('<message role="system">')
+    assert json.loads(input) == variables and variables["text"].startswith("film ")

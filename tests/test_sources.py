@@ -95,3 +95,15 @@ def test_an_unknown_source_lists_the_known_ones(register_plugin: Any, tmp_path: 
     assert "rows:" in str(caught.value) and "\n" not in str(caught.value)
     with pytest.raises(DatasetError, match="nosuch:thing: no such file"):  # the builder too
         PromptOptimizer().set_dataset("nosuch:thing")
+
+
+def test_a_dataset_option_takes_a_source_name_a_file_option_does_not() -> None:
+    import click
+
+    from reflex.cli.common import InputFile
+
+    assert InputFile("dataset file", sources=True).convert("mlflow:qa", None, None) == Path(
+        "mlflow:qa"
+    )
+    with pytest.raises(click.BadParameter, match="mlflow:qa: dataset file not found"):
+        InputFile("dataset file").convert("mlflow:qa", None, None)

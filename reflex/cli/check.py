@@ -116,8 +116,9 @@ def request_options(command: F) -> F:
     "--dataset",
     "dataset_path",
     required=True,
-    type=InputFile("dataset file"),
-    help="JSONL or CSV rows (for a record baseline: the run's dataset).",
+    type=InputFile("dataset file", sources=True),
+    help="JSONL or CSV rows, or a dataset source (mlflow:NAME) (for a record baseline: the "
+    "run's dataset).",
 )
 @click.option(
     "-m", "--model", "models", multiple=True, help="Task model(s); default: the record's."

@@ -23,6 +23,7 @@ import click
 
 from reflex.cli.pipes import closed_output, exit_on_closed_output
 from reflex.data.files import file_problem, output_problem
+from reflex.data.sources import split_source
 from reflex.errors import ConfigurationError, ReflexError
 from reflex.redact import (
     credential_urls,
@@ -279,15 +280,20 @@ class InputFile(click.Path):
 
     ``exists=False``: a missing path is fine (a cache file made on first use), but an existing
     one must still be a regular file. ``dir_okay``: a folder is accepted too (prompt folders).
+    ``sources``: a dataset source name (``mlflow:qa``, :mod:`reflex.data.sources`) that is no
+    file passes too; reading it says what is wrong with it.
     """
 
-    def __init__(self, what: str, *, exists: bool = True, dir_okay: bool = False) -> None:
+    def __init__(
+        self, what: str, *, exists: bool = True, dir_okay: bool = False, sources: bool = False
+    ) -> None:
         super().__init__(dir_okay=dir_okay, path_type=Path)
-        self.what, self.must_exist = what, exists
+        self.what, self.must_exist, self.sources = what, exists, sources
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         path = Path(os.fsdecode(value)) if isinstance(value, str | bytes) else value
-        checked = self.must_exist or os.path.lexists(path)
+        named = self.sources and split_source(str(path)) is not None
+        checked = (self.must_exist and not named) or os.path.lexists(path)
         if isinstance(path, Path) and checked and not (self.dir_okay and path.is_dir()):
             problem = file_problem(path, self.what)
             if problem is not None:

@@ -77,7 +77,7 @@ class ExportArgs:
 @click.option(
     "--dataset",
     "dataset_path",
-    type=InputFile("dataset file"),
+    type=InputFile("dataset file", sources=True),
     default=None,
     help="The run's dataset file [default: the file recorded in run.json].",
 )

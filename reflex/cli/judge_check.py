@@ -48,7 +48,7 @@ def _show(agreement: JudgeAgreement, as_json: bool) -> None:
 
 
 @click.command("judge-check")
-@click.argument("dataset", type=InputFile("dataset file"))
+@click.argument("dataset", type=InputFile("dataset file", sources=True))
 @click.option("--judge", required=True, metavar="PROVIDER/MODEL", help="The judge model.")
 @judge_api_base_option
 @click.option(

@@ -199,6 +199,9 @@ def make_optimize(registry: Registry) -> click.Command:
     def optimize(**params: Any) -> None:
         """Optimize PROMPT on DATASET (JSONL or CSV).
 
+        DATASET may also be a source a plugin reads: mlflow:NAME (an MLflow evaluation
+        dataset), mlflow-traces:EXPERIMENT?filter=... (traces with expectations).
+
         PROMPT: a text file, a .json/.yaml/.toml file of named components (the reserved key
         _template assembles them) or a directory of .md components.
 
