@@ -24,6 +24,8 @@ from reflex.hookspecs import (
     MetricFactory,
     MetricRegistrar,
     OptionRegistrar,
+    PromptResolver,
+    PromptSourceRegistrar,
     StrategyRegistrar,
 )
 from reflex.types import Metric, Strategy
@@ -52,6 +54,7 @@ class PluginInfo:
     strategies: list[str] = field(default_factory=list)
     metrics: list[str] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
+    prompt_sources: list[str] = field(default_factory=list)
     commands: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,6 +65,7 @@ class PluginInfo:
             "strategies": self.strategies,
             "metrics": self.metrics,
             "options": self.options,
+            "prompt_sources": self.prompt_sources,
             "commands": self.commands,
         }
 
@@ -86,6 +90,7 @@ class Registry:
         self.strategies: dict[str, tuple[str, type[Strategy[Any]]]] = {}
         self.metrics: dict[str, tuple[str, MetricFactory]] = {}
         self.option_groups: list[OptionGroup] = []
+        self.prompt_sources: dict[str, tuple[str, PromptResolver]] = {}
         self.info: dict[str, PluginInfo] = {}
 
     def load(self) -> Registry:
@@ -112,6 +117,7 @@ class Registry:
 
     def _collect(self) -> None:
         self.strategies, self.metrics, self.option_groups = {}, {}, []
+        self.prompt_sources = {}
         self.info = {name: PluginInfo(name=name) for name, _ in self.pm.list_name_plugin()}
         for plugin_name, dist in self.pm.list_plugin_distinfo():
             info = self.info[self.pm.get_name(plugin_name) or ""]
@@ -122,6 +128,8 @@ class Registry:
             impl.function(register=self._metric_registrar(impl.plugin_name))
         for impl in self.pm.hook.register_optimize_options.get_hookimpls():
             impl.function(register=self._option_registrar(impl.plugin_name))
+        for impl in self.pm.hook.register_prompt_sources.get_hookimpls():
+            impl.function(register=self._source_registrar(impl.plugin_name))
         for impl in self.pm.hook.register_commands.get_hookimpls():
             self.info[impl.plugin_name].commands = True
         self._collected = True
@@ -158,6 +166,24 @@ class Registry:
             self.info[plugin].options.extend(str(getattr(o, "opts", [o])[0]) for o in options)
 
         return register
+
+    def _source_registrar(self, plugin: str) -> PromptSourceRegistrar:
+        def register(scheme: str, resolve: PromptResolver) -> None:
+            if scheme in self.prompt_sources:
+                raise PluginError(
+                    f"prompt source {scheme!r} is registered by both plugin "
+                    f"{self.prompt_sources[scheme][0]!r} and plugin {plugin!r}"
+                )
+            self.prompt_sources[scheme] = (plugin, resolve)
+            self.info[plugin].prompt_sources.append(scheme)
+
+        return register
+
+    def prompt_source(self, scheme: str) -> PromptResolver | None:
+        """The resolver of ``scheme:/...`` prompt URIs, or None when no plugin reads them."""
+        self.load()
+        entry = self.prompt_sources.get(scheme)
+        return entry[1] if entry is not None else None
 
     def strategy(self, name: str) -> type[Strategy[Any]]:
         self.load()

@@ -15,9 +15,17 @@ from reflex.api import ConfigurationError, hookimpl
 from reflex.api.tracking import parse_tag_pairs, wanted
 
 if TYPE_CHECKING:
-    from reflex.api import Callback
+    from reflex.api import Callback, PromptSourceRegistrar
 
-__all__ = ["OPTIONS", "register_optimize_options", "tag_option", "to_callbacks"]
+__all__ = [
+    "OPTIONS",
+    "register_commands",
+    "register_optimize_options",
+    "register_prompt_sources",
+    "resolve_prompt",
+    "tag_option",
+    "to_callbacks",
+]
 
 
 def tag_option(flag: str, tracker: str) -> click.Option:
@@ -85,6 +93,9 @@ def to_callbacks(values: dict[str, Any]) -> list[Callback]:
     """The options' values -> ``[MLflowCallback(...)]``, or ``[]`` when MLflow is not asked for."""
     if not wanted(values, "mlflow"):
         return []
+    from reflex_mlflow.prompts import set_default_tracking_uri
+
+    set_default_tracking_uri(values["mlflow_tracking_uri"])  # where a prompts:/ PROMPT is read
     try:
         from reflex_mlflow.callback import MLflowCallback
     except ImportError as exc:
@@ -108,3 +119,30 @@ def to_callbacks(values: dict[str, Any]) -> list[Callback]:
 @hookimpl
 def register_optimize_options(register: Callable[..., None]) -> None:
     register(OPTIONS, to_callbacks)
+
+
+def resolve_prompt(uri: str) -> object:
+    """A ``prompts:/`` PROMPT, read from the MLflow prompt registry (mlflow imported now)."""
+    try:
+        import mlflow  # noqa: F401 - the extra's check, before anything else is read
+
+        from reflex_mlflow.prompts import load_prompt
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"{uri}: reading a registered prompt needs MLflow ({exc}): "
+            "pip install 'aevyra-reflex[mlflow]'"
+        ) from None
+    return load_prompt(uri)
+
+
+@hookimpl
+def register_prompt_sources(register: PromptSourceRegistrar) -> None:
+    register("prompts", resolve_prompt)
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    from reflex_mlflow.commands import promote_command, rollback_command
+
+    cli.add_command(promote_command)
+    cli.add_command(rollback_command)

@@ -10,7 +10,8 @@ Everything a plugin needs is here, typed:
   :class:`Screening`, :class:`Phases`, :class:`Judging`, :class:`Strategies`),
   :class:`Callback` (lifecycle hooks for trackers; :class:`EvalLabel` names an evaluation);
 - **hooks**: ``hookimpl`` and the registrar types each hook receives
-  (:data:`StrategyRegistrar`, :data:`MetricRegistrar`, :data:`OptionRegistrar`);
+  (:data:`StrategyRegistrar`, :data:`MetricRegistrar`, :data:`OptionRegistrar`,
+  :data:`PromptSourceRegistrar`);
 - **records**: :class:`Example`, :class:`Score`, :class:`EvalSnapshot`, :class:`Sample`,
   :class:`IterationRecord`, :class:`OptimizationResult`, :class:`RunConfig`, :class:`Dataset`,
   :class:`PromptSpec`, :class:`PairOutcome`;
@@ -57,6 +58,7 @@ from reflex.hookspecs import (
     MetricFactory,
     MetricRegistrar,
     OptionRegistrar,
+    PromptSourceRegistrar,
     StrategyRegistrar,
     hookimpl,
 )
@@ -156,6 +158,7 @@ __all__ = [
     "ModelGradedMetric",
     "OptimizationResult",
     "OptionRegistrar",
+    "PromptSourceRegistrar",
     "OptionsT",
     "Outcome",
     "PHASES",
