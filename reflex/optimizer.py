@@ -24,13 +24,14 @@ from reflex.config import (
 from reflex.data.dataset import Dataset, bind_dataset, load_dataset
 from reflex.data.files import file_problem
 from reflex.data.pipeline import Pipeline, load_inputs, load_pipeline, pipeline_from_function
-from reflex.data.prompts import PromptLike, PromptSpec, prompt_spec, read_prompt
+from reflex.data.prompts import PromptLike, PromptSpec, read_prompt
 from reflex.data.templates import check_editable, row_fields
 from reflex.data.tool_schemas import check_tool_choice, response_format_setting, tools_setting
 from reflex.errors import ConfigurationError, MissingInputError
 from reflex.models.client import parse_model
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
+from reflex.run.prompt_sources import prompt_spec
 from reflex.types import Metric
 
 __all__ = ["PromptOptimizer", "prompt_spec", "read_prompt", "validation_message"]

@@ -114,7 +114,11 @@ def promote_command(
 @_URI
 def rollback_command(name: str, alias: str, tracking_uri: str | None) -> None:
     """Point --alias of the registered prompt NAME back at the version it held before the last
-    promote. A second rollback is a no-op. Exit codes: 0 moved or already there, 2 error."""
+    promote.
+
+    The move is recorded on the prompt (tag reflex.alias.ALIAS): a second rollback is a no-op.
+    Exit codes: 0 moved or already there, 2 usage or configuration error.
+    """
     from reflex_mlflow.promotion import rollback
 
     def action() -> Move:

@@ -179,9 +179,10 @@ def _holder(client: MlflowClient, name: str, alias: str) -> PromptVersion | None
 
     _prompt(client, name)
     try:
-        return client.get_prompt_version_by_alias(name, alias)
+        found: PromptVersion = client.get_prompt_version_by_alias(name, alias)
     except MlflowException:
         return None  # the alias is not set yet
+    return found
 
 
 def _record(text: str | None) -> dict[str, Any]:

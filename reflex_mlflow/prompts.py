@@ -90,10 +90,11 @@ def tracking_uri_for(what: str, given: str | None = None) -> str:
         return given
     if _DEFAULT_URI:
         return _DEFAULT_URI[0]
+    import mlflow
     from mlflow.tracking._tracking_service import utils
 
-    if os.environ.get("MLFLOW_TRACKING_URI") or utils.is_tracking_uri_set():
-        return str(utils.get_tracking_uri())
+    if os.environ.get("MLFLOW_TRACKING_URI") or utils._tracking_uri:
+        return str(mlflow.get_tracking_uri())
     raise ConfigurationError(
         f"{what}: no MLflow store to read it from: pass --mlflow-tracking-uri URI or set "
         "MLFLOW_TRACKING_URI"
@@ -127,8 +128,9 @@ def _lookup(
         if client.get_prompt(name) is None:
             raise ConfigurationError(f"{where}: no prompt named {name!r} in the registry")
         if alias is not None:
-            return client.get_prompt_version_by_alias(name, alias)
-        found = client.get_prompt_version(name, str(version))
+            found: PromptVersion | None = client.get_prompt_version_by_alias(name, alias)
+        else:
+            found = client.get_prompt_version(name, str(version))
     except MlflowException as exc:
         what = f"alias @{alias}" if alias is not None else f"version {version}"
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -88,7 +88,7 @@ def register_best(
     text_source = _is_text(client, source) if source and source[0] == name else None
     if text_source is None:
         text_source = saved_template(result.best_prompt) is None
-    version = client.register_prompt(
+    version: PromptVersion = client.register_prompt(
         name,
         template=registry_template(result.best_prompt, text_source),
         commit_message=_message(result),

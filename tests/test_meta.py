@@ -41,6 +41,7 @@ def test_there_are_hooks() -> None:
         "register_commands",
         "register_metrics",
         "register_optimize_options",
+        "register_prompt_sources",
         "register_strategies",
     ]
 

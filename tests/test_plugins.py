@@ -422,5 +422,6 @@ def test_plugins_command_json() -> None:
         "strategies": ["suffix"],
         "metrics": ["length_ok"],
         "options": [],
+        "prompt_sources": [],
         "commands": False,
     }

@@ -11,10 +11,10 @@ import pytest
 from test_engine import builder
 
 from reflex.api import ConfigurationError, PromptSourceRegistrar, PromptSpec, hookimpl
-from reflex.data.prompt_sources import prompt_uri, resolve_prompt_uri
 from reflex.errors import PluginError
 from reflex.optimizer import prompt_spec
 from reflex.plugins import get_registry
+from reflex.run.prompt_sources import prompt_uri, resolve_prompt_uri
 from reflex.testing import FakeModel
 
 NOTES = {"notes:/sentiment": "Classify the sentiment. Answer with one word."}

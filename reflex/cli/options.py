@@ -69,13 +69,13 @@ def setting_option(*decls: str, **kwargs: Any) -> Callable[[F], F]:
 
 class PromptPath(click.Path):
     """PROMPT: a prompt file or folder, or a registry URI (``prompts:/cat@production``), kept
-    as text for :func:`reflex.data.prompts.prompt_spec` to resolve."""
+    as text for :func:`reflex.run.prompt_sources.prompt_spec` to resolve."""
 
     def __init__(self) -> None:
         super().__init__(path_type=Path)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from reflex.data.prompt_sources import prompt_uri
+        from reflex.run.prompt_sources import prompt_uri
 
         if isinstance(value, str) and prompt_uri(value) is not None:
             return value

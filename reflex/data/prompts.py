@@ -322,19 +322,11 @@ def read_prompt(prompt: str | Path, what: str = "prompt file") -> str:
 
 
 def prompt_spec(prompt: PromptLike) -> PromptSpec:
-    """Any accepted prompt as a PromptSpec: text, a prompt file or directory, components, a
-    chat template (a list of messages), or a registry URI (``prompts:/name/version``,
-    ``prompts:/name@alias``: :mod:`reflex.data.prompt_sources`)."""
-    from reflex.data.prompt_sources import prompt_uri, resolve_prompt_uri
-
-    uri = prompt_uri(prompt)
+    """Any accepted prompt as a PromptSpec: text, a prompt file or directory, components, or a
+    chat template (a list of messages). A registry URI (``prompts:/cat@production``) is read
+    by a plugin: :func:`reflex.run.prompt_sources.prompt_spec` (the builder's) resolves it."""
     if isinstance(prompt, PromptSpec):
         spec = prompt
-    elif uri is not None:
-        resolved = resolve_prompt_uri(uri)
-        if not isinstance(resolved, PromptSpec):
-            raise ConfigurationError(f"{uri}: its plugin returned {type(resolved).__name__}")
-        spec = resolved
     elif isinstance(prompt, Sequence) and not isinstance(prompt, str):
         spec = chat_spec(list(prompt))
     elif isinstance(prompt, Mapping):
