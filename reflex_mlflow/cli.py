@@ -91,11 +91,12 @@ OPTIONS: list[click.Option] = [
 
 def to_callbacks(values: dict[str, Any]) -> list[Callback]:
     """The options' values -> ``[MLflowCallback(...)]``, or ``[]`` when MLflow is not asked for."""
-    if not wanted(values, "mlflow"):
-        return []
     from reflex_mlflow.prompts import set_default_tracking_uri
 
-    set_default_tracking_uri(values["mlflow_tracking_uri"])  # where a prompts:/ PROMPT is read
+    # Where a prompts:/ PROMPT of this command line is read (None: MLFLOW_TRACKING_URI's).
+    set_default_tracking_uri(values["mlflow_tracking_uri"])
+    if not wanted(values, "mlflow"):
+        return []
     try:
         from reflex_mlflow.callback import MLflowCallback
     except ImportError as exc:

@@ -4,12 +4,14 @@ real sqlite MLflow store and the fake model: exit codes as check's (0 moved or n
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 from conftest import BETTER
 from mlflow import MlflowClient
+from mlflow.tracking._tracking_service import utils as tracking_utils
 from test_engine import START
 from test_mlflow_promotion import _no_better_idea, _task
 from test_mlflow_registry import store, template_db  # noqa: F401 - the sqlite store fixtures
@@ -120,3 +122,28 @@ def test_promote_a_run_that_registered_nothing_is_exit_2(
 def test_rollback_without_a_recorded_promote_is_exit_2(cat: MlflowClient, store: str) -> None:  # noqa: F811
     result = invoke(["rollback", "cat", "--mlflow-tracking-uri", store])
     assert result.exit_code == 2 and "nothing to roll back to" in result.output
+
+
+def test_without_mlflow_a_registry_prompt_is_one_line_and_exit_2(
+    fake_model: FakeModel,
+    dataset_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # import mlflow raises ImportError
+    result = invoke(["optimize", str(dataset_file), "prompts:/cat/1", *MODELS])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "pip install 'aevyra-reflex[mlflow]'" in errors[0]
+    assert fake_model.requests == []
+
+
+def test_without_a_store_a_registry_prompt_is_one_line_and_exit_2(
+    fake_model: FakeModel, dataset_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setattr(tracking_utils, "_tracking_uri", None)
+    result = invoke(["optimize", str(dataset_file), "prompts:/cat/1", *MODELS])
+    assert result.exit_code == 2, result.output
+    assert "no MLflow store to read it from: pass --mlflow-tracking-uri" in result.output
+    assert fake_model.requests == []
