@@ -27,8 +27,8 @@ def checked_params(cls: type, params: Mapping[str, Any], command: str) -> dict[s
 
 
 def _positionals(
-    dataset: Path | None, prompt: Path | str | None, inputs: Path | None
-) -> tuple[Path | None, Path | str]:
+    dataset: Path | None, prompt: Path | None, inputs: Path | None
+) -> tuple[Path | None, Path]:
     """DATASET and PROMPT checked; DATASET is None when --inputs-file gives the rows."""
     if inputs is not None and prompt is None and dataset is not None:
         dataset, prompt = None, dataset  # `optimize --inputs-file FILE PROMPT`
@@ -53,7 +53,7 @@ class OptimizeArgs:
 
     # Inputs: DATASET is None when --inputs-file gives the rows.
     dataset: Path | None
-    prompt: Path | str  # a file or folder, or a registry URI (prompts:/cat@production)
+    prompt: Path  # a file or folder, or a registry URI (prompts:/cat@production) as a Path
     models: tuple[str, ...]
     api_base: str | None
     temperature: float

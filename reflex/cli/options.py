@@ -67,21 +67,6 @@ def setting_option(*decls: str, **kwargs: Any) -> Callable[[F], F]:
     return lambda command: _with(command, setting(*decls, **kwargs))
 
 
-class PromptPath(click.Path):
-    """PROMPT: a prompt file or folder, or a registry URI (``prompts:/cat@production``), kept
-    as text for :func:`reflex.run.prompt_sources.prompt_spec` to resolve."""
-
-    def __init__(self) -> None:
-        super().__init__(path_type=Path)
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from reflex.run.prompt_sources import prompt_uri
-
-        if isinstance(value, str) and prompt_uri(value) is not None:
-            return value
-        return super().convert(value, param, ctx)
-
-
 def _inputs() -> list[click.Parameter]:
     """The data, the prompt and the task model(s)."""
     return [
@@ -89,7 +74,11 @@ def _inputs() -> list[click.Parameter]:
         click.Argument(
             ["dataset"], required=False, metavar="[DATASET]", type=click.Path(path_type=Path)
         ),
-        click.Argument(["prompt"], required=False, metavar="PROMPT", type=PromptPath()),
+        # PROMPT may be a registry URI (prompts:/cat@production): a path that does not exist,
+        # which reflex.run.prompt_sources.prompt_spec reads through its plugin.
+        click.Argument(
+            ["prompt"], required=False, metavar="PROMPT", type=click.Path(path_type=Path)
+        ),
         o(
             ["-m", "--model", "models"],
             multiple=True,
