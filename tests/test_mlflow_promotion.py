@@ -6,6 +6,7 @@ moves it back; a second promote or rollback is a no-op."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,23 @@ def _chat_answer(request: FakeRequest, rows: list[dict[str, str]]) -> str:
     ideal = {f"Review: {r['review']}": r["ideal"] for r in rows}.get(request.user, "?")
     index = int(request.user.split()[2].rstrip(":"))  # "Review: review 7: ..."
     return ideal if KEYWORD in request.system or index % 3 == 0 else f"It is {ideal}."
+
+
+@pytest.mark.services
+def test_the_round_trip_against_an_mlflow_server_on_postgresql(
+    fake_model: FakeModel, tmp_path: Path, mlflow_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"cat-{uuid.uuid4().hex[:8]}"  # the server lives for the session
+    client = MlflowClient(tracking_uri=mlflow_server)
+    client.register_prompt(name, template=START)
+    client.set_prompt_alias(name, "production", 1)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    runs, rows = tmp_path / "runs", _rows_file(tmp_path)
+    uri = f"prompts:/{name}@production"
+    result = builder(runs).set_dataset(rows).run(uri, callbacks=[MLflowCallback()])
+    assert client.get_prompt_version(name, 2).template == result.best_prompt == BETTER
+    move = promote(str(result.run_id), run_dir=runs)
+    assert move.changed and int(client.get_prompt_version_by_alias(name, "production").version) == 2
+    assert not promote(str(result.run_id), run_dir=runs).changed
+    assert rollback(name).changed and not rollback(name).changed
+    assert int(client.get_prompt_version_by_alias(name, "production").version) == 1
