@@ -300,6 +300,10 @@ class BaseRunConfig(BaseModel):
     )
     dataset_name: str = ""
     dataset_size: int = 0
+    # The registry URI the starting prompt was read from, pinned to its version ("prompts:/cat/3"
+    # for prompts:/cat@production); "" for a text or a file. The MLflow adapter registers the
+    # winner as a new version of that prompt.
+    prompt_source: str = ""
     run_id: str = ""
     resumed: bool = False
 

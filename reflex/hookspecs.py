@@ -24,6 +24,8 @@ __all__ = [
     "MetricFactory",
     "MetricRegistrar",
     "OptionRegistrar",
+    "PromptResolver",
+    "PromptSourceRegistrar",
     "StrategyRegistrar",
     "hookimpl",
     "hookspec",
@@ -43,6 +45,10 @@ OptionRegistrar = Callable[[Sequence["click.Parameter"], CallbackFactory], None]
 # schema ``load_dataset`` takes (each with its stable ``id``), or raises a ReflexError.
 DatasetReader = Callable[[str], Sequence[Mapping[str, object]]]
 DatasetSourceRegistrar = Callable[[str, DatasetReader], None]
+# Reads the prompt a URI names (``prompts:/cat@production``): a ``reflex.api.PromptSpec`` whose
+# ``source`` is the URI pinned to a version (typed ``object`` here: the data layer is above).
+PromptResolver = Callable[[str], object]
+PromptSourceRegistrar = Callable[[str, PromptResolver], None]
 
 
 @hookspec
@@ -58,6 +64,12 @@ def register_metrics(register: MetricRegistrar) -> None:
 @hookspec
 def register_optimize_options(register: OptionRegistrar) -> None:
     """Add ``optimize`` options: ``register(click_options, to_callbacks(values) -> callbacks)``."""
+
+
+@hookspec
+def register_prompt_sources(register: PromptSourceRegistrar) -> None:
+    """Register prompt sources: ``register(scheme, resolve)``; a prompt given as ``scheme:/...``
+    (CLI PROMPT, the builder's ``run``) is ``resolve(uri)``, a PromptSpec."""
 
 
 @hookspec

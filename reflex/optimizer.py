@@ -21,12 +21,13 @@ from reflex.config import (
     validation_message,
 )
 from reflex.data.files import file_problem
-from reflex.data.prompts import PromptLike, prompt_spec, read_prompt
+from reflex.data.prompts import PromptLike, read_prompt
 from reflex.data.run_data import DataSide
 from reflex.errors import ConfigurationError
 from reflex.models.run_models import ModelSide
 from reflex.plugins import get_registry
 from reflex.result import OptimizationResult
+from reflex.run.prompt_sources import prompt_spec
 from reflex.run.sequence import sequence_setting
 from reflex.types import Metric
 
@@ -298,7 +299,10 @@ class PromptOptimizer(DataSide, ModelSide):
         """Optimize ``prompt``; returns the result.
 
         ``prompt``: text, a Path to a prompt file (.md/.txt, or .json/.yaml/.toml components,
-        or a directory of .md components), a :class:`reflex.data.prompts.PromptSpec`, a mapping
+        or a directory of .md components), a registry URI (``"prompts:/cat/3"``,
+        ``"prompts:/cat@production"``: MLflow's, read with ``MLFLOW_TRACKING_URI``; or
+        ``reflex_mlflow.load_prompt(uri, tracking_uri=...)``), a
+        :class:`reflex.data.prompts.PromptSpec`, a mapping
         of component names to texts (see :mod:`reflex.data.prompts`), or a chat template: a
         list of ``{"role", "content"}`` messages with ``{{variable}}`` placeholders, each filled
         from the row field of that name (or the one :meth:`set_variables` maps it to). The
@@ -327,6 +331,8 @@ class PromptOptimizer(DataSide, ModelSide):
         spec = prompt_spec(prompt)
         self.bind_template(spec)
         config = self.build_config()
+        if spec.source:  # read from a registry: the tracker registers the winner beside it
+            config = config.model_copy(update={"prompt_source": spec.source})
         assert self._dataset is not None
         return start_run(
             config,

@@ -27,6 +27,8 @@ from reflex.hookspecs import (
     MetricFactory,
     MetricRegistrar,
     OptionRegistrar,
+    PromptResolver,
+    PromptSourceRegistrar,
     StrategyRegistrar,
 )
 from reflex.types import Metric, Strategy
@@ -55,6 +57,7 @@ class PluginInfo:
     strategies: list[str] = field(default_factory=list)
     metrics: list[str] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
+    prompt_sources: list[str] = field(default_factory=list)
     commands: bool = False
     dataset_sources: list[str] = field(default_factory=list)
 
@@ -66,6 +69,7 @@ class PluginInfo:
             "strategies": self.strategies,
             "metrics": self.metrics,
             "options": self.options,
+            "prompt_sources": self.prompt_sources,
             "commands": self.commands,
             "dataset_sources": self.dataset_sources,
         }
@@ -92,6 +96,7 @@ class Registry:
         self.metrics: dict[str, tuple[str, MetricFactory]] = {}
         self.option_groups: list[OptionGroup] = []
         self.sources: dict[str, tuple[str, DatasetReader]] = {}
+        self.prompt_sources: dict[str, tuple[str, PromptResolver]] = {}
         self.info: dict[str, PluginInfo] = {}
 
     def load(self) -> Registry:
@@ -118,6 +123,7 @@ class Registry:
 
     def _collect(self) -> None:
         self.strategies, self.metrics, self.option_groups, self.sources = {}, {}, [], {}
+        self.prompt_sources = {}
         self.info = {name: PluginInfo(name=name) for name, _ in self.pm.list_name_plugin()}
         for plugin_name, dist in self.pm.list_plugin_distinfo():
             info = self.info[self.pm.get_name(plugin_name) or ""]
@@ -129,7 +135,9 @@ class Registry:
         for impl in self.pm.hook.register_optimize_options.get_hookimpls():
             impl.function(register=self._option_registrar(impl.plugin_name))
         for impl in self.pm.hook.register_dataset_sources.get_hookimpls():
-            impl.function(register=self._source_registrar(impl.plugin_name))
+            impl.function(register=self._dataset_source_registrar(impl.plugin_name))
+        for impl in self.pm.hook.register_prompt_sources.get_hookimpls():
+            impl.function(register=self._prompt_source_registrar(impl.plugin_name))
         for impl in self.pm.hook.register_commands.get_hookimpls():
             self.info[impl.plugin_name].commands = True
         self._collected = True
@@ -167,7 +175,7 @@ class Registry:
 
         return register
 
-    def _source_registrar(self, plugin: str) -> DatasetSourceRegistrar:
+    def _dataset_source_registrar(self, plugin: str) -> DatasetSourceRegistrar:
         def register(scheme: str, reader: DatasetReader) -> None:
             if scheme in self.sources:
                 raise PluginError(
@@ -183,6 +191,24 @@ class Registry:
         """The reader of datasets named ``scheme:...``; None when no plugin registered it."""
         self.load()
         entry = self.sources.get(scheme)
+        return entry[1] if entry is not None else None
+
+    def _prompt_source_registrar(self, plugin: str) -> PromptSourceRegistrar:
+        def register(scheme: str, resolve: PromptResolver) -> None:
+            if scheme in self.prompt_sources:
+                raise PluginError(
+                    f"prompt source {scheme!r} is registered by both plugin "
+                    f"{self.prompt_sources[scheme][0]!r} and plugin {plugin!r}"
+                )
+            self.prompt_sources[scheme] = (plugin, resolve)
+            self.info[plugin].prompt_sources.append(scheme)
+
+        return register
+
+    def prompt_source(self, scheme: str) -> PromptResolver | None:
+        """The resolver of ``scheme:/...`` prompt URIs, or None when no plugin reads them."""
+        self.load()
+        entry = self.prompt_sources.get(scheme)
         return entry[1] if entry is not None else None
 
     def strategy(self, name: str) -> type[Strategy[Any]]:

@@ -1,29 +1,46 @@
 """MLflow adapter: ``MLflowCallback``, the ``--mlflow`` options of ``aevyra-reflex optimize``,
-``ReflexPromptOptimizer`` (reflex inside ``mlflow.genai.optimize_prompts``) and the ``mlflow:`` /
-``mlflow-traces:`` dataset sources.
+``ReflexPromptOptimizer`` (reflex inside ``mlflow.genai.optimize_prompts``), the ``mlflow:`` /
+``mlflow-traces:`` dataset sources, and the prompt registry in and out (``load_prompt``,
+``prompt_from_version``, ``promote``, ``rollback``; the ``prompts:/`` PROMPT and the ``promote`` /
+``rollback`` commands).
 
-Both classes load lazily, so the CLI can list the options (``reflex_mlflow.cli``) without
+Every name loads lazily, so the CLI can list the options (``reflex_mlflow.cli``) without
 importing mlflow; their modules import mlflow at their top.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reflex_mlflow.callback import MLflowCallback
     from reflex_mlflow.optimizer import ReflexPromptOptimizer
+    from reflex_mlflow.promotion import Move, promote, rollback
+    from reflex_mlflow.prompts import load_prompt, prompt_from_version
 
-__all__ = ["MLflowCallback", "ReflexPromptOptimizer"]
+__all__ = [
+    "MLflowCallback",
+    "Move",
+    "ReflexPromptOptimizer",
+    "load_prompt",
+    "promote",
+    "prompt_from_version",
+    "rollback",
+]
+
+_HOMES = {
+    "MLflowCallback": "reflex_mlflow.callback",
+    "Move": "reflex_mlflow.promotion",
+    "ReflexPromptOptimizer": "reflex_mlflow.optimizer",
+    "promote": "reflex_mlflow.promotion",
+    "rollback": "reflex_mlflow.promotion",
+    "load_prompt": "reflex_mlflow.prompts",
+    "prompt_from_version": "reflex_mlflow.prompts",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "MLflowCallback":
-        from reflex_mlflow.callback import MLflowCallback
-
-        return MLflowCallback
-    if name == "ReflexPromptOptimizer":
-        from reflex_mlflow.optimizer import ReflexPromptOptimizer
-
-        return ReflexPromptOptimizer
+    if name in _HOMES:
+        return getattr(import_module(_HOMES[name]), name)
     raise AttributeError(f"module 'reflex_mlflow' has no attribute {name!r}")

@@ -346,7 +346,7 @@ class MLflowCallback(GuardedCallback):
             write_table(client, run_id, CONFUSION_TABLE.format(side=side), rows)
         if not self._inputs_logged:
             self._log_dataset_inputs(result.run_dir)
-        if self.register_prompt and result.completed:
+        if result.completed:  # under register_prompt, else the prompts:/ name it started from
             self._register(result)
 
     def _terminate(self, status: str) -> None:
@@ -406,7 +406,6 @@ class MLflowCallback(GuardedCallback):
             self._inputs_logged = True
 
     def _register(self, result: OptimizationResult) -> None:
-        assert self.register_prompt is not None
         register_best(*self._run(), self.register_prompt, result)
 
 

@@ -15,12 +15,15 @@ from reflex.api import ConfigurationError, hookimpl
 from reflex.api.tracking import parse_tag_pairs, wanted
 
 if TYPE_CHECKING:
-    from reflex.api import Callback, DatasetSourceRegistrar
+    from reflex.api import Callback, DatasetSourceRegistrar, PromptSourceRegistrar
 
 __all__ = [
     "OPTIONS",
+    "register_commands",
     "register_dataset_sources",
     "register_optimize_options",
+    "register_prompt_sources",
+    "resolve_prompt",
     "tag_option",
     "to_callbacks",
 ]
@@ -89,6 +92,10 @@ OPTIONS: list[click.Option] = [
 
 def to_callbacks(values: dict[str, Any]) -> list[Callback]:
     """The options' values -> ``[MLflowCallback(...)]``, or ``[]`` when MLflow is not asked for."""
+    from reflex_mlflow.prompts import set_default_tracking_uri
+
+    # Where a prompts:/ PROMPT of this command line is read (None: MLFLOW_TRACKING_URI's).
+    set_default_tracking_uri(values["mlflow_tracking_uri"])
     if not wanted(values, "mlflow"):
         return []
     try:
@@ -136,3 +143,30 @@ def _mlflow_reader(name: str) -> Callable[[str], Sequence[Mapping[str, object]]]
 def register_dataset_sources(register: DatasetSourceRegistrar) -> None:
     register("mlflow", _mlflow_reader("read_evaluation_dataset"))
     register("mlflow-traces", _mlflow_reader("read_traces"))
+
+
+def resolve_prompt(uri: str) -> object:
+    """A ``prompts:/`` PROMPT, read from the MLflow prompt registry (mlflow imported now)."""
+    try:
+        import mlflow  # noqa: F401 - the extra's check, before anything else is read
+
+        from reflex_mlflow.prompts import load_prompt
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"{uri}: reading a registered prompt needs MLflow ({exc}): "
+            "pip install 'aevyra-reflex[mlflow]'"
+        ) from None
+    return load_prompt(uri)
+
+
+@hookimpl
+def register_prompt_sources(register: PromptSourceRegistrar) -> None:
+    register("prompts", resolve_prompt)
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    from reflex_mlflow.commands import promote_command, rollback_command
+
+    cli.add_command(promote_command)
+    cli.add_command(rollback_command)

@@ -86,6 +86,16 @@ def _isolated_registry() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _no_prompt_store_left() -> Iterator[None]:
+    """A command line's --mlflow-tracking-uri is where its prompts:/ PROMPT is read, for the rest
+    of that process: a test process runs many command lines, so each test starts without one."""
+    yield
+    prompts = sys.modules.get("reflex_mlflow.prompts")
+    if prompts is not None:
+        prompts.set_default_tracking_uri(None)
+
+
+@pytest.fixture(autouse=True)
 def _no_router_pacer_left() -> Iterator[None]:
     """A Router installs its pacer as a LiteLLM callback once per process; a test that made one
     takes it away again, so later tests see LiteLLM as a fresh process does (with a callback

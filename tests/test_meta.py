@@ -42,6 +42,7 @@ def test_there_are_hooks() -> None:
         "register_dataset_sources",
         "register_metrics",
         "register_optimize_options",
+        "register_prompt_sources",
         "register_strategies",
     ]
 

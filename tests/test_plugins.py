@@ -422,6 +422,7 @@ def test_plugins_command_json() -> None:
         "strategies": ["suffix"],
         "metrics": ["length_ok"],
         "options": [],
+        "prompt_sources": [],
         "commands": False,
         "dataset_sources": [],
     }

@@ -11,7 +11,8 @@ Everything a plugin needs is here, typed:
   :class:`Callback` (lifecycle hooks for trackers; :class:`EvalLabel` names an evaluation);
 - **hooks**: ``hookimpl`` and the registrar types each hook receives
   (:data:`StrategyRegistrar`, :data:`MetricRegistrar`, :data:`OptionRegistrar`,
-  :data:`DatasetSourceRegistrar` with its :data:`DatasetReader`: a dataset named ``scheme:rest``);
+  :data:`PromptSourceRegistrar`: a prompt URI; :data:`DatasetSourceRegistrar` with its
+  :data:`DatasetReader`: a dataset named ``scheme:rest``);
 - **providers**: :func:`register_provider` (``name/<model>`` answered by an in-process LiteLLM
   ``CustomLLM``);
 - **records**: :class:`Example`, :class:`Score`, :class:`EvalSnapshot`, :class:`Sample`,
@@ -61,6 +62,7 @@ from reflex.hookspecs import (
     MetricFactory,
     MetricRegistrar,
     OptionRegistrar,
+    PromptSourceRegistrar,
     StrategyRegistrar,
     hookimpl,
 )
@@ -174,6 +176,7 @@ __all__ = [
     "PHASES",
     "PairOutcome",
     "Phases",
+    "PromptSourceRegistrar",
     "PromptSpec",
     "Proposal",
     "ProposalError",

@@ -12,7 +12,13 @@ your own) needs beside :mod:`reflex.api` (its ``Callback``, records and ``hookim
   ``save_tracker_state``, ``recorded_iterations``, ``recorded_initial_val``, the per-example
   ``evaluation_rows``, ``run_path``; a label task's ``confusion_matrices`` (:class:`Confusion`,
   :mod:`reflex.checks.confusion`);
-- for the adapter's CLI options: ``wanted``, ``parse_tag_pairs``.
+- for the adapter's CLI options: ``wanted``, ``parse_tag_pairs``;
+- for a prompt registry (``reflex_mlflow``'s ``prompts:/`` and ``promote``): ``chat_spec`` (a
+  chat template as a PromptSpec; ``reflex.api.saved_template`` gives a run's prompt back as that
+  list),
+  ``resolve_run`` (a run record from what a user typed), ``REDACTED`` (the redactor's mark),
+  and ``check``'s gate for an alias: ``plan_gate`` -> :class:`PromotionGate` ->
+  :class:`CheckOutcome`.
 
 docs/trackers.md describes them; tests/test_public_api.py checks that each listed name exists
 and is named in docs/architecture.md ("Three doors"), and that none is in reflex.api too.
@@ -41,7 +47,11 @@ from reflex.callbacks.tracking import (
     wanted,
 )
 from reflex.checks.confusion import Confusion
-from reflex.redact import redact_data, redact_url, redacted_argv, scrub
+from reflex.data.prompts import chat_spec
+from reflex.redact import REDACTED, redact_data, redact_url, redacted_argv, scrub
+from reflex.run.gate import CheckOutcome
+from reflex.run.promotion import PromotionGate, plan_gate
+from reflex.run.records import resolve_run
 from reflex.run.trackers import (
     confusion_matrices,
     evaluation_rows,
@@ -53,14 +63,18 @@ from reflex.run.trackers import (
 )
 
 __all__ = [
+    "CheckOutcome",
     "Confusion",
     "GuardedCallback",
     "INITIAL_VAL_LABEL",
     "ParamValue",
+    "PromotionGate",
+    "REDACTED",
     "RUN_END_SERIES",
     "RunningTotals",
     "baseline_metrics",
     "best_train_score",
+    "chat_spec",
     "confusion_matrices",
     "evaluation_rows",
     "iteration_metrics",
@@ -68,11 +82,13 @@ __all__ = [
     "metric_key",
     "on_model_thread",
     "parse_tag_pairs",
+    "plan_gate",
     "recorded_initial_val",
     "recorded_iterations",
     "redact_data",
     "redact_url",
     "redacted_argv",
+    "resolve_run",
     "run_params",
     "run_path",
     "run_tags",

@@ -55,7 +55,7 @@ class OptimizeArgs:
 
     # Inputs: DATASET is None when --inputs-file gives the rows.
     dataset: Path | None
-    prompt: Path
+    prompt: Path  # a file or folder, or a registry URI (prompts:/cat@production) as a Path
     models: tuple[str, ...]
     api_base: str | None
     temperature: float

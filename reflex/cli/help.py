@@ -31,7 +31,12 @@ COMMANDS = {
     "DATASET.",
     "optimize": "Optimize PROMPT on DATASET (JSONL or CSV).",
     "plugins": "List the loaded plugins and what each registers.",
+    "promote": "Point --alias at the prompt version RUN registered, if it does not regress "
+    "against the version the alias holds now (check's rule, on the run's test rows or "
+    "--dataset).",
     "report": "Write RUN's report as one HTML file (no scripts, no network).",
+    "rollback": "Point --alias of the registered prompt NAME back at the version it held before "
+    "the last promote.",
     "runs": "List the runs in the run directory (newest last).",
     "show": "Print one run's summary, iterations and the prompt diff (RUN_ID may be a prefix).",
     "sync": "Replay the recorded run RUN (an id, a run folder or its result.json) into MLflow "

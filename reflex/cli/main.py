@@ -33,6 +33,7 @@ def _plugins_command() -> click.Command:
                 f"strategies: {', '.join(info.strategies)}" if info.strategies else "",
                 f"metrics: {', '.join(info.metrics)}" if info.metrics else "",
                 f"options: {', '.join(info.options)}" if info.options else "",
+                f"prompt sources: {', '.join(info.prompt_sources)}" if info.prompt_sources else "",
                 "commands" if info.commands else "",
                 f"datasets: {', '.join(s + ':' for s in info.dataset_sources)}"
                 if info.dataset_sources

@@ -203,7 +203,9 @@ def make_optimize(registry: Registry) -> click.Command:
         dataset), mlflow-traces:EXPERIMENT?filter=... (traces with expectations).
 
         PROMPT: a text file, a .json/.yaml/.toml file of named components (the reserved key
-        _template assembles them) or a directory of .md components.
+        _template assembles them), a directory of .md components, a chat template (.json list),
+        or an MLflow registry URI: prompts:/NAME/VERSION or prompts:/NAME@ALIAS (read with
+        --mlflow-tracking-uri, else MLFLOW_TRACKING_URI).
 
         Pipeline mode: --pipeline-file FILE.py runs your run(prompt, input, call) on each row
         (of DATASET or of --inputs-file, which replaces DATASET) instead of one model call.

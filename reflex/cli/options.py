@@ -81,6 +81,8 @@ def _inputs() -> list[click.Parameter]:
         click.Argument(
             ["dataset"], required=False, metavar="[DATASET]", type=click.Path(path_type=Path)
         ),
+        # PROMPT may be a registry URI (prompts:/cat@production): a path that does not exist,
+        # which reflex.run.prompt_sources.prompt_spec reads through its plugin.
         click.Argument(
             ["prompt"], required=False, metavar="PROMPT", type=click.Path(path_type=Path)
         ),

@@ -65,12 +65,14 @@ class PromptSpec:
     """Named prompt components plus the template that assembles them.
 
     ``fmt`` records where the spec came from ("text", "json", "yaml", "toml" or "dir") so the
-    best prompt can be written back in the same shape.
+    best prompt can be written back in the same shape. ``source``: the registry URI it was read
+    from, pinned to a version (``prompts:/cat/3`` for ``prompts:/cat@production``), else None.
     """
 
     components: Mapping[str, str]
     template: str | None = None
     fmt: str = field(default="text", compare=False)
+    source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.components:
@@ -111,7 +113,7 @@ class PromptSpec:
         """The same template and format with other component texts (names must match)."""
         if list(components) != list(self.components):
             raise ValueError(f"components {list(components)} != {list(self.components)}")
-        return PromptSpec(dict(components), self.template, self.fmt)
+        return PromptSpec(dict(components), self.template, self.fmt, self.source)
 
 
 # Every form a prompt is accepted in (see prompt_spec).
@@ -321,7 +323,8 @@ def read_prompt(prompt: str | Path, what: str = "prompt file") -> str:
 
 def prompt_spec(prompt: PromptLike) -> PromptSpec:
     """Any accepted prompt as a PromptSpec: text, a prompt file or directory, components, or a
-    chat template (a list of messages)."""
+    chat template (a list of messages). A registry URI (``prompts:/cat@production``) is read
+    by a plugin: :func:`reflex.run.prompt_sources.prompt_spec` (the builder's) resolves it."""
     if isinstance(prompt, PromptSpec):
         spec = prompt
     elif isinstance(prompt, Sequence) and not isinstance(prompt, str):

@@ -228,7 +228,7 @@ def _grid_datasets(
     """(label, builder with that dataset) per dataset of the grid, each validated up front (a
     bad dataset fails before any cell runs; a chat template's rows are bound to its variables
     as a run binds them). Labels are the datasets' names, made unique."""
-    from reflex.data.prompts import prompt_spec
+    from reflex.run.prompt_sources import prompt_spec
 
     if isinstance(datasets, (str, Path)):
         datasets = [datasets]  # one file, not a sequence of characters

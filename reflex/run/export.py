@@ -9,16 +9,14 @@ data the run's scores were measured on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.errors import ConfigurationError
 from reflex.models.shared_cache import open_cache
-from reflex.redact import REDACTED
 from reflex.result import EvalSnapshot, RunEnd
 from reflex.run.evaluate import Evaluator, render_messages
 from reflex.run.gate import (
@@ -26,6 +24,7 @@ from reflex.run.gate import (
     paid_calls,
     point_judges,
     rebuild_metrics,
+    record_config,
     run_evaluation,
 )
 from reflex.run.records import read_json
@@ -70,15 +69,6 @@ class ExportPlan:
         client.cache = open_cache(self.cache_url, self.run.parent.parent / "cache.sqlite")
 
 
-def _config(stored: Mapping[str, object], api_base: str | None) -> RunConfig:
-    stored_base = stored.get("api_base")
-    if api_base is None and stored_base and REDACTED in str(stored_base):
-        raise ConfigurationError(
-            "the run's --api-base held credentials and was stored redacted: pass --api-base URL"
-        )
-    return RunConfig.model_validate({**stored, "api_base": api_base or stored_base})
-
-
 def plan_export(
     run: Path,
     dataset: Dataset,
@@ -106,7 +96,7 @@ def plan_export(
     ids = read_json(run / "splits.json").get(split) or []
     if not ids:
         raise ConfigurationError(f"run {run.name} has no {split} rows")
-    config = _config(read_json(run / "config.json"), api_base)
+    config = record_config(read_json(run / "config.json"), api_base)
     metrics = point_judges(rebuild_metrics(config, supplied, f"run {run.name}"), judge_api_base)
     # Read-only: counting and reading cached rollouts writes nothing into the run directory.
     evaluator = build_evaluator(config, metrics, run.parent.parent / "cache.sqlite", read_only=True)

@@ -9,7 +9,7 @@ through the engine's own path (:class:`~reflex.models.client.ProviderClient` and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ __all__ = [
     "paid_calls",
     "point_judges",
     "rebuild_metrics",
+    "record_config",
     "rows_for",
     "run_evaluation",
     "supplied_judge",
@@ -223,6 +224,17 @@ def _by_name(name: str, source: str) -> Metric:
             f"{source} records metric {name!r} without its options (its config.json has no "
             f"metric_specs entry for it), so it cannot be rebuilt: {hint}"
         ) from None
+
+
+def record_config(stored: Mapping[str, object], api_base: str | None) -> RunConfig:
+    """A record's config.json as a RunConfig; ``api_base`` replaces its endpoint, which must be
+    given when the stored one held credentials (it was stored redacted)."""
+    stored_base = stored.get("api_base")
+    if api_base is None and stored_base and REDACTED in str(stored_base):
+        raise ConfigurationError(
+            "the run's --api-base held credentials and was stored redacted: pass --api-base URL"
+        )
+    return RunConfig.model_validate({**stored, "api_base": api_base or stored_base})
 
 
 def build_evaluator(

@@ -44,6 +44,7 @@ MUTABLE_ON_RESUME = {
     "run_id",
     "resumed",
     "dataset_name",
+    "prompt_source",  # where the same text was read from (an alias may have moved meanwhile)
     "shared_run_dir",  # only the mode of folders made from now on
 }
 
