@@ -326,7 +326,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/callbacks/tracking.py",
         "reflex/checks/isolation.py",
         "reflex/checks/outcome.py",
-        "reflex/checks/versions.py",
         "reflex/cli/build.py",
         "reflex/cli/main.py",
         "reflex/cli/optimize.py",
