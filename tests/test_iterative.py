@@ -1,4 +1,4 @@
-"""iterative: an unusable answer retried once, the rewrite log, only adopted revisions measured on val."""
+"""iterative: an unusable answer retried once, the rewrite log, only adopted revisions go to val."""
 
 from __future__ import annotations
 

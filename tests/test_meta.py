@@ -95,14 +95,6 @@ def test_every_cli_option_is_in_the_reference() -> None:
     assert not missing, f"options missing from docs/cli.md: {missing}"
 
 
-def test_docgen_check_mode(tmp_path: Path) -> None:
-    stale = tmp_path / "cli.md"
-    stale.write_text("old\n", encoding="utf-8")
-    assert _docgen.main(["--check", str(stale)]) == 1
-    assert _docgen.main(["--write", str(stale)]) == 0
-    assert _docgen.main(["--check", str(stale)]) == 0
-
-
 # --- callback contract, plugin guide ----------------------------------------------------------
 
 

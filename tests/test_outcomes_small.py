@@ -85,7 +85,7 @@ def test_readme_metric_and_guard_examples_work(
 
 
 def test_judge_endpoint_from_the_command_line(tmp_path: Path, dataset_file: Path) -> None:
-    from test_cli_args import parse
+    from test_args import parse
 
     from reflex.cli.build import build_optimizer
 

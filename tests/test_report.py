@@ -6,7 +6,6 @@ import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -14,7 +13,6 @@ from conftest import make_rows
 
 from reflex import PromptOptimizer
 from reflex.cli import build_cli
-from reflex.cli.report_html import render_report
 from reflex.testing import FakeModel
 
 EVIL = 'Classify the sentiment. <script>alert("x")</script> & <b>bold</b>'
@@ -86,24 +84,6 @@ def test_report_is_escaped_and_self_contained(fake_model: FakeModel, tmp_path: P
     assert "the run recorded no dataset file (in-memory rows) (pass --dataset FILE)" in text
 
 
-def test_report_shows_rejected_and_failed_candidates() -> None:
-    iteration = {"iteration": 1, "score": 0.2, "val_score": None, "system_prompt": "p <i>"}
-    result: dict[str, Any] = {
-        "initial_prompt": "p",
-        "best_prompt": "p",
-        "iterations": [
-            {**iteration, "rejected": "guard <len> regressed"},
-            {**iteration, "iteration": 2, "failed": "ProviderError: boom"},
-        ],
-    }
-    page = _Page()
-    page.feed(render_report(result))
-    text = "".join(page.text)
-    assert "guard <len> regressed" in text and "ProviderError: boom" in text
-    assert "i" not in page.tags
-    assert {"card rejected", "card failed"} <= set(page.classes)
-
-
 def test_report_of_unknown_run_is_a_usage_error(tmp_path: Path) -> None:
     res = CliRunner().invoke(build_cli(), ["report", "nope", "--run-dir", str(tmp_path)])
     assert res.exit_code == 2 and "no run matching 'nope'" in res.output
@@ -164,31 +144,6 @@ def test_report_shows_prompt_version_ids(fake_model: FakeModel, tmp_path: Path) 
         assert version["id"] in titles and version["parent"] in titles  # full ids
         assert f"version {version['id'][:8]} · parent {version['parent'][:8]}" in text
     assert f"best prompt version {versions[-1]['id'][:8]}" in text
-
-
-def test_report_version_ids_are_escaped_and_derived_for_old_records() -> None:
-    evil = '"><i>x</i>'
-    result: dict[str, Any] = {
-        "initial_prompt": "p",
-        "best_prompt": "q",
-        "iterations": [{"iteration": 1, "system_prompt": "q", "is_best": True}],
-        "prompt_versions": [
-            {"id": "root" + evil, "iteration": 0, "text": "p"},
-            {"id": "v1" + evil, "parent": "root" + evil, "iteration": 1, "text": "q"},
-        ],
-    }
-    page = _Page()
-    page.feed(render_report(result))
-    assert "i" not in page.tags
-    assert {"v1" + evil, "root" + evil} <= {v for k, v in page.attrs if k == "title"}
-    # A record written before prompt_versions: the same ids, derived as reflex.checks.versions does.
-    from reflex.checks.versions import version_id
-
-    del result["prompt_versions"]
-    page = _Page()
-    page.feed(render_report(result))
-    root = version_id(None, "p")
-    assert {root, version_id(root, "q")} <= {v for k, v in page.attrs if k == "title"}
 
 
 def test_show_prints_version_ids(fake_model: FakeModel, tmp_path: Path) -> None:
