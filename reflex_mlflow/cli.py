@@ -74,6 +74,13 @@ OPTIONS: list[click.Option] = [
         help="Log one nested MLflow run per evaluated candidate under the run.",
     ),
     click.Option(
+        ["--mlflow-row-traces/--no-mlflow-row-traces"],
+        default=None,
+        help="Log each row of the baseline and final test evaluations (and the winner's val "
+        "evaluation) as an MLflow trace with its scores as assessments [default: on; turn it "
+        "off for very large test splits].",
+    ),
+    click.Option(
         ["--mlflow-register-prompt"],
         metavar="NAME",
         help="Register the best prompt under NAME in the MLflow prompt registry.",
@@ -101,6 +108,7 @@ def to_callbacks(values: dict[str, Any]) -> list[Callback]:
             register_prompt=values["mlflow_register_prompt"],
             trace_llm_calls=values["mlflow_trace"],
             child_runs=values["mlflow_child_runs"],
+            row_traces=values.get("mlflow_row_traces") is not False,
         )
     ]
 

@@ -10,8 +10,9 @@ your own) needs beside :mod:`reflex.api` (its ``Callback``, records and ``hookim
   ``scrub``;
 - the tracker state kept in the run directory (:mod:`reflex.run.trackers`): ``tracker_state``,
   ``save_tracker_state``, ``recorded_iterations``, ``recorded_initial_val``, the per-example
-  ``evaluation_rows``, ``run_path``; a label task's ``confusion_matrices`` (:class:`Confusion`,
-  :mod:`reflex.checks.confusion`);
+  ``evaluation_rows``, the rows themselves (``evaluation_examples``), ``run_path``; a label task's ``confusion_matrices`` (:class:`Confusion`,
+  :mod:`reflex.checks.confusion`); a final row's change against the baseline (``change_of``)
+  and the messages a row was sent (``prompt_messages``);
 - for the adapter's CLI options: ``wanted``, ``parse_tag_pairs``.
 
 docs/trackers.md describes them; tests/test_public_api.py checks that each listed name exists
@@ -41,9 +42,12 @@ from reflex.callbacks.tracking import (
     wanted,
 )
 from reflex.checks.confusion import Confusion
+from reflex.checks.examples import change_of
+from reflex.data.demos import prompt_messages
 from reflex.redact import redact_data, redact_url, redacted_argv, scrub
 from reflex.run.trackers import (
     confusion_matrices,
+    evaluation_examples,
     evaluation_rows,
     recorded_initial_val,
     recorded_iterations,
@@ -61,13 +65,16 @@ __all__ = [
     "RunningTotals",
     "baseline_metrics",
     "best_train_score",
+    "change_of",
     "confusion_matrices",
+    "evaluation_examples",
     "evaluation_rows",
     "iteration_metrics",
     "iteration_row",
     "metric_key",
     "on_model_thread",
     "parse_tag_pairs",
+    "prompt_messages",
     "recorded_initial_val",
     "recorded_iterations",
     "redact_data",

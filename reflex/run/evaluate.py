@@ -7,6 +7,7 @@ In pipeline mode (:mod:`reflex.data.pipeline`) the user's pipeline replaces the 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean
@@ -123,10 +124,18 @@ class Evaluator:
                 return self._failed_run(example, spec.model, outcome)
             sample = await self._scored(example, spec.model, outcome.output, outcome)
             return replace(sample, trace=outcome.trace)
+        started = time.monotonic()
         completion = await self.client.complete(
             *request_for(spec, prompt, example, self.prompt_mode)
         )
-        return await self._scored(example, spec.model, completion.text, completion.cached)
+        latency_ms = round((time.monotonic() - started) * 1000, 3)
+        sample = await self._scored(example, spec.model, completion.text, completion.cached)
+        return replace(
+            sample,
+            latency_ms=latency_ms,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
 
     async def _scored(
         self, example: Example, model: str, output: str, source: bool | PipelineOutcome
