@@ -9,24 +9,19 @@ callback switches itself off for the rest of the run. See docs/trackers.md for w
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import mlflow
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
 
 from reflex.api import EvalLabel
 from reflex.api.tracking import (
     INITIAL_VAL_LABEL,
     RUN_END_SERIES,
-    GuardedCallback,
-    ParamValue,
     RunningTotals,
     baseline_metrics,
     iteration_metrics,
@@ -46,13 +41,12 @@ from reflex.api.tracking import (
 )
 from reflex_mlflow.base import PARAM_LIMIT, MLflowRun
 from reflex_mlflow.connection import check_reachable, shown
-from reflex_mlflow.history import read_table, taken_steps, unlogged
-from reflex_mlflow.registry import experiment_id, register_best
-from reflex_mlflow.tracing import LlmTracing
 from reflex_mlflow.evaluations import RowEvaluations
+from reflex_mlflow.history import read_table, taken_steps
+from reflex_mlflow.registry import experiment_id, register_best
 from reflex_mlflow.row_traces import BASELINE, FINAL, RowTraces
+from reflex_mlflow.tracing import LlmTracing
 from reflex_mlflow.views import (
-    EVALUATION_TABLE,
     ChildRuns,
     description,
     log_dataset_inputs,

@@ -11,13 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from reflex.api import ConfigurationError, hookimpl
+from reflex.api import ConfigurationError, MetricRegistrar, hookimpl
 from reflex.api.tracking import parse_tag_pairs, wanted
 
 if TYPE_CHECKING:
-    from reflex.api import Callback
+    from reflex.api import Callback, Metric
 
-__all__ = ["OPTIONS", "register_optimize_options", "tag_option", "to_callbacks"]
+__all__ = [
+    "OPTIONS",
+    "register_metrics",
+    "register_optimize_options",
+    "scorer_metric",
+    "tag_option",
+    "to_callbacks",
+]
 
 
 def tag_option(flag: str, tracker: str) -> click.Option:
@@ -116,3 +123,20 @@ def to_callbacks(values: dict[str, Any]) -> list[Callback]:
 @hookimpl
 def register_optimize_options(register: Callable[..., None]) -> None:
     register(OPTIONS, to_callbacks)
+
+
+def scorer_metric(target: str = "", **options: Any) -> Metric:
+    """``--metric mlflow:TARGET[,KEY=VALUE...]``: an ``mlflow.genai`` scorer as a reflex metric
+    (:mod:`reflex_mlflow.scorers`)."""
+    try:
+        from reflex_mlflow.scorers import make_metric
+    except ImportError as exc:  # pragma: no cover - the mlflow extra is missing
+        raise ConfigurationError(
+            f"--metric mlflow needs MLflow ({exc}): pip install 'aevyra-reflex[mlflow]'"
+        ) from None
+    return make_metric(target, **options)
+
+
+@hookimpl
+def register_metrics(register: MetricRegistrar) -> None:
+    register("mlflow", scorer_metric)

@@ -146,12 +146,18 @@ class RowEvaluations:
                 if example is not None and sample.latency_ms is not None
                 else None
             )
-            tags = {EVALUATION_TAG: label, ROW_TAG: sample.key, "reflex.example_id": sample.example_id}
+            tags = {
+                EVALUATION_TAG: label,
+                ROW_TAG: sample.key,
+                "reflex.example_id": sample.example_id,
+            }
             if changes is not None and sample.key in changes:
                 tags[CHANGE_TAG] = changes[sample.key]
             if self.reflex_run_id:
                 tags["reflex.run_id"] = self.reflex_run_id
-            clean = redact_data({"messages": messages}, *self.urls)["messages"] if messages else None
+            clean = (
+                redact_data({"messages": messages}, *self.urls)["messages"] if messages else None
+            )
             built.append(row_trace(self.experiment_id, eval_run_id, sample, example, clean, tags))
         return built
 

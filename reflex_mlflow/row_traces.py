@@ -127,7 +127,9 @@ class RowTraces:
         changes: Mapping[str, str] | None,
     ) -> Callable[[], None]:
         def write() -> None:
-            built = self.writer.traces(run_id, label, rows, examples, snapshot.system_prompt, changes)
+            built = self.writer.traces(
+                run_id, label, rows, examples, snapshot.system_prompt, changes
+            )
             self.writer.write(run_id, built)
             self.written += len(built)
 

@@ -33,9 +33,9 @@ from mlflow.entities import (
     TraceState,
 )
 from mlflow.tracing.constant import (
-    AssessmentMetadataKey,
     TRACE_SCHEMA_VERSION,
     TRACE_SCHEMA_VERSION_KEY,
+    AssessmentMetadataKey,
     SpanAttributeKey,
     TraceMetadataKey,
     TraceTagKey,

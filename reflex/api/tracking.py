@@ -10,8 +10,9 @@ your own) needs beside :mod:`reflex.api` (its ``Callback``, records and ``hookim
   ``scrub``;
 - the tracker state kept in the run directory (:mod:`reflex.run.trackers`): ``tracker_state``,
   ``save_tracker_state``, ``recorded_iterations``, ``recorded_initial_val``, the per-example
-  ``evaluation_rows``, the rows themselves (``evaluation_examples``), ``run_path``; a label task's ``confusion_matrices`` (:class:`Confusion`,
-  :mod:`reflex.checks.confusion`); a final row's change against the baseline (``change_of``)
+  ``evaluation_rows``, the rows themselves (``evaluation_examples``), ``run_path``; a label
+  task's ``confusion_matrices`` (:class:`Confusion`, :mod:`reflex.checks.confusion`); a final
+  row's change against the baseline (``change_of``)
   and the messages a row was sent (``prompt_messages``);
 - for the adapter's CLI options: ``wanted``, ``parse_tag_pairs``.
 
