@@ -189,3 +189,29 @@ def test_a_server_that_dies_costs_two_batches(
     assert callback._off and callback.missed()
     state = tracker_state(Path(str(result.run_dir)), "mlflow")
     assert state["missed"] is True and "row_traces" not in state
+
+
+def test_the_cli_switch(
+    fake_model: FakeModel, tmp_path: Path, uri: str, dataset_file: Path, prompt_file: Path
+) -> None:
+    """``--no-mlflow-row-traces`` reaches the callback; without it the rows are logged."""
+    from click.testing import CliRunner
+
+    from reflex.cli import build_cli
+
+    def optimize(*flags: str) -> str:
+        args = ["optimize", str(dataset_file), str(prompt_file), "-m", "fake/task"]
+        args += ["--reasoning-model", "fake/reasoner", "--max-iterations", "1"]
+        args += ["--run-dir", str(tmp_path / "rd"), "--mlflow-tracking-uri", uri, *flags]
+        done = CliRunner().invoke(build_cli(), args)
+        assert done.exit_code == 0, done.output
+        client = MlflowClient(tracking_uri=uri)
+        experiment = client.get_experiment_by_name("aevyra-reflex")
+        assert experiment is not None
+        runs = client.search_runs([experiment.experiment_id], order_by=["start_time DESC"])
+        return next(r.info.run_id for r in runs if EVALUATION_TAG not in r.data.tags)
+
+    quiet = optimize("--no-mlflow-row-traces")
+    assert eval_runs(MlflowClient(tracking_uri=uri), quiet) == {}
+    logged = optimize()
+    assert set(eval_runs(MlflowClient(tracking_uri=uri), logged)) >= {"test:baseline", "test:final"}
