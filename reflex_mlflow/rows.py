@@ -118,8 +118,11 @@ def row_trace(
         task = _span(trace_id, task_id, root_id, "task", "CHAT_MODEL", start_ns, end_ns, None)
         task["attributes"].update(
             {
-                SpanAttributeKey.INPUTS: _json({"model": sample.model, "messages": messages}),
+                # the model in an attribute of ours, not in the inputs: MLflow would price the
+                # usage of a span whose inputs name a model with LiteLLM, in the store's process
+                SpanAttributeKey.INPUTS: _json({"messages": messages}),
                 SpanAttributeKey.OUTPUTS: _json(outputs),
+                "reflex.model": _json(sample.model),
                 "reflex.cached": _json(sample.cached),
                 **({SpanAttributeKey.CHAT_USAGE: _json(usage)} if usage else {}),
             }

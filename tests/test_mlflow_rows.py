@@ -67,7 +67,8 @@ def test_a_trace_with_its_assessments_latency_and_tokens() -> None:
     assert (expected.name, expected.value) == (EXPECTATION, "positive")
     root, task = built.spans
     assert {a.span_id for a in info.assessments} == {root.span_id}
-    assert task.parent_id == root.span_id and task.inputs["messages"] == messages
+    assert task.parent_id == root.span_id and task.inputs == {"messages": messages}
+    assert task.attributes["reflex.model"] == "fake/task"
     assert all(a.metadata["mlflow.assessment.sourceRunId"] == "run9" for a in info.assessments)
 
 
