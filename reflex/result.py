@@ -75,7 +75,9 @@ class Sample:
 
     ``score`` is None when no metric applied to the row (e.g. no reference) or it errored.
     ``trace``: in pipeline mode, the pipeline's named steps (``{"name", "input", "output"}``
-    each) in order; None outside pipeline mode.
+    each) in order; None outside pipeline mode. ``latency_ms`` (the task call's wall time, a
+    cache hit's too; None in pipeline mode), ``prompt_tokens`` and ``completion_tokens`` (the
+    original call's usage, also on a cache hit) describe the call; equality ignores them.
     """
 
     example_id: str
@@ -89,6 +91,9 @@ class Sample:
     cached: bool = False
     failed_metrics: list[str] = field(default_factory=list)
     trace: list[dict[str, Any]] | None = None
+    latency_ms: float | None = field(default=None, compare=False)
+    prompt_tokens: int | None = field(default=None, compare=False)
+    completion_tokens: int | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:

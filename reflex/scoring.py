@@ -29,12 +29,16 @@ class Score:
     ``value`` is in [0, 1], higher is better. ``feedback`` is optional text for reflective
     strategies. ``objectives`` holds optional named sub-scores, each in [0, 1]. ``error`` is set
     when the output could not be scored (the row then counts as errored, not as a real 0).
+    ``judge_usage``: the judge calls the metric made itself, outside the run's client (an MLflow
+    judge through MLflow's adapters): ``calls``, ``prompt_tokens``, ``completion_tokens`` and
+    ``cost`` (absent: unknown); the evaluator adds them to the run's ledger under "judge".
     """
 
     value: float
     feedback: str | None = None
     objectives: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
+    judge_usage: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.value <= 1.0:

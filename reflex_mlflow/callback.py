@@ -9,28 +9,21 @@ callback switches itself off for the rest of the run. See docs/trackers.md for w
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import mlflow
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking.context.registry import resolve_tags
 
 from reflex.api import EvalLabel
 from reflex.api.tracking import (
     INITIAL_VAL_LABEL,
     RUN_END_SERIES,
-    GuardedCallback,
-    ParamValue,
     RunningTotals,
     baseline_metrics,
-    confusion_matrices,
-    evaluation_rows,
     iteration_metrics,
     iteration_row,
     recorded_initial_val,
@@ -46,11 +39,21 @@ from reflex.api.tracking import (
     summary_metrics,
     tracker_state,
 )
-from reflex_mlflow.connection import bounded_requests, check_reachable, shown, where_lines
-from reflex_mlflow.history import read_table, taken_steps, unlogged
+from reflex_mlflow.base import PARAM_LIMIT, MLflowRun
+from reflex_mlflow.connection import check_reachable, shown
+from reflex_mlflow.evaluations import RowEvaluations
+from reflex_mlflow.history import read_table, taken_steps
 from reflex_mlflow.registry import experiment_id, register_best
+from reflex_mlflow.row_traces import BASELINE, FINAL, RowTraces
 from reflex_mlflow.tracing import LlmTracing
-from reflex_mlflow.views import ChildRuns, description, log_dataset_inputs, write_table
+from reflex_mlflow.views import (
+    ChildRuns,
+    description,
+    log_dataset_inputs,
+    log_request_settings,
+    log_result_tables,
+    write_table,
+)
 
 if TYPE_CHECKING:
     from reflex.api import Dataset, EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
@@ -60,13 +63,9 @@ __all__ = ["MLflowCallback"]
 logger = logging.getLogger(__name__)
 
 TABLE = "iterations.json"
-EVALUATION_TABLE = "evaluation.json"
-CONFUSION_TABLE = "confusion_{side}.json"  # a label task's matrices: baseline, final
-_PARAM_LIMIT = 6000  # MLflow rejects longer param values
-_BATCH = 100  # MLflow's per-request limit for params
 
 
-class MLflowCallback(GuardedCallback):
+class MLflowCallback(MLflowRun):
     """Log a reflex run to MLflow.
 
     With nothing set it uses MLflow's own default (``MLFLOW_TRACKING_URI``, else
@@ -78,10 +77,11 @@ class MLflowCallback(GuardedCallback):
     ``trace_llm_calls`` records one MLflow trace per LiteLLM call, linked to the run (it sets
     the process-wide tracking URI to this callback's, which MLflow tracing requires).
     ``child_runs`` adds one nested MLflow run per evaluated candidate under the run.
+    ``row_traces`` (on by default) writes each row of the baseline and final test evaluations
+    and of the winner's val evaluation as an MLflow trace with its scores as assessments, in
+    one evaluation run per evaluation under the run (:mod:`reflex_mlflow.row_traces`); turn it
+    off for very large test splits.
     """
-
-    tracker = "MLflow"
-    state_key = "mlflow"
 
     def __init__(
         self,
@@ -96,6 +96,7 @@ class MLflowCallback(GuardedCallback):
         dataset: Dataset | None = None,
         trace_llm_calls: bool = False,
         child_runs: bool = False,
+        row_traces: bool = True,
     ) -> None:
         self.run_name = run_name
         self.tracking_uri = tracking_uri
@@ -116,6 +117,8 @@ class MLflowCallback(GuardedCallback):
         self._tracing: LlmTracing | None = None
         self.child_runs = child_runs
         self._children: ChildRuns | None = None
+        self.row_traces = row_traces
+        self._rows_log: RowTraces | None = None
         self.experiment_id: str | None = None
         self.resolved_uri: str | None = None
         self._run_dir: Path | None = None
@@ -129,55 +132,41 @@ class MLflowCallback(GuardedCallback):
 
     def on_baseline(self, snapshot: EvalSnapshot) -> None:
         self._safely("on_baseline", lambda: self._baseline(snapshot))
+        if self._rows_log is not None and not self._off:
+            self._rows_log.evaluation("on_baseline", BASELINE, snapshot)
 
     def on_iteration(self, record: IterationRecord) -> None:
         self._safely("on_iteration", lambda: self._iteration(record))
+        if self._rows_log is not None:
+            self._rows_log.iteration(record)
 
     def on_evaluation_end(self, label: EvalLabel, snapshot: EvalSnapshot) -> None:
         # Logs the initial val only; others make no call (so they skip _safely's breaker reset).
         if label == INITIAL_VAL_LABEL:
             self._safely("on_evaluation_end", lambda: self._initial_val(snapshot.mean_score))
+        if self._rows_log is not None:
+            self._rows_log.val(label, snapshot)  # kept until the winner is known: no call
 
     def on_final(self, snapshot: EvalSnapshot) -> None:
         # One step past the last iteration, so the final point never sits inside the curve.
         step = self._last_step + 1
         self._safely("on_final", lambda: self._log_new_metrics(baseline_metrics(snapshot), step))
+        if self._rows_log is not None and not self._off:
+            self._rows_log.evaluation("on_final", FINAL, snapshot)
 
     def on_run_end(self, result: OptimizationResult) -> None:
         self._safely("on_run_end", lambda: self._log_end(result))
+        if self._rows_log is not None and not self._off:
+            self._rows_log.winner("on_run_end", result)
         self._safely("on_run_end", lambda: self._terminate("FINISHED"))
 
     def on_run_error(self, error: BaseException, partial: OptimizationResult | None) -> None:
         if partial is not None:
             self._safely("on_run_error", lambda: self._log_end(partial))
-        message = self._scrub(f"{type(error).__name__}: {error}")[:_PARAM_LIMIT]
+        message = self._scrub(f"{type(error).__name__}: {error}")[:PARAM_LIMIT]
         self._safely("on_run_error", lambda: self._set_tags({"reflex.error": message}))
         status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"  # Ctrl-C
         self._safely("on_run_error", lambda: self._terminate(status))
-
-    def _request_limits(self) -> AbstractContextManager[object]:
-        uri = self.resolved_uri or self.tracking_uri or ""
-        if not uri.startswith(("http://", "https://")):
-            return nullcontext()  # a local store makes no HTTP requests
-        return bounded_requests()
-
-    def _went_offline(self, hook: str) -> None:
-        save_tracker_state(self._run_dir, "mlflow", offline_in=hook, missed=True)
-
-    def where(self) -> list[str]:
-        """Where the run went, and the command that opens it (the CLI prints these lines)."""
-        if not self._has_run():
-            return []
-        uri = shown(self.resolved_uri or "")
-        return where_lines(uri, self.experiment_name, str(self.experiment_id), str(self.run_id))
-
-    # --- steps -------------------------------------------------------------------------------
-
-    def _has_run(self) -> bool:
-        return self.client is not None and self.run_id is not None
-
-    def _tracker_urls(self) -> tuple[str | None, ...]:
-        return (self.tracking_uri,)
 
     def _start(self, config: RunConfig, initial_prompt: str) -> None:
         uri = self.tracking_uri or mlflow.get_tracking_uri()
@@ -228,7 +217,9 @@ class MLflowCallback(GuardedCallback):
             self._catch_up(client, self.run_id)
         else:
             client.log_text(self.run_id, initial_prompt, "prompts/initial_prompt.txt")
-            self._log_request_settings(config)
+            log_request_settings(client, str(self.run_id), config, self._urls)
+        if self.row_traces:
+            self._rows_log = self._row_traces(client, config)
         if self.trace_llm_calls:
             self._tracing = LlmTracing(uri, self.run_id, self._urls)
             self._tracing.start()
@@ -236,16 +227,23 @@ class MLflowCallback(GuardedCallback):
         if self._run_dir is not None and not self._resume:  # splits.json exists already
             self._log_dataset_inputs(str(self._run_dir))
 
-    def _log_request_settings(self, config: RunConfig) -> None:
-        """The run's tools and response format whole, as artifacts (the params hold their
-        names and digests): what every task request carried besides the prompt."""
-        client, run_id = self._run()
-        if config.tools:
-            clean = redact_data({"tools": config.tools}, *self._urls)["tools"]
-            client.log_dict(run_id, clean, "tools.json")
-        if config.response_format:
-            clean = redact_data(config.response_format, *self._urls)
-            client.log_dict(run_id, clean, "response_format.json")
+    def _row_traces(self, client: MlflowClient, config: RunConfig) -> RowTraces:
+        writer = RowEvaluations(
+            client,
+            str(self.experiment_id),
+            str(self.run_id),
+            prompt_mode=config.prompt_mode,
+            urls=self._urls,
+            parallel=config.max_workers if self._is_http() else 1,
+            reflex_run_id=config.run_id or "",
+        )
+        return RowTraces(
+            writer,
+            self._attempt,
+            run_dir=self._run_dir,
+            dataset=self.dataset,
+            batch=config.max_workers,
+        )
 
     def _experiment(self, client: MlflowClient) -> str:
         return experiment_id(client, self.experiment_name)  # safe when runs start together
@@ -329,7 +327,7 @@ class MLflowCallback(GuardedCallback):
         self._set_tags(
             {
                 "reflex.run_id": result.run_id or "",
-                "reflex.stop_reason": self._scrub(result.stop_reason)[:_PARAM_LIMIT],
+                "reflex.stop_reason": self._scrub(result.stop_reason)[:PARAM_LIMIT],
                 "reflex.completed": str(result.completed).lower(),
                 **({"reflex.improvement_pct_note": note} if note else {}),
             }
@@ -337,13 +335,7 @@ class MLflowCallback(GuardedCallback):
         name = f"prompts/best_prompt_{result.run_id or run_id}.txt"
         client.log_text(run_id, result.best_prompt, name)
         client.log_dict(run_id, redact_data(result.to_dict(), *self._urls), "result.json")
-        rows = evaluation_rows(result, self.dataset)
-        if rows:
-            clean = redact_data({"rows": rows}, *self._urls)["rows"]
-            write_table(client, run_id, EVALUATION_TABLE, clean)
-        for side, matrix in confusion_matrices(result, self.dataset).items():
-            rows = redact_data({"rows": matrix.rows()}, *self._urls)["rows"]
-            write_table(client, run_id, CONFUSION_TABLE.format(side=side), rows)
+        log_result_tables(client, run_id, result, self.dataset, self._urls)
         if not self._inputs_logged:
             self._log_dataset_inputs(result.run_dir)
         if result.completed:  # under register_prompt, else the prompts:/ name it started from
@@ -357,42 +349,6 @@ class MLflowCallback(GuardedCallback):
         client.set_terminated(run_id, status=status)
 
     # --- MLflow helpers ----------------------------------------------------------------------
-
-    def _run(self) -> tuple[MlflowClient, str]:
-        if self.client is None or self.run_id is None:
-            raise RuntimeError("no MLflow run: on_run_start did not complete")
-        return self.client, self.run_id
-
-    def _log_new_metrics(self, metrics: Mapping[str, float], step: int) -> None:
-        """``_log_metrics``, but a continued run skips a value it already has at ``step`` (a
-        replay or a resume of a run whose final and summary were logged); a new value is logged
-        (e.g. after a failed run's partial numbers) and becomes the latest."""
-        if self._resume:
-            metrics = unlogged(*self._run(), metrics, step)
-        if metrics:
-            self._log_metrics(metrics, step)
-
-    def _log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
-        client, run_id = self._run()
-        now = int(time.time() * 1000)
-        entities = [Metric(key, float(value), now, step) for key, value in metrics.items()]
-        client.log_batch(run_id, metrics=entities)
-
-    def _log_params(self, params: Mapping[str, ParamValue]) -> None:
-        client, run_id = self._run()
-        existing = client.get_run(run_id).data.params if self._resume else {}
-        # Params are immutable in MLflow: a continued run keeps the values it started with.
-        entities = [
-            Param(key, str(value)[:_PARAM_LIMIT])
-            for key, value in params.items()
-            if key not in existing
-        ]
-        for start in range(0, len(entities), _BATCH):
-            client.log_batch(run_id, params=entities[start : start + _BATCH])
-
-    def _set_tags(self, tags: Mapping[str, str]) -> None:
-        client, run_id = self._run()
-        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
 
     def _write_table(self) -> None:
         """Rewrite ``iterations.json`` whole (log_table would download and append each time)."""

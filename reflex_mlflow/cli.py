@@ -11,19 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from reflex.api import ConfigurationError, hookimpl
+from reflex.api import ConfigurationError, MetricRegistrar, hookimpl
 from reflex.api.tracking import parse_tag_pairs, wanted
 
 if TYPE_CHECKING:
-    from reflex.api import Callback, DatasetSourceRegistrar, PromptSourceRegistrar
+    from reflex.api import Callback, DatasetSourceRegistrar, Metric, PromptSourceRegistrar
 
 __all__ = [
     "OPTIONS",
     "register_commands",
     "register_dataset_sources",
+    "register_metrics",
     "register_optimize_options",
     "register_prompt_sources",
     "resolve_prompt",
+    "scorer_metric",
     "tag_option",
     "to_callbacks",
 ]
@@ -83,6 +85,13 @@ OPTIONS: list[click.Option] = [
         help="Log one nested MLflow run per evaluated candidate under the run.",
     ),
     click.Option(
+        ["--mlflow-row-traces/--no-mlflow-row-traces"],
+        default=None,
+        help="Log each row of the baseline and final test evaluations (and the winner's val "
+        "evaluation) as an MLflow trace with its scores as assessments [default: on; turn it "
+        "off for very large test splits].",
+    ),
+    click.Option(
         ["--mlflow-register-prompt"],
         metavar="NAME",
         help="Register the best prompt under NAME in the MLflow prompt registry.",
@@ -114,6 +123,7 @@ def to_callbacks(values: dict[str, Any]) -> list[Callback]:
             register_prompt=values["mlflow_register_prompt"],
             trace_llm_calls=values["mlflow_trace"],
             child_runs=values["mlflow_child_runs"],
+            row_traces=values.get("mlflow_row_traces") is not False,
         )
     ]
 
@@ -170,3 +180,20 @@ def register_commands(cli: click.Group) -> None:
 
     cli.add_command(promote_command)
     cli.add_command(rollback_command)
+
+
+def scorer_metric(target: str = "", **options: Any) -> Metric:
+    """``--metric mlflow:TARGET[,KEY=VALUE...]``: an ``mlflow.genai`` scorer as a reflex metric
+    (:mod:`reflex_mlflow.scorers`)."""
+    try:
+        from reflex_mlflow.scorers import make_metric
+    except ImportError as exc:  # pragma: no cover - the mlflow extra is missing
+        raise ConfigurationError(
+            f"--metric mlflow needs MLflow ({exc}): pip install 'aevyra-reflex[mlflow]'"
+        ) from None
+    return make_metric(target, **options)
+
+
+@hookimpl
+def register_metrics(register: MetricRegistrar) -> None:
+    register("mlflow", scorer_metric)

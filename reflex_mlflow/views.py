@@ -29,12 +29,28 @@ from mlflow.utils.mlflow_tags import (
     MLFLOW_PARENT_RUN_ID,
 )
 
-from reflex.api.tracking import iteration_metrics
+from reflex.api.tracking import (
+    confusion_matrices,
+    evaluation_rows,
+    iteration_metrics,
+    redact_data,
+)
 
 if TYPE_CHECKING:
-    from reflex.api import Dataset, IterationRecord, RunConfig
+    from reflex.api import Dataset, IterationRecord, OptimizationResult, RunConfig
 
-__all__ = ["ChildRuns", "description", "log_dataset_inputs", "prompt_version", "write_table"]
+__all__ = [
+    "ChildRuns",
+    "description",
+    "log_dataset_inputs",
+    "log_request_settings",
+    "log_result_tables",
+    "prompt_version",
+    "write_table",
+]
+
+EVALUATION_TABLE = "evaluation.json"
+CONFUSION_TABLE = "confusion_{side}.json"  # a label task's matrices: baseline, final
 
 
 def write_table(
@@ -156,3 +172,32 @@ def log_dataset_inputs(
     if inputs:
         client.log_inputs(run_id, datasets=inputs)
     return bool(inputs)
+
+
+def log_request_settings(
+    client: MlflowClient, run_id: str, config: RunConfig, urls: Sequence[str | None]
+) -> None:
+    """The run's tools and response format whole, as artifacts (the params hold their
+    names and digests): what every task request carried besides the prompt."""
+    if config.tools:
+        clean = redact_data({"tools": config.tools}, *urls)["tools"]
+        client.log_dict(run_id, clean, "tools.json")
+    if config.response_format:
+        client.log_dict(run_id, redact_data(config.response_format, *urls), "response_format.json")
+
+
+def log_result_tables(
+    client: MlflowClient,
+    run_id: str,
+    result: OptimizationResult,
+    dataset: Dataset | None,
+    urls: Sequence[str | None],
+) -> None:
+    """The per-example evaluation table and a label task's confusion matrices."""
+    rows = evaluation_rows(result, dataset)
+    if rows:
+        clean = redact_data({"rows": rows}, *urls)["rows"]
+        write_table(client, run_id, EVALUATION_TABLE, clean)
+    for side, matrix in confusion_matrices(result, dataset).items():
+        rows = redact_data({"rows": matrix.rows()}, *urls)["rows"]
+        write_table(client, run_id, CONFUSION_TABLE.format(side=side), rows)

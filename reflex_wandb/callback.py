@@ -42,7 +42,7 @@ from reflex_wandb.offline import logged_artifacts, logged_keys
 if TYPE_CHECKING:
     from reflex.api import EvalSnapshot, IterationRecord, OptimizationResult, RunConfig
 
-__all__ = ["WandbCallback"]
+__all__ = ["WandbCallback", "side_rows"]
 
 _TABLE_COLUMNS = ["iteration", "score", "val_score", "prompt", "reasoning"]
 
@@ -297,15 +297,17 @@ class WandbCallback(GuardedCallback):
 
     def _log_evaluation(self, result: OptimizationResult) -> None:
         """The test rows' answers (``evaluation``: input, expected, baseline and final output
-        and scores; a tool call as its canonical answer text, JSON as written), one Table."""
+        and scores, ``change``/``changed``; a tool call as its canonical answer text, JSON as
+        written), one Table; and each side's rows as the summary tables ``rows_baseline`` and
+        ``rows_final`` (:func:`side_rows`: one schema, so W&B compares them across runs)."""
         rows = evaluation_rows(result)
         if not rows:
             return
         clean = redact_data({"rows": rows}, *self._urls)["rows"]
-        columns: list[str | int] = list(clean[0])
-        data = [[row.get(str(column)) for column in columns] for row in clean]
-        table = wandb.Table(columns=columns, data=data, allow_mixed_types=True)
+        table = _table(clean)
         self._run().log({"iteration": self._last_step + 1, "evaluation": table})
+        sides = {f"rows_{side}": _table(side_rows(clean, side)) for side in ("baseline", "final")}
+        self._summary(sides)
 
     def _holds_best_prompt(self, run: Any, reflex_run_id: str | None) -> bool:
         """Whether the W&B run already has this reflex run's ``best-prompt``: on disk in its
@@ -335,6 +337,27 @@ class WandbCallback(GuardedCallback):
 
     def _summary(self, values: Mapping[str, Any]) -> None:
         self._run().summary.update(dict(values))
+
+
+def side_rows(rows: Sequence[Mapping[str, Any]], side: str) -> list[dict[str, Any]]:
+    """One side (``baseline`` or ``final``) of the evaluation rows, its columns without the
+    side's prefix: ``example_id``, ``model``, ``input``, ``expected``, ``output``, ``score``,
+    a score per metric, ``change``, ``changed`` (the same on both sides)."""
+    prefix = f"{side}_"
+    shared = ("example_id", "model", "input", "expected")
+    kept = []
+    for row in rows:
+        out = {key: row.get(key) for key in shared}
+        out.update({k[len(prefix) :]: v for k, v in row.items() if k.startswith(prefix)})
+        out.update(change=row.get("change"), changed=row.get("changed"))
+        kept.append(out)
+    return kept
+
+
+def _table(rows: Sequence[Mapping[str, Any]]) -> Any:
+    columns: list[str | int] = list(rows[0])
+    data = [[row.get(str(column)) for column in columns] for row in rows]
+    return wandb.Table(columns=columns, data=data, allow_mixed_types=True)
 
 
 def _default_name(config: RunConfig) -> str:

@@ -59,7 +59,10 @@ def test_matrices_go_to_mlflow_and_wandb(tmp_path: Path, wandb_env: None) -> Non
     assert all(row.get(f"answered: {OTHER}") is None for row in expected["final"])
 
     client = MlflowClient(tracking_uri=uri)
-    (logged,) = client.search_runs([client.get_experiment_by_name("aevyra-reflex").experiment_id])
+    found = client.search_runs([client.get_experiment_by_name("aevyra-reflex").experiment_id])
+    (logged,) = [
+        r for r in found if "reflex.evaluation" not in r.data.tags
+    ]  # evaluation runs aside
     for side, rows in expected.items():
         local = client.download_artifacts(
             logged.info.run_id, f"confusion_{side}.json", str(tmp_path / "dl" / side)

@@ -45,8 +45,10 @@ def only_run(uri: str, experiment: str = "aevyra-reflex") -> Any:
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(experiment)
     assert exp is not None
-    runs = client.search_runs([exp.experiment_id])
-    assert len(runs) == 1
+    runs = [
+        r for r in client.search_runs([exp.experiment_id]) if "reflex.evaluation" not in r.data.tags
+    ]
+    assert len(runs) == 1  # evaluation runs aside
     return runs[0]
 
 
@@ -436,7 +438,7 @@ result = (
     PromptOptimizer().set_dataset(make_rows()).add_provider("fake", "task", api_base={url!r})
     .add_metric("exact_match").set_reasoning_model("fake/reasoner")
     .set_run_dir(Path({str(tmp_path)!r}))
-).run(START, callbacks=[MLflowCallback(tracking_uri=uri, trace_llm_calls=True)])
+).run(START, callbacks=[MLflowCallback(tracking_uri=uri, trace_llm_calls=True, row_traces=False)])
 client = mlflow.MlflowClient(tracking_uri=uri)
 exp = client.get_experiment_by_name("aevyra-reflex")
 [run] = client.search_runs([exp.experiment_id])

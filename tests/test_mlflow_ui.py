@@ -8,6 +8,7 @@ stopped whole at the end.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -189,3 +191,27 @@ def test_the_run_page_shows_the_chart_and_the_per_example_table(
     for column in ("input", "expected", "baseline_output", "final_output", "final_score"):
         assert column in table, column
     assert "review 0" in table or "review 1" in table  # a row's input, from the dataset
+
+
+def test_the_evaluation_view_lists_and_compares_the_test_rows(
+    server: str, logged_run: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """The final's evaluation run, compared to the baseline's (MLflow 3's evaluation view): every
+    test row is listed with its request, both answers and both exact_match scores."""
+    uri, experiment, run = logged_run
+    client = MlflowClient(tracking_uri=uri)
+    children = client.search_runs([experiment], f"tags.`mlflow.parentRunId` = '{run}'")
+    runs = {r.data.tags.get("reflex.evaluation"): r.info.run_id for r in children}
+    final, baseline = runs["test:final"], runs["test:baseline"]
+    rows = client.search_traces(locations=[experiment], run_id=final, max_results=500)
+    assert rows
+    url = f"{server}/#/experiments/{experiment}/runs/{final}/traces?compareToRunUuid={baseline}"
+    page = rendered(url, tmp_path, "evaluation-compare")
+    shutil.copy(tmp_path / "evaluation-compare.png", Path(tempfile.gettempdir()))  # for a human
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
+    assert "compare to" in text and "test:baseline" in text and "exact_match" in text
+    for trace in rows:
+        request = json.loads(trace.info.request_preview or "{}")["input"]
+        assert request in text, request  # each test row, paired with its baseline
+    shown = set(re.findall(r"tr-[0-9a-f]{6,}", text))
+    assert len(shown) == 2 * len(rows)  # the final's trace and the baseline's, on every row

@@ -181,7 +181,10 @@ def test_every_command_works_on_the_run(
     synced = _invoke(["sync", str(run), "--run-dir", "rd", "--mlflow-tracking-uri", uri])
     assert synced.exit_code == 0, synced.output
     client = MlflowClient(tracking_uri=uri)
-    (logged,) = client.search_runs([client.get_experiment_by_name("aevyra-reflex").experiment_id])
+    found = client.search_runs([client.get_experiment_by_name("aevyra-reflex").experiment_id])
+    (logged,) = [
+        r for r in found if "reflex.evaluation" not in r.data.tags
+    ]  # evaluation runs aside
     assert logged.data.metrics["final_score_test"] == 1.0
     table = client.download_artifacts(logged.info.run_id, "evaluation.json", str(tmp_path / "d"))
     data = json.loads(Path(table).read_text(encoding="utf-8"))

@@ -146,7 +146,8 @@ def _mlflow(uri: str, work: Path) -> tuple[dict[str, str], list[dict[str, Any]],
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
-    (run,) = client.search_runs([client.get_experiment_by_name("aevyra-reflex").experiment_id])
+    found = client.search_runs([client.get_experiment_by_name("aevyra-reflex").experiment_id])
+    (run,) = [r for r in found if "reflex.evaluation" not in r.data.tags]  # evaluation runs aside
     run_id = run.info.run_id
     local = client.download_artifacts(run_id, "evaluation.json", str(work / "dl"))
     table = json.loads(Path(local).read_text(encoding="utf-8"))

@@ -55,7 +55,8 @@ def test_mlflow_shows_each_rows_tool_calls(tmp_path: Path, endpoint: tuple[Path,
     data, url = endpoint
     _optimize(tmp_path, data, url, "--mlflow", "--mlflow-tracking-uri", uri)
     client = MlflowClient(tracking_uri=uri)
-    (run,) = client.search_runs([client.get_experiment_by_name("aevyra-reflex").experiment_id])
+    found = client.search_runs([client.get_experiment_by_name("aevyra-reflex").experiment_id])
+    (run,) = [r for r in found if "reflex.evaluation" not in r.data.tags]  # evaluation runs aside
     assert run.data.metrics["final_score_test"] == 1.0
     local = client.download_artifacts(run.info.run_id, "evaluation.json", str(tmp_path / "dl"))
     table = json.loads(Path(local).read_text(encoding="utf-8"))

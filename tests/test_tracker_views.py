@@ -73,7 +73,11 @@ def test_the_cli_says_where_the_runs_went(
     client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("aevyra-reflex")
     assert experiment is not None
-    [run] = client.search_runs([experiment.experiment_id])
+    [run] = [
+        r
+        for r in client.search_runs([experiment.experiment_id])
+        if "reflex.evaluation" not in r.data.tags
+    ]
     output = done.output
     assert f"MLflow: run {run.info.run_id} in experiment 'aevyra-reflex'" in output
     assert f"mlflow ui --backend-store-uri {uri}" in output
@@ -126,9 +130,13 @@ def test_evaluation_table_and_child_runs(tmp_path: Path, uri: str, dataset_file:
         tags["mlflow.loggedArtifacts"]
     )
     experiment = client.get_run(run_id).info.experiment_id
-    children = client.search_runs(
-        [experiment], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'"
-    )
+    children = [
+        r
+        for r in client.search_runs(
+            [experiment], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'"
+        )
+        if "reflex.evaluation" not in r.data.tags  # a candidate's, not an evaluation's
+    ]
     assert len(children) == len(result.iterations)
     by_iteration = {int(c.data.params["iteration"]): c for c in children}
     for record in result.iterations:

@@ -10,14 +10,15 @@ your own) needs beside :mod:`reflex.api` (its ``Callback``, records and ``hookim
   ``scrub``;
 - the tracker state kept in the run directory (:mod:`reflex.run.trackers`): ``tracker_state``,
   ``save_tracker_state``, ``recorded_iterations``, ``recorded_initial_val``, the per-example
-  ``evaluation_rows``, ``run_path``; a label task's ``confusion_matrices`` (:class:`Confusion`,
-  :mod:`reflex.checks.confusion`);
+  ``evaluation_rows``, the rows themselves (``evaluation_examples``), ``run_path``; a label
+  task's ``confusion_matrices`` (:class:`Confusion`, :mod:`reflex.checks.confusion`); a final
+  row's change against the baseline (``change_of``) and the messages a row was sent
+  (``prompt_messages``);
 - for the adapter's CLI options: ``wanted``, ``parse_tag_pairs``;
 - for a prompt registry (``reflex_mlflow``'s ``prompts:/`` and ``promote``): ``chat_spec`` (a
   chat template as a PromptSpec; ``reflex.api.saved_template`` gives a run's prompt back as that
-  list),
-  ``resolve_run`` (a run record from what a user typed), ``REDACTED`` (the redactor's mark),
-  and ``check``'s gate for an alias: ``plan_gate`` -> :class:`PromotionGate` ->
+  list), ``resolve_run`` (a run record from what a user typed), ``REDACTED`` (the redactor's
+  mark), and ``check``'s gate for an alias: ``plan_gate`` -> :class:`PromotionGate` ->
   :class:`CheckOutcome`.
 
 docs/trackers.md describes them; tests/test_public_api.py checks that each listed name exists
@@ -47,6 +48,8 @@ from reflex.callbacks.tracking import (
     wanted,
 )
 from reflex.checks.confusion import Confusion
+from reflex.checks.examples import change_of
+from reflex.data.demos import prompt_messages
 from reflex.data.prompts import chat_spec
 from reflex.redact import REDACTED, redact_data, redact_url, redacted_argv, scrub
 from reflex.run.gate import CheckOutcome
@@ -54,6 +57,7 @@ from reflex.run.promotion import PromotionGate, plan_gate
 from reflex.run.records import resolve_run
 from reflex.run.trackers import (
     confusion_matrices,
+    evaluation_examples,
     evaluation_rows,
     recorded_initial_val,
     recorded_iterations,
@@ -74,8 +78,10 @@ __all__ = [
     "RunningTotals",
     "baseline_metrics",
     "best_train_score",
+    "change_of",
     "chat_spec",
     "confusion_matrices",
+    "evaluation_examples",
     "evaluation_rows",
     "iteration_metrics",
     "iteration_row",
@@ -83,6 +89,7 @@ __all__ = [
     "on_model_thread",
     "parse_tag_pairs",
     "plan_gate",
+    "prompt_messages",
     "recorded_initial_val",
     "recorded_iterations",
     "redact_data",

@@ -48,12 +48,25 @@ def var_fields(items: tuple[str, ...]) -> dict[str, str]:
     return fields
 
 
+def metric_head(head: str) -> tuple[str, str, str]:
+    """``NAME[:TARGET][:WEIGHT]`` -> (name, target, weight): the last part is the weight when
+    it reads as a number (``exact_match:0.5``), anything else is the target a metric family
+    scores with (``mlflow:Correctness``, ``mlflow:Correctness:0.5``)."""
+    name, _, rest = head.partition(":")
+    target, _, last = rest.rpartition(":")
+    try:
+        float(last)
+    except ValueError:
+        return name, rest, ""
+    return name, target, last
+
+
 def _with_scoring(opt: PromptOptimizer, args: OptimizeArgs) -> None:
     """Metrics, guards, the judge and slices."""
     # Without --metric: exact_match, unless a judge scores the run (then the judge alone).
     for metric in args.metrics or (() if args.judge else (DEFAULT_METRIC,)):
-        head, *options = metric.split(",")  # NAME[:WEIGHT][,KEY=VALUE...]
-        name, _, weight = head.partition(":")
+        head, *options = metric.split(",")  # NAME[:TARGET][:WEIGHT][,KEY=VALUE...]
+        name, target, weight = metric_head(head)
         if name == "llm_judge":  # its model comes from --judge, never from --metric
             raise ConfigurationError(
                 "--metric llm_judge needs a model: use --judge PROVIDER/MODEL "
@@ -62,6 +75,7 @@ def _with_scoring(opt: PromptOptimizer, args: OptimizeArgs) -> None:
         opt.add_metric(
             name,
             weight=number(weight, "--metric") if weight else 1.0,
+            **({"target": target} if target else {}),
             **pairs(tuple(options), "--metric"),
         )
     for guard in args.guards:

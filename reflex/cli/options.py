@@ -165,8 +165,10 @@ def _scoring() -> list[click.Parameter]:
             ["--metric", "metrics"],
             multiple=True,
             help="Metric name, optionally NAME:WEIGHT (0 = report only) and the metric's options "
-            "as ,KEY=VALUE (e.g. length:0,max_words=50); repeat for several (see "
-            f"`aevyra-reflex plugins`). Default: {DEFAULT_METRIC}, or none when --judge is given.",
+            "as ,KEY=VALUE (e.g. length:0,max_words=50); NAME:TARGET[:WEIGHT] names what a "
+            "metric family scores with (mlflow:Correctness: an MLflow scorer); repeat for several "
+            f"(see `aevyra-reflex plugins`). Default: {DEFAULT_METRIC}, or none when --judge is "
+            "given.",
         ),
         o(["--judge"], metavar="PROVIDER/MODEL", help="Also score with this LLM judge."),
         judge_api_base(),

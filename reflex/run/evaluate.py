@@ -7,6 +7,7 @@ In pipeline mode (:mod:`reflex.data.pipeline`) the user's pipeline replaces the 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean
@@ -123,10 +124,18 @@ class Evaluator:
                 return self._failed_run(example, spec.model, outcome)
             sample = await self._scored(example, spec.model, outcome.output, outcome)
             return replace(sample, trace=outcome.trace)
+        started = time.monotonic()
         completion = await self.client.complete(
             *request_for(spec, prompt, example, self.prompt_mode)
         )
-        return await self._scored(example, spec.model, completion.text, completion.cached)
+        latency_ms = round((time.monotonic() - started) * 1000, 3)
+        sample = await self._scored(example, spec.model, completion.text, completion.cached)
+        return replace(
+            sample,
+            latency_ms=latency_ms,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
 
     async def _scored(
         self, example: Example, model: str, output: str, source: bool | PipelineOutcome
@@ -144,6 +153,8 @@ class Evaluator:
             if not isinstance(source, bool) and self._scores_trace(metric):
                 text = source.scored_text()
             verdict = await self._score(metric, text, example)
+            if verdict.judge_usage:
+                self._count_judge(verdict.judge_usage)
             if verdict.error is not None:
                 errors.append(f"{metric.name}: {verdict.error}")
                 failed.append(metric.name)
@@ -165,6 +176,18 @@ class Evaluator:
             cached=source if isinstance(source, bool) else source.cached,
             failed_metrics=failed,
         )
+
+    def _count_judge(self, usage: Mapping[str, float]) -> None:
+        """A metric's own judge calls into the run's ledger (the tokens and cost on the first)."""
+        cost = usage.get("cost")
+        for call in range(int(usage.get("calls", 0))):
+            first = call == 0
+            self.client.ledger.add_call(
+                "judge",
+                int(usage.get("prompt_tokens", 0)) if first else 0,
+                int(usage.get("completion_tokens", 0)) if first else 0,
+                (cost if first else 0.0) if cost is not None else None,
+            )
 
     def _scores_trace(self, metric: Metric) -> bool:
         return self.pipeline is not None and self.pipeline.scores_trace(metric)

@@ -22,7 +22,7 @@ from reflex.callbacks import EvalLabel
 from reflex.callbacks.guarded import GuardedCallback
 from reflex.callbacks.tracking import INITIAL_VAL_LABEL
 from reflex.checks.confusion import Confusion
-from reflex.checks.examples import compare_rows, label_matrices
+from reflex.checks.examples import change_of, compare_rows, label_matrices
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset, load_dataset
 from reflex.data.demos import template_fields
@@ -32,6 +32,7 @@ from reflex.result import Example, IterationRecord, OptimizationResult
 __all__ = [
     "TRACKERS_FILE",
     "confusion_matrices",
+    "evaluation_examples",
     "evaluation_rows",
     "recorded_examples",
     "recorded_initial_val",
@@ -127,6 +128,15 @@ def _examples(run: Path | None, dataset: Dataset | None, prompt: str | None) -> 
     return {example.id: example for example in dataset} if dataset is not None else {}
 
 
+def evaluation_examples(
+    run: Path | None, dataset: Dataset | None = None, prompt: str | None = None
+) -> dict[str, Example]:
+    """The rows an evaluation of ``prompt`` was made on, by id: ``dataset``, else the run's
+    dataset file as the run read it (:func:`recorded_examples`); ``{}`` when neither is known
+    (ids, answers and scores are in the snapshot)."""
+    return _examples(run, dataset, prompt)
+
+
 def recorded_examples(
     run: Path, source: str | Path | None = None, *, prompt: str | None = None
 ) -> dict[str, Example]:
@@ -175,6 +185,9 @@ def evaluation_rows(
 
     ``input``/``expected`` come from ``dataset``, else from the run's dataset file (``run.json``);
     empty when neither is known. Per-metric scores are ``baseline_<metric>`` / ``final_<metric>``.
+    ``change`` says how the row moved (``regressed``, ``improved``, ``same``, ``unscored``:
+    :func:`~reflex.checks.examples.change_of`) and ``changed`` whether it flipped (went up or
+    down), so a tracker's table filters the flipped rows.
     """
     if result.final is None:
         return []
@@ -186,6 +199,7 @@ def evaluation_rows(
     for sample in result.final.samples:
         base = before.get(sample.key)
         example = examples.get(sample.example_id)
+        change = change_of(base.score if base is not None else None, sample.score)
         row: dict[str, Any] = {
             "example_id": sample.example_id,
             "model": sample.model,
@@ -195,6 +209,8 @@ def evaluation_rows(
             "final_output": sample.output,
             "baseline_score": base.score if base is not None else None,
             "final_score": sample.score,
+            "change": change,
+            "changed": change in ("regressed", "improved"),
         }
         for name in metrics:
             row[f"baseline_{name}"] = base.scores.get(name) if base is not None else None

@@ -154,7 +154,9 @@ def test_cli_cache_and_tracker_passwords_in_no_byte_written(
 
     client = MlflowClient(tracking_uri=mlflow_server)
     [exp] = [e for e in client.search_experiments() if e.name == "aevyra-reflex"]
-    [run] = client.search_runs([exp.experiment_id])
+    [run] = [
+        r for r in client.search_runs([exp.experiment_id]) if "reflex.evaluation" not in r.data.tags
+    ]
     recorded = json.dumps([run.data.params, run.data.tags, run.info.run_name])
     assert not any(c in recorded for c in CANARIES)
 
