@@ -421,6 +421,11 @@ class PromptOptimizer:
     def set_max_workers(self, n: int) -> PromptOptimizer:
         return self._set(max_workers=n)
 
+    def set_local_workers(self, k: int) -> PromptOptimizer:
+        """Contexts of the embedded model (``local/...``) answering at once, one thread each,
+        with the same answers as one (0, the default: one per core, capped by memory)."""
+        return self._set(local_workers=k)
+
     def set_run_dir(self, path: str | Path, *, shared: bool | None = None) -> PromptOptimizer:
         """Where runs are recorded (default ``.reflex``). The folders a run creates there are
         private (0700, files 0600); ``shared=True`` makes them group-readable (0750, files

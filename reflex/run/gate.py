@@ -244,6 +244,7 @@ def build_evaluator(
         ClientSettings(
             max_workers=config.max_workers,
             processes=config.client_processes,
+            local_workers=config.local_workers,
             cache_namespace=config.cache_namespace,
             seed=config.seed,
             max_response_mb=config.max_response_mb,

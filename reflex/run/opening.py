@@ -206,6 +206,7 @@ def _client(
         ClientSettings(
             max_workers=config.max_workers,
             processes=config.client_processes,
+            local_workers=config.local_workers,
             cache_namespace=config.cache_namespace,
             seed=config.seed,
             prices=config.prices,
