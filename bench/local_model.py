@@ -7,6 +7,9 @@ per configuration:
 
 - ``K=1``: one context (``--local-workers 1``, the behaviour before issue 34);
 - ``K=2`` ... (``--k 1,2,4``): K contexts of one thread each, in threads of this process;
+- ``batch N=4``, ``N=8`` (``--batch 4,8``): N sequences decoded together in one context
+  (``--local-batch N``; not bit-identical to serial: the count of identical answers says how
+  far);
 - ``--processes``: also K=2 contexts in two processes (llama-cpp-python called directly, no
   LiteLLM), the alternative to threads: if threads were held back by the GIL, this would be
   faster than K=2 in threads.
@@ -67,9 +70,11 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def through_client(k: int, calls: list[Messages]) -> Run:
-    """The product path: K contexts (warmed up before timing), every call gathered at once."""
-    client = ProviderClient(ClientSettings(max_workers=8, local_workers=k), cache=None)
+def through_client(k: int, calls: list[Messages], batch: int = 0) -> Run:
+    """The product path: K contexts, or a batch of N (warmed up before timing), every call
+    gathered at once."""
+    settings = ClientSettings(max_workers=max(8, batch), local_workers=k, local_batch=batch)
+    client = ProviderClient(settings, cache=None)
     spec = ModelSpec(MODEL, max_tokens=8)
 
     async def gather(batch: list[Messages]) -> list[str]:
@@ -77,7 +82,7 @@ def through_client(k: int, calls: list[Messages]) -> Run:
 
     warm = [
         [{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": f"Hi {i}."}]
-        for i in range(k)
+        for i in range(max(k, batch))
     ]
     LoopRunner.shared().run(gather(warm))
     return lambda: (LoopRunner.shared().run(gather(calls)), None)
@@ -160,6 +165,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=60)
     parser.add_argument("--k", default="1,2", help="comma-separated K values (1 first)")
+    parser.add_argument("--batch", default="4,8", help="batch sizes N (--local-batch); '' for none")
     parser.add_argument("--processes", action="store_true", help="also K=2 in two processes")
     args = parser.parse_args()
     local.register_local_provider()
@@ -169,6 +175,8 @@ def main() -> None:
     base: dict[str, object] = {}
     for k in [int(v) for v in args.k.split(",")]:
         measure(f"K={k} (threads)", through_client(k, calls), len(calls), base)
+    for n in [int(v) for v in args.batch.split(",") if v]:
+        measure(f"batch N={n}", through_client(1, calls, batch=n), len(calls), base)
     if args.processes:
         measure("K=2 (processes)", in_processes(2, calls), len(calls), base)
 

@@ -426,6 +426,11 @@ class PromptOptimizer:
         with the same answers as one (0, the default: one per core, capped by memory)."""
         return self._set(local_workers=k)
 
+    def set_local_batch(self, n: int) -> PromptOptimizer:
+        """Decode up to ``n`` calls of the embedded model together in one context (0: off):
+        faster, but answers are not bit-identical to serial ones, so they are cached apart."""
+        return self._set(local_batch=n)
+
     def set_run_dir(self, path: str | Path, *, shared: bool | None = None) -> PromptOptimizer:
         """Where runs are recorded (default ``.reflex``). The folders a run creates there are
         private (0700, files 0600); ``shared=True`` makes them group-readable (0750, files

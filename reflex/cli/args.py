@@ -102,6 +102,7 @@ class OptimizeArgs:
     max_workers: int
     client_processes: int
     local_workers: int
+    local_batch: int
     max_calls: int | None
     max_reasoning_calls: int | None
     max_total_calls: int | None

@@ -141,6 +141,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         max_response_mb=args.max_response_mb,
         client_processes=args.client_processes,
         local_workers=args.local_workers,
+        local_batch=args.local_batch,
         temperature=args.temperature,
         max_tokens=args.max_tokens,
         run_dir=args.run_dir,

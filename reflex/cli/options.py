@@ -290,6 +290,7 @@ def _calls() -> list[click.Parameter]:
         setting("--max-workers", type=int),
         setting("--client-processes", type=click.IntRange(0, 64)),
         setting("--local-workers", type=click.IntRange(0, 256)),
+        setting("--local-batch", type=click.IntRange(0, 64)),
         setting("--max-response-mb", type=FiniteRange(0.0, min_open=True), metavar="MB"),
     ]
 

@@ -61,12 +61,16 @@ from reflex.models import providers
 from reflex.models.local_pool import ContextPool, affinity_key, default_workers
 
 if TYPE_CHECKING:
+    from reflex.models.local_batch import BatchEngine
+
+if TYPE_CHECKING:
     from litellm.llms.custom_llm import CustomLLM
 
 __all__ = [
     "DEFAULT_MODEL",
     "QWEN_SHA256",
     "QWEN_SIZE",
+    "batch_engine",
     "cache_dir",
     "load_llama",
     "model_identity",
@@ -100,7 +104,8 @@ _find_spec: Callable[[str], ModuleSpec | None] = importlib.util.find_spec
 
 _LOCK = threading.Lock()  # guards the caches below and the Qwen assembly
 _POOLS: dict[str, ContextPool] = {}  # one per model file
-_WORKERS = [0]  # the K asked for (0: default_workers()), see set_workers
+_ENGINES: dict[str, BatchEngine] = {}  # one per model file, with --local-batch
+_WORKERS = [0, 0]  # the K asked for (0: default_workers()) and the batch N (0: off)
 _VERIFIED: set[str] = set()
 _PRICED: set[str] = set()
 
@@ -218,16 +223,17 @@ _IDENTITIES: dict[tuple[str, str], str] = {}
 
 
 def model_identity(model: str) -> str:
-    """Which file ``local/<name>`` means right now (path, size, mtime): part of the cache key,
-    so answers cached for another file (a changed ``REFLEX_LOCAL_MODEL``, a replaced GGUF) are
-    never returned."""
+    """Which file ``local/<name>`` means right now (path, size, mtime) and whether calls are
+    batched: part of the cache key, so answers cached for another file (a changed
+    ``REFLEX_LOCAL_MODEL``, a replaced GGUF) or decoded otherwise are never returned."""
     name = model.split("/", 1)[1] if "/" in model else model
     memo = (name, os.environ.get("REFLEX_LOCAL_MODEL", ""))
     if memo not in _IDENTITIES:
         path = resolve_model_path(name)
         stat = path.stat()
         _IDENTITIES[memo] = f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
-    return _IDENTITIES[memo]
+    # Batched answers are not bit-identical to serial ones: cached apart (local_batch.py).
+    return _IDENTITIES[memo] + (":batched" if _WORKERS[1] else "")
 
 
 def _threads() -> int:
@@ -269,23 +275,45 @@ def workers() -> int:
     return _WORKERS[0] or default_workers()
 
 
-def set_workers(k: int = 0) -> int:
+def set_workers(k: int = 0, batch: int = 0) -> int:
     """Serve the ``local`` provider with up to ``k`` contexts per model file (0: one per usable
-    core, capped by memory: :func:`reflex.models.local_pool.default_workers`); returns K.
+    core, capped by memory: :func:`reflex.models.local_pool.default_workers`), or with ``batch``
+    sequences decoded together in one context (:mod:`reflex.models.local_batch`; 0: off);
+    returns the calls that may then be under way at once.
 
-    Process-wide, like the models: the run that sets it last decides. Up to K calls then enter
+    Process-wide, like the models: the run that sets it last decides. That many calls enter
     LiteLLM at once, still in the order they were made (``providers.set_lanes``).
     """
     if k < 0:
         raise ConfigurationError(f"local workers must be >= 0 (0: one per core), got {k}")
+    if batch < 0:
+        raise ConfigurationError(f"local batch must be >= 0 (0: off), got {batch}")
     with _LOCK:
-        _WORKERS[0] = k
-        resolved = workers()
+        engines = list(_ENGINES.values()) if batch != _WORKERS[1] else []
+        if engines:
+            _ENGINES.clear()
+        _WORKERS[:] = [k, batch]
+        resolved = batch or workers()
         pools = list(_POOLS.values())
     providers.set_lanes(PROVIDER, resolved)
     for pool in pools:
-        pool.resize(resolved)
+        pool.resize(workers())
+    for engine in engines:
+        engine.close()
     return resolved
+
+
+def batch_engine(path: Path) -> BatchEngine:
+    """The process-wide batch engine of ``path`` (``--local-batch``: ``set_workers(batch=N)``)."""
+    from reflex.models.local_batch import BatchEngine
+
+    key = str(path)
+    with _LOCK:
+        if key not in _ENGINES:
+            if not _POOLS and not _ENGINES:
+                atexit.register(_close_all)
+            _ENGINES[key] = BatchEngine(load_llama(path), _WORKERS[1], N_CTX, _threads())
+        return _ENGINES[key]
 
 
 def model_pool(path: Path) -> ContextPool:
@@ -304,10 +332,13 @@ def _close_all() -> None:
     # Free the models while the interpreter is intact: llama_cpp's own finaliser otherwise runs
     # during teardown, after its C bindings are gone, and prints "NoneType is not callable".
     with _LOCK:
-        pools = list(_POOLS.values())
+        pools, engines = list(_POOLS.values()), list(_ENGINES.values())
         _POOLS.clear()
+        _ENGINES.clear()
     for pool in pools:
         pool.close()
+    for engine in engines:
+        engine.close()
 
 
 def _decoding(params: Mapping[str, Any]) -> dict[str, float | list[str]]:
@@ -334,11 +365,14 @@ def _generate(
     """One chat completion as llama_cpp's OpenAI-shaped dict, ``model`` set to ``name``."""
     from reflex.models.local_tools import answer_calls, request_options, template_messages
 
-    pool = model_pool(resolve_model_path(name))
-    with pool.use(affinity_key(messages, params.get("tools"))) as llama:
-        result: dict[str, object] = llama.create_chat_completion(
-            messages=template_messages(messages), **_decoding(params), **request_options(params)
-        )
+    path = resolve_model_path(name)
+    options = {**_decoding(params), **request_options(params)}
+    result: dict[str, object]
+    if _WORKERS[1]:
+        result = batch_engine(path).chat(messages=template_messages(messages), **options)
+    else:
+        with model_pool(path).use(affinity_key(messages, params.get("tools"))) as llama:
+            result = llama.create_chat_completion(messages=template_messages(messages), **options)
     result["model"] = name
     return answer_calls(result, params)
 
