@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,7 +149,7 @@ def test_usable_cores_reads_affinity_and_a_cgroup_quota(
     import reflex.models.local_pool as pool_module
 
     quota = tmp_path / "cpu.max"
-    monkeypatch.setattr(pool_module.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     monkeypatch.setattr(pool_module, "_CPU_MAX", quota)
     assert usable_cores() == 4  # no cgroup file
     quota.write_text("max 100000\n")
@@ -182,11 +183,11 @@ def test_set_workers_sizes_the_pools_and_the_provider_s_lanes(tmp_path: Path) ->
 def test_a_client_sizes_the_contexts_at_its_first_local_call() -> None:
     client = ProviderClient(ClientSettings(local_workers=3))
     local.set_workers(1)
-    client._start_pool(ModelSpec("openai/gpt-4o-mini"))
+    client._size_local(ModelSpec("openai/gpt-4o-mini"))
     assert local.workers() == 1  # not a local call: nothing changed
-    client._start_pool(ModelSpec("local/qwen2.5-coder-0.5b"))
+    client._size_local(ModelSpec("local/qwen2.5-coder-0.5b"))
     assert local.workers() == 3 and providers.lanes("local") == 3
-    with pytest.raises(ConfigurationError, match="local_workers must be >= 0"):
+    with pytest.raises(ConfigurationError, match="local_workers and local_batch must be >= 0"):
         ClientSettings(local_workers=-2)
 
 

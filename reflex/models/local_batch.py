@@ -98,6 +98,7 @@ class BatchEngine:
         self._cond = threading.Condition()
         self._sampler_lock = threading.Lock()  # Llama._init_sampler reads llama._seed
         self._closed = False
+        self._peak = 0
         self._thread = threading.Thread(target=self._loop, name="local-batch", daemon=True)
         self._thread.start()
 
@@ -154,6 +155,12 @@ class BatchEngine:
                 grammar=options.get("grammar"),
                 **chosen,
             )
+
+    def take_peak(self) -> int:
+        """The most sequences decoded in one step since the last ``take_peak``."""
+        with self._cond:
+            peak, self._peak = self._peak, 0
+            return peak
 
     def close(self) -> None:
         with self._cond:
@@ -232,6 +239,8 @@ class BatchEngine:
         batch.n_tokens = n
         if n == 0:
             return
+        with self._cond:
+            self._peak = max(self._peak, sum(s.request is not None for s in self._slots))
         status = self._cpp.llama_decode(self._ctx.ctx, batch)
         if status != 0:
             raise RuntimeError(f"llama_decode failed ({status}): the batch's KV cache is full")
