@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from reflex.errors import ConfigurationError, ProviderError
-from reflex.models import local
+from reflex.models import local, local_serving
 from reflex.models.client import ClientSettings, Completion, ModelSpec, ProviderClient
 from reflex.models.retry import is_transient
 from reflex.models.runner import LoopRunner
@@ -258,7 +258,7 @@ def test_gguf_path_model_string_and_single_load(smollm2: Path) -> None:
     assert by_path.text == by_name.text
     pool = local.model_pool(smollm2)
     assert local.model_pool(smollm2) is pool and pool.loaded >= 1  # the calls above used it
-    assert [key for key in local._POOLS if key == str(smollm2)] == [str(smollm2)]
+    assert [key for key in local_serving._POOLS if key == str(smollm2)] == [str(smollm2)]
 
 
 @pytest.mark.real_model

@@ -17,8 +17,8 @@ import pytest
 from test_local_pool import PLAIN, SENTIMENT, _calls
 
 from reflex.errors import ConfigurationError
-from reflex.models import local, providers
-from reflex.models.client import ClientSettings, Completion, ModelSpec, ProviderClient
+from reflex.models import local, local_serving
+from reflex.models.client import ClientSettings, Completion, ProviderClient
 from reflex.models.local_batch import BatchEngine, _common, _completion, _Request, _stops
 from reflex.models.runner import LoopRunner
 from reflex.toolcalls import ToolCall, parse_answer
@@ -27,7 +27,7 @@ from reflex.toolcalls import ToolCall, parse_answer
 @pytest.fixture(autouse=True)
 def _unbatched() -> Iterator[None]:
     yield
-    local.set_workers(0, 0)
+    local_serving.set_workers(0, 0)
 
 
 def test_stop_sequences_and_prefixes() -> None:
@@ -45,25 +45,6 @@ def test_a_finished_request_reads_as_llama_cpp_s_completion() -> None:
     ]
     assert answer["usage"] == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
     assert answer["object"] == "text_completion" and answer["model"] == "m"
-
-
-def test_batching_sets_the_lanes_and_keys_the_cache_apart(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    model = tmp_path / "m.gguf"
-    model.write_bytes(b"GGUF")
-    monkeypatch.setenv("REFLEX_LOCAL_MODEL", str(model))
-    local._IDENTITIES.clear()
-    serial = ModelSpec("local/default").cache_params()["model_file"]
-    assert local.set_workers(1, batch=4) == 4 == providers.lanes("local")
-    batched = ModelSpec("local/default").cache_params()["model_file"]
-    assert batched == f"{serial}:batched"
-    assert local.set_workers(1, batch=0) == 1 == providers.lanes("local")
-    assert ModelSpec("local/default").cache_params()["model_file"] == serial
-    with pytest.raises(ConfigurationError, match=r"local batch must be >= 0.*-2"):
-        local.set_workers(1, batch=-2)
-    with pytest.raises(ConfigurationError, match="local_workers and local_batch must be >= 0"):
-        ClientSettings(local_batch=-1)
 
 
 def test_the_setting_reaches_the_run_config() -> None:
@@ -125,7 +106,7 @@ def test_a_batch_answers_every_kind_of_call(qwen: Path) -> None:
 
 @pytest.mark.real_model
 def test_a_batch_refuses_what_it_cannot_do(qwen: Path) -> None:
-    local.set_workers(1, batch=2)
+    local_serving.set_workers(1, batch=2)
     engine: BatchEngine = local.batch_engine(qwen)
     with pytest.raises(ValueError, match="stream is not supported with --local-batch"):
         engine.complete([1, 2, 3], {"stream": True})

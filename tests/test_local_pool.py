@@ -19,7 +19,7 @@ import pytest
 from conftest import HANG_POLLS
 
 from reflex.errors import ConfigurationError
-from reflex.models import local, providers
+from reflex.models import local, local_serving
 from reflex.models.client import ClientSettings, ModelSpec, ProviderClient
 from reflex.models.local_pool import (
     INSTANCE_BYTES,
@@ -54,7 +54,7 @@ class Context:
 def _workers() -> Iterator[None]:
     Context.made = 0
     yield
-    local.set_workers(0)
+    local_serving.set_workers(0)
 
 
 def test_contexts_are_loaded_only_when_every_one_is_busy() -> None:
@@ -169,26 +169,6 @@ def test_available_memory_is_meminfo_s(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert available_memory() == 2048 * 1024
     monkeypatch.setattr(pool_module, "_MEMINFO", tmp_path / "absent")
     assert available_memory() is None
-
-
-def test_set_workers_sizes_the_pools_and_the_provider_s_lanes(tmp_path: Path) -> None:
-    local.register_local_provider()
-    assert local.set_workers(3) == 3 and local.workers() == 3
-    assert providers.lanes("local") == 3
-    assert local.set_workers(0) == default_workers() == providers.lanes("local")
-    with pytest.raises(ConfigurationError, match=r"local workers must be >= 0.*-1"):
-        local.set_workers(-1)
-
-
-def test_a_client_sizes_the_contexts_at_its_first_local_call() -> None:
-    client = ProviderClient(ClientSettings(local_workers=3))
-    local.set_workers(1)
-    client._size_local(ModelSpec("openai/gpt-4o-mini"))
-    assert local.workers() == 1  # not a local call: nothing changed
-    client._size_local(ModelSpec("local/qwen2.5-coder-0.5b"))
-    assert local.workers() == 3 and providers.lanes("local") == 3
-    with pytest.raises(ConfigurationError, match="local_workers and local_batch must be >= 0"):
-        ClientSettings(local_workers=-2)
 
 
 def test_the_setting_reaches_the_run_config_and_a_resume_may_change_it() -> None:

