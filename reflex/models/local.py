@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 
 from reflex.errors import ConfigurationError
 from reflex.models import local_serving, providers
-from reflex.models.local_pool import ContextPool, affinity_key
+from reflex.models.local_pool import ContextPool, affinity_key, aligned_llama
 
 if TYPE_CHECKING:
     from litellm.llms.custom_llm import CustomLLM
@@ -249,7 +249,7 @@ def load_llama(path: Path) -> Any:
 
     threads = _threads()
     started = time.perf_counter()
-    llama = llama_cpp.Llama(
+    llama = aligned_llama(llama_cpp)(
         model_path=str(path),
         n_ctx=N_CTX,
         n_threads=threads,

@@ -15,12 +15,17 @@ landing where it is already evaluated; when none is free and fewer than K are lo
 and never runs more than one thread (two threads in one context spin: 0.21x on a shared
 machine).
 
-Answers do not depend on which context serves a call. llama.cpp computes each prompt token's
-keys and values the same way whether the tokens before it came from the prefix cache or were
-evaluated with it (measured: 24 of 24 answers identical from a fresh context, after the previous
-call, and in reverse order; the ``real_model`` test in tests/test_local_pool.py compares K = 1
-and K = 2 through plain answers, a named tool choice and a JSON-schema grammar). So K changes
-the speed, never the answers, the cache keys or the ledger.
+Answers do not depend on which context serves a call, because a context's answer does not
+depend on its earlier calls (:func:`aligned_llama`). llama.cpp's CPU kernels for repacked
+quantized weights multiply a batch's tokens four rows at a time and the last ``n % 4`` one by
+one, with different rounding; llama-cpp-python evaluates a prompt from wherever the previous
+call's tokens stop matching, so the same token could land in either kind of row depending on
+the previous call (measured: "pause the shows" answered two ways after different previous
+calls; 1 of 187 answers of the README quick start differed between K = 1 and K = 2). The
+prefix kept is therefore cut to a multiple of 4 tokens, and only to tokens that a previous
+call computed in such a group: every prompt token is then computed in the same row group as
+in a fresh context, so K changes the speed, never the answers, the cache keys or the ledger
+(the ``real_model`` tests in tests/test_local_pool.py compare K = 1 and K = 2).
 
 The default K (``0``, :func:`default_workers`) is one per core this process may run on
 (``os.sched_getaffinity``, else ``os.cpu_count``; a cgroup CPU quota lowers it), at most one per
@@ -41,14 +46,17 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ALIGN",
     "INSTANCE_BYTES",
     "ContextPool",
     "affinity_key",
+    "aligned_llama",
     "available_memory",
     "default_workers",
     "usable_cores",
 ]
 
+ALIGN = 4  # ggml's repacked CPU matmuls take a batch's activations four rows at a time
 INSTANCE_BYTES = 700_000_000  # memory held for one context of the 0.5B model (RSS ~0.65 GB)
 _MEMINFO = Path("/proc/meminfo")
 _CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
@@ -96,6 +104,38 @@ def affinity_key(messages: Sequence[Mapping[str, object]], tools: object = None)
     parts = [json.dumps(head, default=str), json.dumps(tools, default=str)]
     parts.append(json.dumps(list(messages[len(head) :]), default=str))
     return "\x00".join(parts)
+
+
+def aligned_llama(llama_cpp: Any) -> type:
+    """``llama_cpp.Llama`` whose answers do not depend on its previous calls (module docstring):
+    the prefix it keeps is cut to a multiple of :data:`ALIGN` tokens that were computed in a
+    whole row group (the previous prompt's tokens up to its last multiple of 4)."""
+
+    class AlignedLlama(llama_cpp.Llama):  # type: ignore[misc]
+        _clean = 0  # leading tokens of the cache computed in whole groups of ALIGN rows
+
+        def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Any:
+            this: Any = self  # llama_cpp's attributes are untyped
+            tokens = list(tokens)
+            held = [int(t) for t in this.input_ids[: this.n_tokens]]
+            keep = min(_common(held, tokens), self._clean, len(tokens) - 1) // ALIGN * ALIGN
+            if keep < this.n_tokens:
+                this._ctx.kv_cache_seq_rm(-1, keep, -1)
+                this.n_tokens = keep
+            self._clean = len(tokens) // ALIGN * ALIGN
+            return super().generate(tokens, *args, **kwargs)
+
+    return AlignedLlama
+
+
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _shared(a: str, b: str) -> int:
