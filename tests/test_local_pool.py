@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import HANG_POLLS
@@ -25,6 +26,7 @@ from reflex.models.local_pool import (
     INSTANCE_BYTES,
     ContextPool,
     affinity_key,
+    aligned_llama,
     available_memory,
     default_workers,
     usable_cores,
@@ -134,6 +136,41 @@ def test_a_failed_load_leaves_room_for_the_next_call() -> None:
     with pool.use("a") as context:
         assert isinstance(context, Context)
     assert pool.loaded == 1
+
+
+class _Ctx:
+    def __init__(self) -> None:
+        self.removed: list[int] = []
+
+    def kv_cache_seq_rm(self, seq: int, p0: int, p1: int) -> bool:
+        self.removed.append(p0)
+        return True
+
+
+class _Llama:
+    """A stand-in ``llama_cpp.Llama``: records where the prefix it would reuse stops."""
+
+    def __init__(self) -> None:
+        self.input_ids: list[int] = []
+        self.n_tokens = 0
+        self._ctx = _Ctx()
+        self.kept: list[int] = []
+
+    def generate(self, tokens: list[int]) -> list[int]:
+        self.kept.append(self.n_tokens)
+        self.input_ids, self.n_tokens = list(tokens), len(tokens)
+        return tokens
+
+
+def test_the_kept_prefix_is_whole_groups_of_four_computed_as_groups() -> None:
+    llama = aligned_llama(SimpleNamespace(Llama=_Llama))()
+    llama.generate(list(range(14)))  # its tokens 12 and 13 are the batch's odd rows
+    llama.generate([*range(14), 99])  # shares 14: keeps 12, the whole groups
+    llama.generate([*range(11), 98])  # shares 11: keeps 8
+    llama.generate([*range(11), 98])  # the same prompt again: still recomputes its last group
+    llama.generate([7, 8])  # shares nothing
+    assert llama.kept == [0, 12, 8, 8, 0]
+    assert llama._ctx.removed == [12, 8, 8, 0]
 
 
 def test_default_workers_is_the_cores_capped_by_memory() -> None:
@@ -306,3 +343,16 @@ def test_a_run_scores_the_same_with_one_or_two_contexts(qwen: ContextPool, tmp_p
     assert qwen.take_peak() == 1
     assert run(2) == one
     assert qwen.take_peak() == 2
+
+
+@pytest.mark.real_model
+def test_a_context_answers_as_a_fresh_one_whatever_its_previous_call(qwen: ContextPool) -> None:
+    """Found on the quick start: after some calls, not others, this was answered otherwise."""
+    asked = [{"role": "system", "content": "Classify the intent."}, user("pause the shows")]
+    spec = ModelSpec("local/qwen2.5-coder-0.5b", max_tokens=16)
+    answers = set()
+    for before in ("pause the music", "play the shows", "p", "what's the temp"):
+        client = ProviderClient(ClientSettings(local_workers=1), cache=None)
+        LoopRunner.shared().run(client.complete(spec, [asked[0], user(before)]))
+        answers.add(LoopRunner.shared().run(client.complete(spec, asked)).text)
+    assert len(answers) == 1
