@@ -72,7 +72,7 @@ def main() -> None:
     args = parser.parse_args()
     local.register_local_provider()
     load_litellm()
-    local.load_llama(local.qwen_model_path())
+    local.model_pool(local.qwen_model_path()).warm()
     client = ProviderClient(cache=None)
     reviews = [f"{REVIEWS[i % len(REVIEWS)]} (#{i})" for i in range(args.calls)]
     times: dict[str, list[float]] = {"instruction first": [], "input first": []}

@@ -208,6 +208,20 @@ class BaseRunConfig(BaseModel):
         description="Processes that run LiteLLM's per-call CPU off the run's event loop; try "
         "the number of cores when many calls are in flight to a fast provider (0: in-process).",
     )
+    local_workers: int = Field(  # see reflex.models.local_pool
+        default=0,
+        ge=0,
+        le=256,
+        description="Contexts of the embedded model (local/...) computing answers at once, one "
+        "thread each, same answers as 1 (0: one per core, at most one per 0.7 GB of memory).",
+    )
+    local_batch: int = Field(  # see reflex.models.local_batch
+        default=0,
+        ge=0,
+        le=64,
+        description="Decode up to N calls of the embedded model together in one context: "
+        "faster, but answers are not bit-identical to serial ones (cached apart); 0: off.",
+    )
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     # USD per million (input, output) tokens by model, used instead of LiteLLM's price list
     # (self-hosted and unpriced models then have a cost, and max_cost binds on them).

@@ -161,6 +161,38 @@ def test_a_serial_providers_calls_go_one_at_a_time_in_arrival_order(
     assert runner.run(scenario()) == list(range(6))
 
 
+def test_a_serial_provider_with_two_lanes_has_two_calls_inside_in_arrival_order(
+    runner: LoopRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(providers, "_SERIAL", {"serial"})
+    monkeypatch.setattr(providers, "_LANES", {})
+    providers.set_lanes("serial", 2)  # as the embedded model's --local-workers 2
+    admission = Admission(4, wire=False)
+    spec = ModelSpec("serial/tiny")
+
+    async def scenario() -> tuple[list[int], int]:
+        entered: list[int] = []
+        inside = top = 0
+
+        async def one(i: int) -> None:
+            nonlocal inside, top
+            async with admission.in_order(spec), admission.slot(wire_ok=False):
+                entered.append(i)
+                inside += 1
+                top = max(top, inside)
+                await asyncio.sleep(0)
+                await asyncio.sleep(0)
+                inside -= 1
+
+        await asyncio.gather(*(one(i) for i in range(6)))
+        return entered, top
+
+    assert runner.run(scenario()) == (list(range(6)), 2)
+    assert providers.lanes("other") == 1
+    with pytest.raises(ValueError, match="lanes must be >= 1"):
+        providers.set_lanes("serial", 0)
+
+
 def test_the_offload_check_starts_no_client_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """Asking whether a call may go to a client process answers only: the pool is started by
     the client's explicit step, never by the check (it used to start it)."""

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from reflex.errors import ConfigurationError, ProviderError
-from reflex.models import local
+from reflex.models import local, local_serving
 from reflex.models.client import ClientSettings, Completion, ModelSpec, ProviderClient
 from reflex.models.retry import is_transient
 from reflex.models.runner import LoopRunner
@@ -256,9 +256,9 @@ def test_gguf_path_model_string_and_single_load(smollm2: Path) -> None:
     by_path = _complete(client, ModelSpec(f"local/{smollm2}", max_tokens=16))  # local//abs/...
     assert str(smollm2).startswith("/")
     assert by_path.text == by_name.text
-    llama, _lock = local.load_llama(smollm2)
-    assert local.load_llama(smollm2)[0] is llama
-    assert [key for key in local._LLAMAS if key == str(smollm2)] == [str(smollm2)]
+    pool = local.model_pool(smollm2)
+    assert local.model_pool(smollm2) is pool and pool.loaded >= 1  # the calls above used it
+    assert [key for key in local_serving._POOLS if key == str(smollm2)] == [str(smollm2)]
 
 
 @pytest.mark.real_model

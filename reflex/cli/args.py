@@ -104,6 +104,8 @@ class OptimizeArgs:
     seed: int
     max_workers: int
     client_processes: int
+    local_workers: int
+    local_batch: int
     max_calls: int | None
     preset: BudgetPreset | None
     max_reasoning_calls: int | None

@@ -155,6 +155,8 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         retry_window=args.retry_window,
         max_response_mb=args.max_response_mb,
         client_processes=args.client_processes,
+        local_workers=args.local_workers,
+        local_batch=args.local_batch,
         temperature=args.temperature,
         max_tokens=args.max_tokens,
         run_dir=args.run_dir,

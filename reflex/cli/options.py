@@ -262,10 +262,13 @@ def _run() -> list[click.Parameter]:
 
 
 def _calls() -> list[click.Parameter]:
-    """How calls are made: concurrency, client processes and the size of an answer."""
+    """How calls are made: concurrency, client processes, the embedded model's contexts and the
+    size of an answer."""
     return [
         setting("--max-workers", type=int),
         setting("--client-processes", type=click.IntRange(0, 64)),
+        setting("--local-workers", type=click.IntRange(0, 256)),
+        setting("--local-batch", type=click.IntRange(0, 64)),
         setting("--max-response-mb", type=FiniteRange(0.0, min_open=True), metavar="MB"),
     ]
 

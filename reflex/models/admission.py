@@ -13,8 +13,8 @@ it calls a provider. Its invariants:
    client processes hold the ``max_workers`` slots, split between them, each only while a
    request is on the wire; the call carries its :data:`Gate` there.
 3. **Order.** Waiters are served first come, first served (asyncio's semaphores and locks are
-   FIFO). A serial provider's calls (``providers.is_serial``) also take that provider's lock
-   before a slot: one at a time, in the order they arrived.
+   FIFO). A serial provider's calls (``providers.is_serial``) also take one of that provider's
+   ``providers.lanes`` (1 unless set: one at a time) before a slot, in the order they arrived.
 4. **One way.** Wire mode holds from the start when client processes are configured and ends,
    for the client's lifetime, with the first call that holds a slot here (a call that cannot
    leave the process, or one whose client processes are gone). Such a call first waits until
@@ -71,7 +71,7 @@ class _Gates:
     slots: asyncio.Semaphore
     wire: asyncio.Semaphore
     entry: asyncio.Semaphore
-    serial: dict[str, asyncio.Lock] = field(default_factory=dict)
+    serial: dict[tuple[str, int], asyncio.Semaphore] = field(default_factory=dict)
     wire_calls: int = 0  # calls admitted to the wire rule and not yet done
     drained: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -119,11 +119,12 @@ class Admission:
         return self._current().entry
 
     def in_order(self, spec: ModelSpec) -> contextlib.AbstractAsyncContextManager[None]:
-        """A serial provider's FIFO lock (taken before a slot), else nothing (invariant 3)."""
+        """A serial provider's FIFO lanes (taken before a slot), else nothing (invariant 3)."""
         provider = spec.model.partition("/")[0]
         if not providers.is_serial(provider):
             return contextlib.nullcontext()
-        return self._current().serial.setdefault(provider, asyncio.Lock())
+        n = providers.lanes(provider)
+        return self._current().serial.setdefault((provider, n), asyncio.Semaphore(n))
 
     @contextlib.asynccontextmanager
     async def slot(self, *, wire_ok: bool) -> AsyncIterator[Gate | None]:

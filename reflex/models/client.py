@@ -116,6 +116,9 @@ class ClientSettings:
     # Client processes for LiteLLM's per-call CPU (models.offload), started by the first call
     # that can leave this process (unless the client is given an ``offload`` pool).
     processes: int = default("client_processes")
+    # Contexts of the embedded model answering at once (models.local_pool; 0: one per core).
+    local_workers: int = default("local_workers")
+    local_batch: int = default("local_batch")  # 0: off (not bit-identical to serial)
     # USD per million (input, output) tokens by model: replaces LiteLLM's price (--price).
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     # An answer over this many MiB fails its call (reflex.models.body_limit).
@@ -124,6 +127,11 @@ class ClientSettings:
     def __post_init__(self) -> None:
         if self.max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {self.max_workers}")
+        if min(self.local_workers, self.local_batch) < 0:
+            raise ConfigurationError(
+                f"local_workers and local_batch must be >= 0, got {self.local_workers} and "
+                f"{self.local_batch}"
+            )
 
 
 class ProviderClient:
@@ -162,6 +170,7 @@ class ProviderClient:
             settings.max_workers, wire=offload is not None or settings.processes > 0
         )
         self.router = router  # models named in a LiteLLM Router config go through it
+        self._local_sized = False  # set_workers(settings.local_workers) done
 
     @property
     def max_workers(self) -> int:
@@ -194,6 +203,7 @@ class ProviderClient:
     async def _complete(
         self, spec: ModelSpec, messages: Sequence[Mapping[str, object]], role: Role
     ) -> Completion:
+        self._size_local(spec)
         key = self.key(spec, messages)
         if key in self._inflight:  # the same request is already being paid for: share it
             shared = await asyncio.shield(self._inflight[key])
@@ -368,6 +378,15 @@ class ProviderClient:
         so far did (``--client-processes``; see :mod:`reflex.models.admission`)."""
         if self.offload is None and self.admission.wire and self._offloadable(spec):
             self.offload = client_pool(self._processes)
+
+    def _size_local(self, spec: ModelSpec) -> None:
+        """At this client's first ``local`` call, before its cache key: the embedded model's
+        contexts or batch (``--local-workers``, ``--local-batch``; reflex.models.local)."""
+        if not self._local_sized and spec.model.startswith("local/"):
+            from reflex.models.local_serving import set_workers
+
+            settings = self.settings
+            self._local_sized = set_workers(settings.local_workers, settings.local_batch) > 0
 
     def _offloaded(self, spec: ModelSpec) -> bool:
         """Whether a call that holds a whole-call slot runs in a client process now."""

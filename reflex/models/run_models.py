@@ -94,6 +94,16 @@ class ModelSide(SettingsBuilder):
     def set_max_workers(self, n: int) -> Self:
         return self._set(max_workers=n)
 
+    def set_local_workers(self, k: int) -> Self:
+        """Contexts of the embedded model (``local/...``) answering at once, one thread each,
+        with the same answers as one (0, the default: one per core, capped by memory)."""
+        return self._set(local_workers=k)
+
+    def set_local_batch(self, n: int) -> Self:
+        """Decode up to ``n`` calls of the embedded model together in one context (0: off):
+        faster, but answers are not bit-identical to serial ones, so they are cached apart."""
+        return self._set(local_batch=n)
+
     def set_cache_url(self, url: str | None) -> Self:
         """A shared response cache (redis://... or a SQL URL); None: the run dir's sqlite."""
         return self._set(cache_url=url)

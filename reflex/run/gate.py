@@ -256,6 +256,8 @@ def build_evaluator(
         ClientSettings(
             max_workers=config.max_workers,
             processes=config.client_processes,
+            local_workers=config.local_workers,
+            local_batch=config.local_batch,
             cache_namespace=config.cache_namespace,
             seed=config.seed,
             max_response_mb=config.max_response_mb,

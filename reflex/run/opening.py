@@ -211,6 +211,8 @@ def _client(
         ClientSettings(
             max_workers=config.max_workers,
             processes=config.client_processes,
+            local_workers=config.local_workers,
+            local_batch=config.local_batch,
             cache_namespace=config.cache_namespace,
             seed=config.seed,
             prices=config.prices,

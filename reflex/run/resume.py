@@ -38,6 +38,7 @@ __all__ = [
 MUTABLE_ON_RESUME = {
     "max_workers",
     "client_processes",
+    "local_workers",
     "budget",
     "retry_window",
     "max_response_mb",
