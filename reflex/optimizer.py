@@ -412,6 +412,13 @@ class PromptOptimizer:
         chosen = None if fmt is None else response_format_setting(fmt, "set_response_format")
         return self._set(response_format=chosen)
 
+    def set_accept(self, rule: str) -> PromptOptimizer:
+        """When a candidate replaces the best prompt: ``"significant"`` (better on the val rows
+        by a one-sided paired test at 0.05; ``"significant:0.1"`` another level; the winner
+        corrected for best-of-many), ``"margin:0.02"`` (a mean val gain of at least 0.02) or
+        ``"any"`` (any higher val score)."""
+        return self._set(accept=rule)
+
     def set_seed(self, seed: int) -> PromptOptimizer:
         return self._set(seed=seed)
 

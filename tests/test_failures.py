@@ -19,6 +19,8 @@ import pytest
 from reflex import PromptOptimizer
 from reflex.api import (
     FORMAT_FAILURES,
+    NEAR_MISS_LABEL,
+    OFF_LABEL,
     VALUE_FAILURES,
     WRONG_FUNCTION,
     Example,
@@ -26,6 +28,7 @@ from reflex.api import (
     Sample,
     failure_counts,
     failure_kind,
+    label_failure,
 )
 from reflex.cli import main
 from reflex.data.dataset import Dataset
@@ -300,3 +303,13 @@ def test_a_row_s_evidence_lines_are_cut_like_its_other_fields() -> None:
     assert row[-2:] == ["failure: wrong function", "critique: " + "x" * 50]
     plain = verdict(get_registry().metric("exact_match"), "b", "a")
     assert evidence_lines(example, plain, 10) == []  # no kind, no column named: rows unchanged
+
+
+@pytest.mark.parametrize(
+    ("output", "kind"),
+    [("Sports", NEAR_MISS_LABEL), ("weather", OFF_LABEL), (" sport. ", None), ("Tech", None)],
+)
+def test_an_answer_outside_the_label_set_is_a_format_failure(output: str, kind: str | None) -> None:
+    assert label_failure(output, ["Sport", "tech"]) == kind
+    assert kind is None or kind in FORMAT_FAILURES
+    assert label_failure(output, []) is None

@@ -229,6 +229,7 @@ def _strategy() -> list[click.Parameter]:
         o(["--threshold"], type=FiniteFloat(), help="Stop once the best val score reaches this."),
         setting("--batch-size", type=int),
         setting("--early-stopping-patience", type=int),
+        setting("--accept", metavar="RULE"),
         o(
             ["--allow-degenerate-seed"],
             is_flag=True,
