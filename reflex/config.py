@@ -21,6 +21,7 @@ from reflex.models.spec import parse_model
 from reflex.redact import redact_data, redact_url
 
 __all__ = [
+    "ACCEPT_ALPHA",
     "BudgetConfig",
     "ConfigurableMetric",
     "MetricSpec",
@@ -101,7 +102,7 @@ def default_strategy(reasoning_model: str | None) -> str:
     return "iterative" if reasoning_model else "auto"
 
 
-ACCEPT_ALPHA = 0.05  # ``significant`` without a level: a one-sided paired test at 5%
+ACCEPT_ALPHA = 0.1  # ``significant`` without a level: a one-sided paired test at 10%
 
 
 def parse_accept(text: str) -> tuple[str, float]:
@@ -175,7 +176,7 @@ class BaseRunConfig(BaseModel):
     accept: str = Field(
         default="significant",
         description="When a candidate replaces the best prompt: significant[:ALPHA] (better on "
-        "the val rows by a one-sided paired sign-flip test, level 0.05, and the winner "
+        "the val rows by a one-sided paired sign-flip test, level 0.1, and the winner "
         "corrected for best-of-many), margin:M (a mean val gain of at least M) or any (any "
         "higher val score).",
     )

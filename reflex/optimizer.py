@@ -414,7 +414,7 @@ class PromptOptimizer:
 
     def set_accept(self, rule: str) -> PromptOptimizer:
         """When a candidate replaces the best prompt: ``"significant"`` (better on the val rows
-        by a one-sided paired test at 0.05; ``"significant:0.1"`` another level; the winner
+        by a one-sided paired test at 0.1; ``"significant:0.05"`` another level; the winner
         corrected for best-of-many), ``"margin:0.02"`` (a mean val gain of at least 0.02) or
         ``"any"`` (any higher val score)."""
         return self._set(accept=rule)

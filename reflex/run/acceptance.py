@@ -4,7 +4,7 @@ A run's ``accept`` rule (``RunConfig.accept``, ``--accept``) decides whether a c
 on val becomes the new best prompt (the *incumbent*):
 
 - ``significant[:ALPHA]`` (the default): better than the incumbent on the same val rows by the
-  one-sided paired sign-flip test (:func:`reflex.checks.maxstat.one_sided_p`, p < ALPHA, 0.05
+  one-sided paired sign-flip test (:func:`reflex.checks.maxstat.one_sided_p`, p < ALPHA, 0.1
   by default). With 6 val rows, one more correct row is p = 0.5: not enough.
 - ``margin:M``: a mean paired val gain of at least M (and above 0).
 - ``any``: any higher val mean (the behaviour before the gate).
@@ -28,9 +28,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reflex.checks.confusion import label_set
 from reflex.checks.maxstat import best_of_many, one_sided_p, paired_diffs
 from reflex.checks.trivial import LabelCheck, label_baseline
-from reflex.config import parse_accept
+from reflex.config import ACCEPT_ALPHA, parse_accept
 from reflex.result import EvalSnapshot, Example
 
 __all__ = ["Gate"]
@@ -43,13 +44,20 @@ class Gate:
     order, so a resumed run's replay rebuilds the same state."""
 
     def __init__(
-        self, rule: str, seed: int, val: Sequence[Example], initial_val: EvalSnapshot | None
+        self,
+        rule: str,
+        seed: int,
+        val: Sequence[Example],
+        initial_val: EvalSnapshot | None,
+        train: Sequence[Example] = (),
     ) -> None:
         self.rule = rule
         self.kind, self.level = parse_accept(rule)
         self.seed = seed
         self._refs = {e.id: e.ideal for e in val}
-        self._labels = label_baseline([e.ideal for e in val]) if val else None
+        # The label set from train and val references (a small val split alone may not show it).
+        labels = label_set(e.ideal for e in [*train, *val])
+        self._labels = label_baseline([e.ideal for e in val], labels) if val and labels else None
         self._initial = initial_val.per_example() if initial_val is not None else None
         self._incumbent = (0, self._initial)
         self._beats = self._label(initial_val).beats_constant if self._checks(initial_val) else None
@@ -130,7 +138,7 @@ class Gate:
             return None
         order = [it for it, _ in self._candidates]
         winner = order.index(self.best_iteration)
-        alpha = self.level if self.kind == "significant" else 0.05
+        alpha = self.level if self.kind == "significant" else ACCEPT_ALPHA
         test = best_of_many([d for _, d in self._candidates], winner, alpha=alpha, seed=self.seed)
         kept = test.survived or self.kind != "significant"
         return {

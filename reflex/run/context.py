@@ -86,7 +86,7 @@ class RunContext(OptIn, StopSignals):
         self.best_val: float | None = initial_val.mean_score if initial_val else None
         self._initial_val = self.best_val
         config = session.config
-        self._gate = Gate(config.accept, config.seed, list(val), initial_val)
+        self._gate = Gate(config.accept, config.seed, list(val), initial_val, list(train))
         self._stopping = Stopping(
             self.settings.max_iterations, config.score_threshold, config.early_stopping_patience
         )
