@@ -4,6 +4,7 @@ been picked from many; a label task's candidates are checked against the constan
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -190,13 +191,7 @@ def test_a_winner_that_does_not_survive_best_of_many_gives_the_initial_prompt_ba
 ) -> None:
     wrong = [i for i in val_indices(tmp_path / "split", 60) if i % 3 != 0]
     assert len(wrong) >= 7
-    picks = [
-        wrong[:5],
-        wrong[1:6],
-        wrong[2:7],
-        [*wrong[:3], *wrong[4:6]],
-        [*wrong[:2], *wrong[3:6]],
-    ]
+    picks = list(itertools.combinations(wrong[:7], 5))  # wrong[:5] first; ties after it
     prompts = [f"{START} FIX {' '.join(map(str, p))}" for p in picks]
     FakeModel(answer).install()
     result = builder(tmp_path / "run", prompts, "significant", rows=60).run(START)
