@@ -3,6 +3,7 @@
     python bench/quality.py [--tasks intents7,intents14,arithmetic,acronyms,bfcl,extraction]
         [--strategies auto,instructions,fewshot] [--budgets 150,450] [--seeds 0,1,2]
         [--model local/qwen2.5-coder-0.5b] [--dspy-python PATH] [--fake] [--readme]
+        [--accept any,significant]
 
 Each task is split per seed (stratified by reference, train / val / test sizes below; the same
 split for every strategy of that seed). A run gets ``--max-calls = budget + 2 * len(test)``:
@@ -18,6 +19,9 @@ figure is the metric's objective (``exact``: name and every argument acceptable;
 printed beside the metric's own score (partial credit) in a table of their own, written between
 other markers; their bare row is the first run's baseline, and ``--tool-choice`` sets the tool
 choice of every request (rows ``METHOD [CHOICE]``).
+
+``--accept any,significant`` runs every strategy cell once per acceptance rule (rows ``METHOD
+accept=RULE``; without it, the product's default rule and plain rows).
 
 ``--dspy-python`` runs ``bench/quality_dspy.py`` with that interpreter (a venv with DSPy 3.x):
 ``LabeledFewShot`` and ``BootstrapFewShotWithRandomSearch`` on the same splits and model,
@@ -49,6 +53,7 @@ from quality_tasks import EXAMPLES, TASKS, Rows, Task, stratified
 from reflex import BudgetExhausted, PromptOptimizer
 
 TOOL_CHOICE: list[str] = []  # --tool-choice, for every run of this process
+ACCEPT: list[str] = []  # the acceptance rule of the current strategy run (--accept)
 
 
 def _builder(model: str, rows: Rows, run_dir: Path, task: Task, seed: int) -> PromptOptimizer:
@@ -65,6 +70,8 @@ def _builder(model: str, rows: Rows, run_dir: Path, task: Task, seed: int) -> Pr
         builder = builder.set_response_format(EXAMPLES / task.response_format)
     if TOOL_CHOICE:  # the rows offer their own tools
         builder = builder.set_tools(None, choice=TOOL_CHOICE[0])
+    if ACCEPT:
+        builder = builder.set_accept(ACCEPT[0])
     return builder
 
 
@@ -190,6 +197,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--no-hand-written", action="store_true", help="skip the hand-written reference row"
     )
+    parser.add_argument(
+        "--accept", default=None, help="acceptance rules, each a row: any,significant,margin:0.02"
+    )
     parser.add_argument("--json", default=None, help="also write every cell here")
     parser.add_argument(
         "--merge",
@@ -257,21 +267,22 @@ def _run_seed(
         if prompt is not None and not args.no_hand_written:
             run_reference(model, task, prompt, rows, seed, cell(name, "hand-written", None))
         save()
-    for budget in budgets:
-        for strategy in _split_list(args.strategies, sep=";"):
-            result = run_strategy(model, task, strategy, budget, rows, seed, args.patience)
-            method = strategy if args.patience is None else f"{strategy} p{args.patience}"
-            done = cell(name, method, budget)
-            _record(done, seed, result, task)
-            if from_baseline and not args.no_references and seed not in bare.seeds:
-                _record(bare, seed, result, task, final=False)
-            save()  # each cell as it ends: a long grid loses none
-            print(
-                f"{name} seed {seed} {strategy}@{budget}: {done.scores[-1]:.3f} "
-                f"(score {result.final.mean_score:.3f}, run {result.run_dir})",
-                file=sys.stderr,
-                flush=True,
-            )
+    for budget, strategy, accept in _grid(budgets, args):
+        ACCEPT[:] = [accept] if accept else []
+        result = run_strategy(model, task, strategy, budget, rows, seed, args.patience)
+        method = strategy if args.patience is None else f"{strategy} p{args.patience}"
+        method += f" accept={accept}" if accept else ""
+        done = cell(name, method, budget)
+        _record(done, seed, result, task)
+        if from_baseline and not args.no_references and seed not in bare.seeds:
+            _record(bare, seed, result, task, final=False)
+        save()  # each cell as it ends: a long grid loses none
+        print(
+            f"{name} seed {seed} {method}@{budget}: {done.scores[-1]:.3f} "
+            f"(score {result.final.mean_score:.3f}, run {result.run_dir})",
+            file=sys.stderr,
+            flush=True,
+        )
     if args.dspy_python:
         _run_dspy(args.dspy_python, model, task, rows, seed, budgets, cell)
 
@@ -289,6 +300,13 @@ def _run_dspy(
             target.seeds.append(seed)
             target.calls.append(calls)
             target.per_row.update({f"{seed}:{k}": v for k, v in per_row.items()})
+
+
+def _grid(budgets: Sequence[int], args: argparse.Namespace) -> list[tuple[int, str, str | None]]:
+    """(budget, strategy, acceptance rule or None) of every strategy run of one seed."""
+    accepts = _split_list(args.accept) if args.accept else [None]
+    strategies = _split_list(args.strategies, sep=";")
+    return [(b, s, a) for b in budgets for s in strategies for a in accepts]
 
 
 def _save(args: argparse.Namespace, cells: Iterable[Cell]) -> None:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
+    "ACCEPT_ALPHA",
     "BudgetConfig",
     "BudgetPreset",
     "ConfigurableMetric",
@@ -33,6 +34,7 @@ __all__ = [
     "SettingsBuilder",
     "default",
     "metric_specs",
+    "parse_accept",
     "default_strategy",
     "redact_url",
     "validation_message",
@@ -118,6 +120,27 @@ def default_strategy(reasoning_model: str | None) -> str:
     return "iterative" if reasoning_model else "auto"
 
 
+ACCEPT_ALPHA = 0.1  # ``significant`` without a level: a one-sided paired test at 10%
+
+
+def parse_accept(text: str) -> tuple[str, float]:
+    """``significant[:ALPHA]``, ``margin:M`` or ``any`` as ``(kind, value)`` (the test's level,
+    the margin in score units, 0 for any); ValueError naming the value and the forms."""
+    kind, _, arg = text.strip().partition(":")
+    try:
+        value = float(arg) if arg else None
+    except ValueError:
+        value = float("nan")
+    forms = "write significant, significant:0.1, margin:0.02 or any"
+    if kind == "any" and value is None:
+        return "any", 0.0
+    if kind == "significant" and (value is None or 0.0 < value < 1.0):
+        return "significant", ACCEPT_ALPHA if value is None else value
+    if kind == "margin" and value is not None and 0.0 <= value < 1.0:
+        return "margin", value
+    raise ValueError(f"accept={text!r} is not a rule: {forms}")
+
+
 class BaseRunConfig(BaseModel):
     """Every run setting with its default and constraints; a :class:`RunConfig` without models.
 
@@ -184,6 +207,13 @@ class BaseRunConfig(BaseModel):
     seed: int = 0
     batch_size: int = Field(default=8, gt=0, description="Train rows per iteration (minibatch).")
     early_stopping_patience: int | None = Field(default=3, gt=0)
+    accept: str = Field(
+        default="significant",
+        description="When a candidate replaces the best prompt: significant[:ALPHA] (better on "
+        "the val rows by a one-sided paired sign-flip test, level 0.1, and the winner "
+        "corrected for best-of-many), margin:M (a mean val gain of at least M) or any (any "
+        "higher val score).",
+    )
     max_workers: int = Field(
         default=8, gt=0, description="Model calls in flight at once, across the whole run."
     )
@@ -353,6 +383,12 @@ class BaseRunConfig(BaseModel):
                     "million input and output tokens)"
                 )
         return value
+
+    @field_validator("accept")
+    @classmethod
+    def _accept(cls, value: str) -> str:
+        kind, level = parse_accept(value)
+        return kind if kind == "any" else f"{kind}:{level:g}" if ":" in value else kind
 
     @field_validator("reasoning_model")
     @classmethod

@@ -198,6 +198,13 @@ class PromptOptimizer(DataSide, ModelSide):
         counted in cl100k_base), recorded as rejected with the reason; None: no limit."""
         return self._set(max_prompt_tokens=tokens)
 
+    def set_accept(self, rule: str) -> PromptOptimizer:
+        """When a candidate replaces the best prompt: ``"significant"`` (better on the val rows
+        by a one-sided paired test at 0.1; ``"significant:0.05"`` another level; the winner
+        corrected for best-of-many), ``"margin:0.02"`` (a mean val gain of at least 0.02) or
+        ``"any"`` (any higher val score)."""
+        return self._set(accept=rule)
+
     def set_seed(self, seed: int) -> PromptOptimizer:
         return self._set(seed=seed)
 

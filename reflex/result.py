@@ -152,6 +152,9 @@ class IterationRecord:
     ``LeakageFlag.to_dict()``. ``lineage``: the candidates (JSON objects; gepa's: ``id``,
     ``parents``, ``changed``, ``kind``, ``iteration``, ``val_score``, ``minibatch``) this
     iteration added to a search's population; ``OptimizationResult.lineage`` is all, in order.
+    ``evidence``: the acceptance gate's evidence for a candidate measured on val (its rule, the
+    incumbent, paired rows, mean difference, one-sided p, passed; a label task's check against
+    the constant answer; see :mod:`reflex.run.acceptance`), None when it was not measured.
     """
 
     iteration: int
@@ -175,6 +178,7 @@ class IterationRecord:
     leakage: list[dict[str, Any]] = field(default_factory=list)
     cost_unknown: int = 0
     lineage: list[dict[str, Any]] = field(default_factory=list)
+    evidence: dict[str, Any] | None = None
 
     @property
     def outcome(self) -> Outcome:
@@ -215,6 +219,9 @@ class OptimizationResult:
     provenance and a diff against its parent (see :mod:`reflex.checks.versions`).
     ``stop``: why the strategy's loop ended, as a :class:`StopReason` (``stop_reason`` says it
     in words); ``end_state``: how the run ended, as a :class:`RunEnd`. Both are None until set.
+    ``selection``: the winner corrected for best-of-many on val (:mod:`reflex.run.acceptance`);
+    ``label_check``: on a label task, the winner's test answers against the constant answer
+    and the label prior (:mod:`reflex.checks.trivial`); None otherwise.
     """
 
     best_prompt: str
@@ -244,6 +251,8 @@ class OptimizationResult:
     stop: StopReason | None = None
     end_state: RunEnd | None = None
     best_score_val: float | None = None
+    selection: dict[str, Any] | None = None
+    label_check: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         """The outcome at a glance: end state, test scores, stop reason and every warning

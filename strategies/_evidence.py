@@ -4,7 +4,9 @@ Evidence: whether train references form a label set (so ``instructions`` has can
 how many rows have references, how the best prompt so far fails on a probe batch (format
 failures: the output contains the reference but is not it, or a tool-call / JSON answer failed
 in one of :data:`reflex.api.FORMAT_FAILURES`; content failures: anything else, of which
-``wrong_function`` and ``value_failures`` count the tool-call / JSON kinds), the iterations and
+``wrong_function`` and ``value_failures`` count the tool-call / JSON kinds; on a label task an
+answer outside the label set, ``off_label``, is a format failure: :func:`reflex.api.label_failure`),
+the iterations and
 metric calls left, and what each earlier phase gained on val. Format failures favour
 ``instructions`` (its format rule) and ``structural``; wrong functions ``instructions`` (its
 tool-selection rule); wrong argument or field values ``fewshot`` (demos).
@@ -22,9 +24,17 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from reflex.api import FORMAT_FAILURES, VALUE_FAILURES, WRONG_FUNCTION, failure_kind
+from reflex.api import (
+    FORMAT_FAILURES,
+    NEAR_MISS_LABEL,
+    OFF_LABEL,
+    VALUE_FAILURES,
+    WRONG_FUNCTION,
+    failure_kind,
+    label_failure,
+)
 
-from .instructions import InstructionsOptions, instruction_candidates
+from .instructions import InstructionsOptions, instruction_candidates, label_set
 
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
@@ -59,6 +69,9 @@ class Evidence:
     # wrong argument / field values (both also in content_failures).
     wrong_function: float = 0.0
     value_failures: float = 0.0
+    # Share of the probe rows answered outside the label set (a label task; also in
+    # format_failures): near misses like ``sports`` for ``sport`` call for the label list.
+    off_label: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -76,13 +89,20 @@ def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
     train = list(ctx.train)
     with_refs = [e for e in train if e.ideal is not None and e.ideal.strip()]
     labels = bool(instruction_candidates(train, ctx.best_prompt, InstructionsOptions()))
-    fmt = content = function = values = 0.0
+    fmt = content = function = values = off = 0.0
     if probe and train:
         rows = train[: min(ctx.settings.batch_size, len(train))]  # fixed rows: usually cached
         snapshot = ctx.evaluate(ctx.best_prompt, rows)
         failing = [s for s in snapshot.samples if s.score is not None and s.score < 1.0]
         by_id = {e.id: e for e in rows}
         kinds = [failure_kind(s) for s in failing]
+        if labels:  # an answer outside the label set is a format failure of its own
+            names = label_set([e.ideal.strip() for e in with_refs if e.ideal], 20)
+            kinds = [
+                kind or label_failure(s.output, names)
+                for s, kind in zip(failing, kinds, strict=True)
+            ]
+            off = sum(1 for kind in kinds if kind in (NEAR_MISS_LABEL, OFF_LABEL))
         formats = sum(
             1
             for s, kind in zip(failing, kinds, strict=True)
@@ -94,6 +114,7 @@ def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
         content = (len(failing) - formats) / total
         function = kinds.count(WRONG_FUNCTION) / total
         values = sum(1 for kind in kinds if kind in VALUE_FAILURES) / total
+        off /= total
     return Evidence(
         labels=labels,
         references=len(with_refs) / len(train) if train else 0.0,
@@ -105,6 +126,7 @@ def gather_evidence(ctx: StrategyContext, *, probe: bool) -> Evidence:
         min_calls_per_iteration=calls_per_iteration(ctx, screened=False),
         wrong_function=round(function, 4),
         value_failures=round(values, 4),
+        off_label=round(off, 4),
     )
 
 

@@ -156,3 +156,21 @@ def test_affordable_passes_count_every_task_model() -> None:
     assert affordable_passes(ctx(100, 2)) == 1  # 80: both models answer every val row
     assert affordable_passes(ctx(None, 1)) is None  # no call budget
     assert affordable_passes(ctx(100, 1, val=0)) is None  # no val split
+
+
+def test_answers_outside_the_label_set_count_as_format_evidence(tmp_path: Path) -> None:
+    def near_misses(request: FakeRequest) -> str:
+        if request.model == "fake/reasoner":
+            return responder(request)
+        label = responder(request).split()[-1].rstrip(".")  # "positive" or "negative"
+        return f"{label}s"  # "positives": a near miss of a label, never the label itself
+
+    FakeModel(near_misses).install()
+    result = (
+        builder(tmp_path, axes=["iterative"])
+        .configure(batch_size=4, max_iterations=1, allow_degenerate_seed=True)
+        .run(START)
+    )
+    found = result.phase_history[0]["evidence"]
+    assert found["off_label"] == 1.0  # every probe row answered outside {positive, negative}
+    assert found["format_failures"] == 1.0 and found["content_failures"] == 0.0

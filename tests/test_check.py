@@ -163,3 +163,15 @@ def test_record_baseline_refuses_other_request_settings(
     args = ["--prompt", str(prompt), "--dataset", str(dataset_file), "--baseline", str(record)]
     res = invoke([*args, "--response-format", str(fmt)])
     assert res.exit_code == 2 and "--response-format differs" in res.output, res.output
+
+
+def test_a_constant_answer_is_flagged_on_a_label_task(dataset_file: Path, tmp_path: Path) -> None:
+    FakeModel(lambda request: "positive").install()
+    prompt = _write(tmp_path / "p.md", START)
+    args = ["--prompt", str(prompt), "--dataset", str(dataset_file), "-m", "fake/task"]
+    res = invoke([*args, "--baseline", "0.3"])
+    assert res.exit_code == 0, res.output  # a flag, not a regression
+    assert "warning   trivial_winner: the prompt answered 'positive'" in res.output
+    data = json.loads(invoke([*args, "--baseline", "0.3", "--json"]).output)
+    assert data["label_check"]["trivial"] is True
+    assert data["label_check"]["constant"] == pytest.approx(0.5)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reflex.checks.confusion import OTHER, confusion, label_set, normalise_label
+from reflex.checks.confusion import OTHER, confusion, label_set, near_miss, normalise_label
 from reflex.checks.examples import ExampleRow, change_of, compare_rows, label_matrices
 from reflex.result import EvalSnapshot, Example, Sample
 
@@ -169,3 +169,19 @@ def test_label_matrices_only_for_label_tasks() -> None:
     only_final = label_matrices([_row("1", "pos", None, "pos")], ["pos", "neg"] * 2)
     assert list(only_final) == ["final"]
     assert label_matrices([_row("1", None, "a", "b")], ["pos", "neg"] * 2) == {}
+
+
+@pytest.mark.parametrize(
+    ("answer", "label"),
+    [
+        ("sports", "sport"),
+        ("technology", "tech"),
+        ("The label is sport.", "sport"),
+        ("Politcs", "politics"),
+        ("weather", None),
+        ("Sport.", None),  # in the label set once normalised: no miss at all
+        ("", None),
+    ],
+)
+def test_near_miss_names_the_label_an_answer_nearly_is(answer: str, label: str | None) -> None:
+    assert near_miss(answer, ["politics", "sport", "tech"]) == label

@@ -194,6 +194,7 @@ def test_a_fewshot_run_sends_its_demos_as_tool_calls(
             .set_strategy("fewshot", demo_source="labels")
             .set_run_dir(tmp_path)
             .configure(max_iterations=2, early_stopping_patience=None)
+            .set_accept("any")  # a handful of val rows: the demo turns are under test
             .run("Use the tools.")
         )
     demo_requests = [r for r in seen if any(m.get("tool_calls") for m in r.messages)]

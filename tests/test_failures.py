@@ -19,6 +19,8 @@ import pytest
 from reflex import PromptOptimizer
 from reflex.api import (
     FORMAT_FAILURES,
+    NEAR_MISS_LABEL,
+    OFF_LABEL,
     VALUE_FAILURES,
     WRONG_FUNCTION,
     Example,
@@ -26,6 +28,7 @@ from reflex.api import (
     Sample,
     failure_counts,
     failure_kind,
+    label_failure,
 )
 from reflex.cli import main
 from reflex.data.dataset import Dataset
@@ -276,3 +279,13 @@ def test_the_cli_refuses_an_unknown_feedback_field_with_exit_2(
     assert exc.value.code == 2 and fake.requests == []
     err = capsys.readouterr().err.strip().splitlines()
     assert any("--feedback-field critique: no train row has a column 'critique'" in e for e in err)
+
+
+@pytest.mark.parametrize(
+    ("output", "kind"),
+    [("Sports", NEAR_MISS_LABEL), ("weather", OFF_LABEL), (" sport. ", None), ("Tech", None)],
+)
+def test_an_answer_outside_the_label_set_is_a_format_failure(output: str, kind: str | None) -> None:
+    assert label_failure(output, ["Sport", "tech"]) == kind
+    assert kind is None or kind in FORMAT_FAILURES
+    assert label_failure(output, []) is None

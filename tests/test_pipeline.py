@@ -118,6 +118,7 @@ def test_two_step_pipeline_optimizes_and_records_traces(fake: FakeModel, tmp_pat
         .add_metric("exact_match")
         .set_reasoning_model("fake/reasoner")
         .configure(max_iterations=2, run_dir=str(tmp_path))
+        .set_accept("any")  # 4 val rows: the pipeline is under test, the gate in test_acceptance
         .run(START)
     )
     assert result.completed and result.baseline is not None and result.final is not None
@@ -369,7 +370,7 @@ def test_cli_pipeline_run(fake: FakeModel, tmp_path: Path, monkeypatch: pytest.M
     (tmp_path / "prompt.md").write_text(START + "\n")
     args = ["optimize", "--inputs-file", "inputs.json", "prompt.md", "--pipeline-file"]
     args += ["pipeline.py", "--pipeline-timeout", "30", "-m", "fake/task"]
-    args += ["--reasoning-model", "fake/reasoner", "--max-iterations", "2"]
+    args += ["--reasoning-model", "fake/reasoner", "--max-iterations", "2", "--accept", "any"]
     result = CliRunner().invoke(build_cli(), [*args, "--results-json", "out.json"])
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "out.json").read_text())

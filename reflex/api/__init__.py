@@ -34,7 +34,8 @@ Everything a plugin needs is here, typed:
 - **failure kinds** of tool-call and JSON answers: :func:`failure_kind` (one sample's, from its
   objectives), :func:`failure_counts`, and the kinds :data:`FORMAT_FAILURES` (a format rule
   fixes them), :data:`VALUE_FAILURES` (demos do) and :data:`WRONG_FUNCTION` (a tool-selection
-  rule does), from :mod:`reflex.checks.failures`.
+  rule does), from :mod:`reflex.checks.failures`; on a label task :func:`label_failure` (an
+  answer outside the label set: :data:`NEAR_MISS_LABEL` or :data:`OFF_LABEL`).
 
 Tracker adapters also import :mod:`reflex.api.tracking` (the params, tags and metrics every
 tracker logs the same way, ``GuardedCallback``, the redactor, the tracker state kept in the run
@@ -111,10 +112,13 @@ from reflex.callbacks import EvalLabel
 # Failure kinds of tool-call and JSON answers (issue 31, item 4).
 from reflex.checks.failures import (
     FORMAT_FAILURES,
+    NEAR_MISS_LABEL,
+    OFF_LABEL,
     VALUE_FAILURES,
     WRONG_FUNCTION,
     failure_counts,
     failure_kind,
+    label_failure,
 )
 
 # Dataset sources (scheme:rest, the register_dataset_sources hook), a chat template as saved
@@ -169,6 +173,8 @@ __all__ = [
     "MetricFactory",
     "MetricRegistrar",
     "ModelGradedMetric",
+    "NEAR_MISS_LABEL",
+    "OFF_LABEL",
     "OptimizationResult",
     "OptionRegistrar",
     "OptionsT",
@@ -203,6 +209,7 @@ __all__ = [
     "failure_counts",
     "failure_kind",
     "hookimpl",
+    "label_failure",
     "parse_answer",
     "parse_prompts",
     "parse_proposal",

@@ -36,6 +36,7 @@ __all__ = [
     "baseline_metrics",
     "best_train_score",
     "converged",
+    "evidence_metrics",
     "iteration_metrics",
     "iteration_row",
     "metric_key",
@@ -130,6 +131,7 @@ def run_params(config: RunConfig, prompt: str | None = None) -> dict[str, ParamV
         "seed": config.seed,
         "batch_size": config.batch_size,
         "early_stopping_patience": config.early_stopping_patience,
+        "accept": config.accept,
         "prompt_mode": config.prompt_mode,
         **{f"budget_{key}": value for key, value in budget.items()},
         **{f"strategy_{key}": _scalar(value) for key, value in config.strategy_options.items()},
@@ -179,7 +181,27 @@ def iteration_metrics(record: IterationRecord) -> dict[str, float]:
         metrics["score_val"] = record.val_score
     for name, value in record.scores_by_metric.items():
         metrics[f"score_{metric_key(name)}"] = value
-    return metrics
+    return {**metrics, **evidence_metrics(record.evidence)}
+
+
+def evidence_metrics(evidence: Mapping[str, Any] | None) -> dict[str, float]:
+    """The acceptance gate's evidence for one candidate (``IterationRecord.evidence``):
+    ``accept_diff`` (mean paired val difference against the incumbent), ``accept_p`` (one-sided
+    p), ``accept_rows``, ``accept_passed`` (1/0) and, on a label task, ``label_accuracy_val``,
+    ``constant_val`` and ``beats_constant_val`` (1/0)."""
+    if not evidence:
+        return {}
+    label = evidence.get("label") or {}
+    values = {
+        "accept_diff": evidence.get("diff"),
+        "accept_p": evidence.get("p"),
+        "accept_rows": evidence.get("rows"),
+        "accept_passed": evidence.get("passed"),
+        "label_accuracy_val": label.get("accuracy"),
+        "constant_val": label.get("constant"),
+        "beats_constant_val": label.get("beats_constant"),
+    }
+    return {k: float(v) for k, v in values.items() if isinstance(v, int | float)}
 
 
 def iteration_row(record: IterationRecord) -> dict[str, Any]:
@@ -225,8 +247,28 @@ def summary_metrics(result: OptimizationResult) -> dict[str, float]:
         "total_iterations": float(len(result.iterations)),
         "total_tokens": _number(total.get("tokens")),
         "total_cost_usd": _number(total.get("cost")),
+        **_checks(result.selection, result.label_check),
     }
     return {key: value for key, value in values.items() if value is not None}
+
+
+def _checks(
+    selection: Mapping[str, Any] | None, label: Mapping[str, Any] | None
+) -> dict[str, float | None]:
+    """The best-of-many correction (``selection_*``) and the winner's label check on test."""
+    selection, label = selection or {}, label or {}
+    values = {
+        "selection_p": selection.get("p"),
+        "selection_bound": selection.get("bound"),
+        "selection_kept": selection.get("kept"),
+        "label_accuracy_test": label.get("accuracy"),
+        "constant_test": label.get("constant"),
+        "beats_constant_test": label.get("beats_constant"),
+        "trivial_winner": label.get("trivial"),
+        "off_label_test": label.get("off_label_rows"),
+        "near_miss_test": label.get("near_miss_rows"),
+    }
+    return {k: _number(v) for k, v in values.items()}
 
 
 RUN_END_SERIES = (

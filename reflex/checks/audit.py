@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from reflex.checks.leakage import leakage_warnings
+from reflex.checks.maxstat import selection_warnings
 from reflex.checks.outcome import outcome_warnings
+from reflex.checks.trivial import label_warnings
 from reflex.data.files import atomic_write_text
 from reflex.errors import ReflexError
 from reflex.result import OptimizationResult
@@ -300,6 +302,7 @@ def run_warnings(
                     f"the gap {gap:.3f} is above {overfit_gap:.2f}",
                 )
             )
+    out += selection_warnings(result.selection) + label_warnings(result.label_check)
     return out + leakage_warnings(result.iterations)
 
 

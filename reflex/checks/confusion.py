@@ -27,6 +27,7 @@ __all__ = [
     "LabelStats",
     "confusion",
     "label_set",
+    "near_miss",
     "normalise_label",
 ]
 
@@ -183,3 +184,26 @@ def confusion(pairs: Iterable[tuple[str | None, str]], labels: Sequence[str]) ->
     other = any(row[-1] for row in grid)
     counts = tuple(tuple(row if other else row[:-1]) for row in grid)
     return Confusion(tuple(labels), counts, other, skipped)
+
+
+NEAR_MISS_RATIO = 0.8  # difflib similarity from which an off-label answer is a typo of a label
+
+
+def near_miss(answer: str, labels: Sequence[str]) -> str | None:
+    """The label an answer outside ``labels`` nearly is (``sports`` for ``sport``, ``technology``
+    for ``tech``, ``the label is sport`` for ``sport``), or None: one is a prefix of the other
+    (3 characters at least), the label is one of the answer's words, or they are spelled
+    alike (difflib ratio at least ``NEAR_MISS_RATIO``). An answer in the label set is None."""
+    import difflib
+
+    flat = normalise_label(answer)
+    if not flat or flat in labels:
+        return None
+    words = set(flat.replace(",", " ").replace(":", " ").split())
+    for label in labels:
+        short, long = sorted((flat, label), key=len)
+        if (len(short) >= 3 and long.startswith(short)) or label in words:
+            return label
+    ratios = [(difflib.SequenceMatcher(None, flat, label).ratio(), label) for label in labels]
+    ratio, label = max(ratios, default=(0.0, ""))
+    return label if ratio >= NEAR_MISS_RATIO else None

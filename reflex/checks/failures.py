@@ -17,6 +17,11 @@ kind                     objectives                                          wha
 ``wrong fields``         valid JSON, ``json_match.exact`` 0                  demos
 =======================  ==================================================  ==============
 
+On a label task an answer outside the label set is a failure of its own, read from the answer
+and the labels (:func:`label_failure`): ``near-miss label`` when it nearly is one of them
+(``sports`` for ``sport``: :func:`reflex.checks.confusion.near_miss`), ``off label`` otherwise;
+both call for a format rule (the label list), so they are in ``FORMAT_FAILURES`` too.
+
 A sample the metrics score in full (``exact`` 1), or one no such metric scored, has no kind
 (None). The function is pure: it reads the sample only, so strategies, reports and plugins
 classify the same rows the same way. Reflective strategies show the kind per row
@@ -27,14 +32,17 @@ classify the same rows the same way. Reflective strategies show the kind per row
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+from reflex.checks.confusion import near_miss, normalise_label
 from reflex.result import Sample
 from reflex.toolcalls import parse_answer
 
 __all__ = [
     "FORMAT_FAILURES",
+    "NEAR_MISS_LABEL",
     "NOT_JSON",
+    "OFF_LABEL",
     "NO_TOOL_CALL",
     "SCHEMA_INVALID",
     "UNWANTED_TOOL_CALL",
@@ -44,6 +52,7 @@ __all__ = [
     "WRONG_FUNCTION",
     "failure_counts",
     "failure_kind",
+    "label_failure",
 ]
 
 NO_TOOL_CALL = "no tool call"
@@ -53,9 +62,13 @@ WRONG_ARGUMENTS = "wrong arguments"
 NOT_JSON = "not JSON"
 SCHEMA_INVALID = "schema-invalid"
 WRONG_FIELDS = "wrong fields"
+NEAR_MISS_LABEL = "near-miss label"
+OFF_LABEL = "off label"
 
 # Kinds that a rule about the answer's shape addresses, and kinds about its values (demos).
-FORMAT_FAILURES = frozenset({NO_TOOL_CALL, UNWANTED_TOOL_CALL, NOT_JSON, SCHEMA_INVALID})
+FORMAT_FAILURES = frozenset(
+    {NO_TOOL_CALL, UNWANTED_TOOL_CALL, NOT_JSON, SCHEMA_INVALID, NEAR_MISS_LABEL, OFF_LABEL}
+)
 VALUE_FAILURES = frozenset({WRONG_ARGUMENTS, WRONG_FIELDS})
 
 
@@ -84,3 +97,13 @@ def failure_kind(sample: Sample) -> str | None:
 def failure_counts(samples: Iterable[Sample]) -> Counter[str]:
     """How many of ``samples`` failed in each kind (kinds that never occur are absent)."""
     return Counter(kind for s in samples if (kind := failure_kind(s)) is not None)
+
+
+def label_failure(output: str, labels: Sequence[str]) -> str | None:
+    """``near-miss label`` or ``off label`` when ``output`` is none of ``labels`` (answer and
+    labels compared as exact_match compares them, :func:`reflex.checks.confusion.normalise_label`),
+    else None."""
+    known = [normalise_label(label) for label in labels]
+    if not known or normalise_label(output) in known:
+        return None
+    return NEAR_MISS_LABEL if near_miss(output, known) is not None else OFF_LABEL

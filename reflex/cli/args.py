@@ -96,6 +96,7 @@ class OptimizeArgs:
     threshold: float | None
     batch_size: int
     early_stopping_patience: int
+    accept: str
     allow_degenerate_seed: bool
     # Splits, concurrency, budgets, the run directory and resuming.
     train_split: float

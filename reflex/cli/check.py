@@ -318,10 +318,9 @@ def _check(args: CheckArgs) -> None:
         output_field=args.output_field,
         variables=template_fields(prompt, config.variables),
     )
-    snapshot = evaluate_prompt(
-        prompt, rows_for(dataset, baseline), config, metrics, cache=args.cache
-    )
-    outcome = compare(baseline, snapshot, args.tolerance)
+    rows = rows_for(dataset, baseline)
+    snapshot = evaluate_prompt(prompt, rows, config, metrics, cache=args.cache)
+    outcome = compare(baseline, snapshot, args.tolerance, rows)
     if args.as_json:
         click.echo(
             json.dumps(
@@ -335,6 +334,7 @@ def _check(args: CheckArgs) -> None:
                     "rows": len(snapshot.samples),
                     "errors": snapshot.n_errors,
                     "paired_test": outcome.test.to_dict() if outcome.test else None,
+                    "label_check": outcome.label_check,
                     "regressed": outcome.regressed,
                 },
                 indent=2,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -28,7 +28,15 @@ from reflex.result import EvalSnapshot, IterationRecord, OptimizationResult, Run
 if TYPE_CHECKING:
     from reflex.config import RunConfig
 
-__all__ = ["ConsoleReporter", "end_line", "log_to_console", "print_summary"]
+__all__ = [
+    "ConsoleReporter",
+    "constant_text",
+    "end_line",
+    "evidence_text",
+    "log_to_console",
+    "print_summary",
+    "selection_text",
+]
 
 
 #: Below this baseline a relative change is not printed: +0.31 over 0.01 is "+3100%".
@@ -150,7 +158,8 @@ class ConsoleReporter(Callback):
             f"iter {record.iteration:>3}  train {_fmt(record.score)} {change:<9} "
             f"val {_fmt(record.val_score)}{mark:<6} {verdict:<8} calls {record.calls} "
             f"tokens {record.tokens:,} cost "
-            f"{cost_text(record.cost, record.calls, record.cost_unknown)}",
+            f"{cost_text(record.cost, record.calls, record.cost_unknown)}"
+            f"{evidence_text(record.evidence)}",
             soft_wrap=True,
         )
 
@@ -193,6 +202,38 @@ def end_line(result: OptimizationResult) -> Text:
     return line
 
 
+def evidence_text(evidence: Mapping[str, Any] | None) -> str:
+    """`` gate +0.025 p=0.5 vs it3 (40 rows)``: an iteration's acceptance evidence, or ""."""
+    if not evidence or "p" not in evidence:
+        return ""
+    return (
+        f"  gate {float(evidence['diff']):+.3f} p={float(evidence['p']):.3g} vs it"
+        f"{evidence['against']} ({evidence['rows']} rows)"
+    )
+
+
+def selection_text(selection: Mapping[str, Any]) -> str:
+    """The winner corrected for best-of-many, in one line."""
+    verdict = "kept" if selection.get("kept") else "not kept: the initial prompt is"
+    return (
+        f"iteration {selection['iteration']}: {float(selection['diff']):+.3f} over the initial "
+        f"prompt, corrected p={float(selection['p']):.3g} among {selection['k']} candidates, "
+        f"chance bound {float(selection['bound']):+.3f} ({verdict})"
+    )
+
+
+def constant_text(check: Mapping[str, Any]) -> str:
+    """The winner's test label accuracy against the constant answer and the prior."""
+    beats = "beats it" if check.get("beats_constant") else "does NOT beat it"
+    text = (
+        f"label accuracy {float(check['accuracy']):.3f}; always {check['constant_label']!r} "
+        f"{float(check['constant']):.3f}, prior {float(check['prior']):.3f}: {beats}"
+    )
+    if check.get("off_label_rows"):
+        text += f"; {check['off_label_rows']} answers outside the label set"
+    return text
+
+
 def print_summary(result: OptimizationResult, console: Console | None = None) -> None:
     """The end-of-run table: the end state first, baseline vs final on test, the significance
     test, the warnings to read before trusting the numbers, where things are."""
@@ -214,6 +255,10 @@ def print_summary(result: OptimizationResult, console: Console | None = None) ->
 
         table.add_row("significance", PairedTest(**result.significance).summary())
     table.add_row("best val score", _fmt(result.best_score_val))
+    if result.selection:
+        table.add_row("best of many (val)", selection_text(result.selection))
+    if result.label_check:
+        table.add_row("vs constant (test)", constant_text(result.label_check))
     table.add_row("iterations", str(len(result.iterations)))
     table.add_row("stopped", scrub(result.stop_reason))
     total = result.usage.get("total", {})

@@ -228,6 +228,7 @@ def _strategy() -> list[click.Parameter]:
         setting("--threshold", field="score_threshold", type=FiniteFloat()),
         setting("--batch-size", type=int),
         setting("--early-stopping-patience", type=int),
+        setting("--accept", metavar="RULE"),
         setting("--allow-degenerate-seed", is_flag=True),
     ]
 

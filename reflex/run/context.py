@@ -17,23 +17,26 @@ from reflex.checks.leakage import LeakageFlag
 from reflex.data.dataset import Dataset
 from reflex.data.prompts import PromptSpec
 from reflex.errors import ConfigurationError
-from reflex.result import EvalSnapshot, IterationRecord, Outcome, StopReason
+from reflex.result import EvalSnapshot, IterationRecord, Outcome
+from reflex.run.acceptance import Gate
 from reflex.run.budget import Budget
 from reflex.run.capabilities import OptIn, offered, verdict
+from reflex.run.iteration import Measured, checkpoint_data, new_record
 from reflex.run.screening import CandidateScreen, refused_snapshot
 from reflex.run.session import Session
-from reflex.run.stopping import DEFAULT_ITERATIONS, Stopping
+from reflex.run.stopping import DEFAULT_ITERATIONS, Stopping, StopSignals
 from reflex.types import BudgetView, Capability, CapT, Example, RunSettings
 
 __all__ = ["RunContext"]
 
 
-class RunContext(OptIn):
+class RunContext(OptIn, StopSignals):
     """The engine's side of the Strategy contract: implements ``reflex.types.StrategyContext``.
 
-    ``record_iteration`` measures each candidate on the validation split, keeps the best-on-val
-    prompt (ties keep the earlier one; guard metrics must not regress), applies early stopping
-    and the threshold, writes a checkpoint and notifies callbacks.
+    ``record_iteration`` measures each candidate on the validation split, keeps it as the best
+    prompt when the acceptance gate passes it (:mod:`reflex.run.acceptance`: ``accept``'s rule
+    against the incumbent on the same val rows; guard metrics must not regress), applies early
+    stopping and the threshold, writes a checkpoint and notifies callbacks.
 
     On resume the strategy is replayed from the start against the response cache (no paid calls);
     iterations up to the checkpoint are checked against it and not reported twice
@@ -81,7 +84,9 @@ class RunContext(OptIn):
         )
         self._refused: dict[str, str] = {}  # candidates a static guard refuses (no call)
         self.best_val: float | None = initial_val.mean_score if initial_val else None
+        self._initial_val = self.best_val
         config = session.config
+        self._gate = Gate(config.accept, config.seed, list(val), initial_val, list(train))
         self._stopping = Stopping(
             self.settings.max_iterations, config.score_threshold, config.early_stopping_patience
         )
@@ -139,33 +144,6 @@ class RunContext(OptIn):
         if pipeline is None or pipeline.runs == 0:
             return 1.0
         return pipeline.calls / pipeline.runs
-
-    @property
-    def iteration(self) -> int:
-        """Number of iterations recorded so far."""
-        return len(self.iterations)
-
-    @property
-    def should_stop(self) -> bool:
-        return self._stopping.should_stop(self.iteration)
-
-    @property
-    def stop(self) -> StopReason | None:
-        """Why the run stops, as the enum the result carries (None while it goes on)."""
-        return self._stopping.reason
-
-    def stop_with(self, reason: StopReason, message: str) -> None:
-        """Stop the run for ``reason``; ``message`` is the ``stop_reason`` people read."""
-        self._stopping.stop(reason, message)
-
-    @property
-    def stop_reason(self) -> str:
-        """Why the run stops, in words ("" while it goes on); ``stop`` is the same as an enum."""
-        return self._stopping.text
-
-    @stop_reason.setter
-    def stop_reason(self, message: str) -> None:
-        self._stopping.set_text(message)
 
     def begin_phase(
         self, name: str, *, reset_patience: bool = True, max_iterations: int | None = None
@@ -296,18 +274,24 @@ class RunContext(OptIn):
                 measured.mean_score, val.mean_score, self.best_val, change, rows
             )
         rejected = rejected or self._screen.reject(leaks) or self._screen.guard_violation(val)
-        is_best = (
-            failed is None
-            and rejected is None
-            and selection is not None
-            and (self.best_val is None or selection > self.best_val)
-        )
+        is_best, evidence = False, None
+        if failed is None and rejected is None:
+            is_best, evidence = self._gate.judge(self.iteration + 1, val, selection, self.best_val)
         if is_best:
             self.best_prompt, self.best_val = prompt, selection
             self.best_components = self._components_of(prompt, components)
             self._screen.became_best(measured.mean_score if measured else None)
         ok = (is_best if accepted is None else accepted) and rejected is None  # never both
-        record = self._make_record(prompt, train, val, reasoning, ok, change, failed, is_best)
+        measured_now = Measured(
+            prompt, train, val, reasoning, ok, change, failed, is_best, evidence
+        )
+        record = new_record(
+            measured_now,
+            iteration=self.iteration + 1,
+            phase=self.phase,
+            total=self._session.client.ledger.total(),
+            started=self._started,
+        )
         record = replace(
             record,
             rejected=rejected,
@@ -381,51 +365,29 @@ class RunContext(OptIn):
     def checkpoint(self) -> dict[str, Any]:
         """The state after the latest iteration (written atomically after each iteration)."""
         budget = self._session.budget
-        return {
-            "stage": "iterations",
-            "iteration": self.iteration,
-            "phase": self.phase,
-            "phase_history": self.phase_history,
-            "best_prompt": self.best_prompt,
-            "best_val": self.best_val,
-            "since_best": self._stopping.since_best,
-            "stop_reason": self.stop_reason,
-            "stop": self.stop.value if self.stop else None,
-            "state": self.state,
-            "iterations": [r.to_dict() for r in self.iterations],
-            "ledger": self._session.client.ledger.to_dict(),
-            "metric_calls": budget.metric_calls,
-            "elapsed_s": round(budget.elapsed, 3),
-        }
-
-    def _make_record(
-        self,
-        prompt: str,
-        train: EvalSnapshot | None,
-        val: EvalSnapshot | None,
-        reasoning: str,
-        accepted: bool,
-        change: float | None,
-        failed: str | None,
-        is_best: bool,
-    ) -> IterationRecord:
-        total = self._session.client.ledger.total()
-        return IterationRecord(
-            iteration=self.iteration + 1,
-            score=train.mean_score if train else None,
-            val_score=val.mean_score if val is not None else None,
-            scores_by_metric=dict(train.scores_by_metric) if train else {},
-            val_scores_by_metric=dict(val.scores_by_metric) if val is not None else {},
-            system_prompt=prompt,
-            reasoning=reasoning,
-            accepted=accepted and failed is None,
-            change=change,
-            failed=failed,
-            is_best=is_best,
+        return checkpoint_data(
+            iterations=self.iterations,
             phase=self.phase,
-            calls=total.calls,
-            tokens=total.tokens,
-            cost=total.cost,
-            cost_unknown=total.cost_unknown,
-            elapsed_s=round(time.monotonic() - self._started, 3),
+            phase_history=self.phase_history,
+            best_prompt=self.best_prompt,
+            best_val=self.best_val,
+            since_best=self._stopping.since_best,
+            stop_reason=self.stop_reason,
+            stop=self.stop.value if self.stop else None,
+            state=self.state,
+            ledger=self._session.client.ledger.to_dict(),
+            metric_calls=budget.metric_calls,
+            elapsed=budget.elapsed,
         )
+
+    def correct_selection(self) -> dict[str, Any] | None:
+        """The winner corrected for best-of-many (:meth:`Gate.selection`), once the search is
+        over; under ``significant`` a winner that does not survive gives way to the initial
+        prompt. None when the initial prompt is still the best."""
+        selection = self._gate.selection()
+        if selection is not None and not selection["kept"]:
+            self.best_prompt, self.best_val = self.initial_prompt, self._initial_val
+            self.best_components = dict(self.prompt_spec.components)
+        if selection is not None:
+            self._session.event("selection", **selection)
+        return selection

@@ -14,8 +14,10 @@ from typing import Any
 
 from reflex.callbacks import INITIAL_VAL_LABEL, AnyCallback, EvalLabel
 from reflex.checks.audit import annotate, seal_after_run
+from reflex.checks.confusion import label_set
 from reflex.checks.outcome import end_state, unpriced_warning
 from reflex.checks.stats import paired_test
+from reflex.checks.trivial import snapshot_check
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset, check_feedback_field
 from reflex.data.pipeline import Pipeline
@@ -31,7 +33,7 @@ from reflex.errors import (
 from reflex.models.preflight import check_models, judge_specs
 from reflex.plugins import build_options
 from reflex.redact import scrub, scrubbed_logs
-from reflex.result import OptimizationResult, RunEnd, StopReason
+from reflex.result import EvalSnapshot, OptimizationResult, RunEnd, StopReason
 from reflex.run.budget import requests_and_cost
 from reflex.run.context import RunContext
 from reflex.run.evaluate import slice_scores
@@ -188,6 +190,7 @@ class Engine:
         if seconds is not None:
             session.event("time_reserve", seconds=float(f"{seconds:.4g}"))  # never a false 0
         ctx = self._optimize(session, prompt, result)
+        result.selection = ctx.correct_selection()  # best-of-many: may give back the initial
         result.best_prompt, result.best_score_val = ctx.best_prompt, ctx.best_val
         result.best_score = max((s for s in result.score_trajectory if s is not None), default=None)
         result.best_components = ctx.best_components
@@ -196,6 +199,7 @@ class Engine:
             ctx.best_prompt, list(self.split.test), EvalLabel("test", "final"), use_reserve=True
         )
         session.notify.final(result.final)
+        result.label_check = self._label_check(result.final)
         before, after = result.baseline.per_example(), result.final.per_example()
         if before.keys() & after.keys():  # else no row was scored under both: no paired test
             test = paired_test(before, after, seed=self.config.seed)
@@ -319,6 +323,15 @@ class Engine:
                 overridden=given is not None,
             )
         return session
+
+    def _label_check(self, final: EvalSnapshot) -> dict[str, Any] | None:
+        """On a label task, the winner's test answers against the constant answer and the
+        label prior (:mod:`reflex.checks.trivial`); None otherwise."""
+        labels = label_set(e.ideal for e in self.dataset)
+        if not labels:
+            return None
+        references = {e.id: e.ideal for e in self.split.test}
+        return snapshot_check(references, labels, final.samples)
 
     def _split_sizes(self) -> dict[str, int]:
         return {

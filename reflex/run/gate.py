@@ -14,7 +14,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from reflex.checks.confusion import label_set
 from reflex.checks.stats import PairedTest, paired_test
+from reflex.checks.trivial import label_warnings, snapshot_check
 from reflex.config import RunConfig
 from reflex.data.dataset import Dataset
 from reflex.errors import ConfigurationError, ReflexError
@@ -314,6 +316,7 @@ class CheckOutcome:
     current: EvalSnapshot
     tolerance: float
     test: PairedTest | None
+    label_check: dict[str, Any] | None = None  # a label task: vs the constant answer
 
     @property
     def delta(self) -> float:
@@ -333,6 +336,8 @@ class CheckOutcome:
         out += [f"  {k}: {v:.4f}" for k, v in sorted(self.current.scores_by_metric.items())]
         if self.test is not None:
             out.append(f"paired    {self.test.summary()}")
+        for warning in label_warnings(self.label_check, "these", "the prompt"):
+            out.append(f"warning   {warning['kind']}: {warning['message']}")
         if self.current.n_errors:
             out.append(f"errors    {self.current.n_errors} row(s) errored (a failing row fails)")
         verdict = "REGRESSION" if self.regressed else "ok"
@@ -340,10 +345,20 @@ class CheckOutcome:
         return out
 
 
-def compare(baseline: Baseline, current: EvalSnapshot, tolerance: float) -> CheckOutcome:
-    """Compare; a paired test when the record has per-row scores of the same rows."""
+def compare(
+    baseline: Baseline,
+    current: EvalSnapshot,
+    tolerance: float,
+    examples: Sequence[Example] = (),
+) -> CheckOutcome:
+    """Compare; a paired test when the record has per-row scores of the same rows. On a label
+    task (``examples``' references), the prompt's answers against the constant answer too."""
     test = None
     now = current.per_example()
     if baseline.per_example and set(baseline.per_example) & set(now):
         test = paired_test(baseline.per_example, now)
-    return CheckOutcome(baseline, current, tolerance, test)
+    labels = label_set(e.ideal for e in examples)
+    check = None
+    if labels:
+        check = snapshot_check({e.id: e.ideal for e in examples}, labels, current.samples)
+    return CheckOutcome(baseline, current, tolerance, test, check)

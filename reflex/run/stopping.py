@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reflex.result import StopReason
+from reflex.result import IterationRecord, StopReason
 
-__all__ = ["DEFAULT_ITERATIONS", "Stopping", "iteration_limit"]
+__all__ = ["DEFAULT_ITERATIONS", "StopSignals", "Stopping", "iteration_limit"]
 
 #: Iterations when ``max_iterations`` is not set and no ``--max-calls`` budget sizes the search.
 DEFAULT_ITERATIONS = 5
@@ -86,3 +86,38 @@ class Stopping:
                 StopReason.EARLY_STOPPING,
                 f"no val improvement in {self.patience} iterations (early stopping)",
             )
+
+
+class StopSignals:
+    """The stop signals of the run context (``should_stop``, ``stop``, ``stop_reason``), read
+    from its :class:`Stopping` and the iterations it recorded."""
+
+    _stopping: Stopping
+    iterations: list[IterationRecord]
+
+    @property
+    def iteration(self) -> int:
+        """Number of iterations recorded so far."""
+        return len(self.iterations)
+
+    @property
+    def should_stop(self) -> bool:
+        return self._stopping.should_stop(self.iteration)
+
+    @property
+    def stop(self) -> StopReason | None:
+        """Why the run stops, as the enum the result carries (None while it goes on)."""
+        return self._stopping.reason
+
+    def stop_with(self, reason: StopReason, message: str) -> None:
+        """Stop the run for ``reason``; ``message`` is the ``stop_reason`` people read."""
+        self._stopping.stop(reason, message)
+
+    @property
+    def stop_reason(self) -> str:
+        """Why the run stops, in words ("" while it goes on); ``stop`` is the same as an enum."""
+        return self._stopping.text
+
+    @stop_reason.setter
+    def stop_reason(self, message: str) -> None:
+        self._stopping.set_text(message)

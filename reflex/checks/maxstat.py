@@ -1,0 +1,151 @@
+"""Evidence for keeping one candidate over another, and for a winner picked from many.
+
+:func:`one_sided_p` is the acceptance gate's test: is the candidate better than the incumbent on
+the same rows? It is the exact paired sign-flip test of :mod:`reflex.checks.stats`, one-sided
+(half the two-sided p when the candidate's mean difference is positive, 1 otherwise).
+
+:func:`best_of_many` corrects the winner of ``k`` candidates for having been picked from many
+(a Westfall-Young single-step max-statistic test): under the null that no candidate differs
+from the initial prompt, each val row's differences keep or flip their sign *together* across
+the candidates (the rows are shared), and the statistic is the largest candidate's mean
+difference. The winner's corrected p is the share of sign patterns whose maximum reaches the
+winner's observed mean difference; the bound is the ``1 - alpha`` quantile of that maximum:
+how far the best of these ``k`` candidates could rise above the initial prompt by chance on
+these rows. Exact over every sign pattern for up to ``MAX_EXACT_ROWS`` informative rows, a
+seeded Monte-Carlo estimate (add-one corrected) above. Pure standard library, deterministic for
+a given ``seed``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from reflex.checks.stats import DIFF_DECIMALS, sign_flip_p
+
+__all__ = [
+    "MAX_EXACT_ROWS",
+    "SelectionTest",
+    "best_of_many",
+    "one_sided_p",
+    "paired_diffs",
+    "selection_warnings",
+]
+
+#: Largest number of informative rows (a row where some candidate differs) enumerated exactly.
+MAX_EXACT_ROWS = 12
+#: Monte-Carlo sign patterns above :data:`MAX_EXACT_ROWS`.
+N_RESAMPLES = 2_000
+
+
+def paired_diffs(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    """``after - before`` on the keys both scored (rounded as :func:`paired_test` rounds)."""
+    return {k: round(after[k] - before[k], DIFF_DECIMALS) for k in sorted(before.keys() & after)}
+
+
+def one_sided_p(diffs: Sequence[float], *, seed: int = 0) -> float:
+    """One-sided paired sign-flip p that the mean of ``diffs`` is above 0 (1.0 when it is not)."""
+    if not diffs or math.fsum(diffs) <= 0:
+        return 1.0
+    two_sided, _ = sign_flip_p(diffs, seed=seed)
+    return min(1.0, two_sided / 2)
+
+
+@dataclass(frozen=True)
+class SelectionTest:
+    """:func:`best_of_many`'s answer: the winner's mean difference over ``rows`` paired rows,
+    its corrected p among ``k`` candidates, and ``bound`` (the ``1 - alpha`` quantile of the
+    best-of-k mean difference under the null); ``corrected`` is ``diff - bound``."""
+
+    k: int
+    rows: int
+    diff: float
+    p: float
+    bound: float
+    alpha: float
+    method: str
+
+    @property
+    def corrected(self) -> float:
+        return self.diff - self.bound
+
+    @property
+    def survived(self) -> bool:
+        return self.diff > 0 and self.p < self.alpha
+
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "corrected": self.corrected, "survived": self.survived}
+
+
+def _maxima(columns: Sequence[Sequence[float]], patterns: Sequence[Sequence[int]]) -> list[float]:
+    """For each sign pattern, the largest candidate sum of signed row differences."""
+    return [
+        max(sum(s * d for s, d in zip(signs, col, strict=True)) for col in columns)
+        for signs in patterns
+    ]
+
+
+def best_of_many(
+    candidates: Sequence[Mapping[str, float]],
+    winner: int,
+    *,
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> SelectionTest:
+    """The winner ``candidates[winner]`` corrected for the ``k`` candidates it was picked from.
+
+    Each candidate is its per-row differences against the initial prompt (``{row: diff}``, as
+    :func:`paired_diffs` gives); only the rows every candidate has are used.
+    """
+    if not candidates or not 0 <= winner < len(candidates):
+        raise ValueError(f"winner {winner} is not one of {len(candidates)} candidates")
+    keys = sorted(set.intersection(*(set(c) for c in candidates)))
+    rows = len(keys)
+    if not rows:
+        return SelectionTest(len(candidates), 0, 0.0, 1.0, 0.0, alpha, "no paired rows")
+    # Rows where every candidate ties the initial prompt never change a sum: leave them out.
+    informative = [k for k in keys if any(c[k] != 0 for c in candidates)]
+    columns = [[c[k] for k in informative] for c in candidates]
+    observed = math.fsum(columns[winner])
+    n = len(informative)
+    if n <= MAX_EXACT_ROWS:
+        patterns: Sequence[Sequence[int]] = list(itertools.product((1, -1), repeat=n))
+        method = f"exact max-statistic sign-flip ({len(candidates)} candidates)"
+        maxima = _maxima(columns, patterns)
+        hits = sum(1 for m in maxima if m >= observed - 1e-9)
+        p = hits / len(maxima)
+    else:
+        rng = random.Random(seed)
+        patterns = [[rng.choice((1, -1)) for _ in range(n)] for _ in range(n_resamples)]
+        method = (
+            f"monte-carlo max-statistic sign-flip ({len(candidates)} candidates, {n_resamples})"
+        )
+        maxima = _maxima(columns, patterns)
+        hits = sum(1 for m in maxima if m >= observed - 1e-9)
+        p = (hits + 1) / (n_resamples + 1)
+    ordered = sorted(maxima)
+    bound = ordered[min(len(ordered) - 1, math.ceil((1 - alpha) * len(ordered)) - 1)] / rows
+    diff = observed / rows
+    return SelectionTest(len(candidates), rows, diff, min(1.0, p), max(0.0, bound), alpha, method)
+
+
+def selection_warnings(selection: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    """``selection_not_kept`` when the best-of-many correction gave the winner back to the
+    initial prompt; ``selection_not_significant`` when a winner kept under another rule would
+    not survive it (a record's ``OptimizationResult.selection``)."""
+    if not selection or selection.get("survived"):
+        return []
+    what = (
+        f"the best of {selection['k']} candidates (iteration {selection['iteration']}, val "
+        f"{float(selection['diff']):+.3f} over the initial prompt on {selection['rows']} rows) "
+        f"does not survive the best-of-{selection['k']} correction (p={float(selection['p']):.3g}"
+        f", chance alone reaches {float(selection['bound']):+.3f})"
+    )
+    if not selection.get("kept"):
+        return [{"kind": "selection_not_kept", "message": f"{what}: the initial prompt is kept"}]
+    return [{"kind": "selection_not_significant", "message": what}]

@@ -1,0 +1,159 @@
+"""The acceptance gate: when a candidate replaces the best prompt, and the evidence for it.
+
+A run's ``accept`` rule (``RunConfig.accept``, ``--accept``) decides whether a candidate measured
+on val becomes the new best prompt (the *incumbent*):
+
+- ``significant[:ALPHA]`` (the default): better than the incumbent on the same val rows by the
+  one-sided paired sign-flip test (:func:`reflex.checks.maxstat.one_sided_p`, p < ALPHA, 0.1
+  by default). With 6 val rows, one more correct row is p = 0.5: not enough.
+- ``margin:M``: a mean paired val gain of at least M (and above 0).
+- ``any``: any higher val mean (the behaviour before the gate).
+
+On a label task (:mod:`reflex.checks.trivial`) every candidate is also checked against the
+constant answer of the majority val label: under ``significant`` and ``margin`` a candidate that
+does not beat it never replaces an incumbent that does.
+
+Every measured candidate's evidence lands on its record (``IterationRecord.evidence``): the rule,
+the incumbent it was compared with (``against``: its iteration, 0 the initial prompt), the paired
+rows, the mean difference, the one-sided p, whether it passed and why not, and the label check.
+
+When the search is over, :meth:`Gate.selection` corrects the winner for having been picked from
+the ``k`` candidates measured on val (:func:`reflex.checks.maxstat.best_of_many` against the
+initial prompt); under ``significant`` a winner that does not survive the correction is not
+kept: the initial prompt is (docs/strategies.md, "Acceptance on evidence").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reflex.checks.confusion import label_set
+from reflex.checks.maxstat import best_of_many, one_sided_p, paired_diffs
+from reflex.checks.trivial import LabelCheck, label_baseline
+from reflex.config import ACCEPT_ALPHA, parse_accept
+from reflex.result import EvalSnapshot, Example
+
+__all__ = ["Gate"]
+
+OFF_LABEL_KEPT = 10  # off-label answers kept on a record (the most frequent)
+
+
+class Gate:
+    """One run's acceptance gate (see the module docstring); fed every measured candidate in
+    order, so a resumed run's replay rebuilds the same state."""
+
+    def __init__(
+        self,
+        rule: str,
+        seed: int,
+        val: Sequence[Example],
+        initial_val: EvalSnapshot | None,
+        train: Sequence[Example] = (),
+    ) -> None:
+        self.rule = rule
+        self.kind, self.level = parse_accept(rule)
+        self.seed = seed
+        self._refs = {e.id: e.ideal for e in val}
+        # The label set from train and val references (a small val split alone may not show it).
+        labels = label_set(e.ideal for e in [*train, *val])
+        self._labels = label_baseline([e.ideal for e in val], labels) if val and labels else None
+        self._initial = initial_val.per_example() if initial_val is not None else None
+        self._incumbent = (0, self._initial)
+        self._beats = self._label(initial_val).beats_constant if self._checks(initial_val) else None
+        self._candidates: list[tuple[int, dict[str, float]]] = []  # (iteration, diffs vs initial)
+        self.best_iteration = 0
+
+    def _checks(self, snapshot: EvalSnapshot | None) -> bool:
+        return self._labels is not None and snapshot is not None and bool(snapshot.samples)
+
+    def _label(self, snapshot: EvalSnapshot | None) -> LabelCheck:
+        assert self._labels is not None and snapshot is not None
+        pairs = ((self._refs.get(s.example_id), s.output) for s in snapshot.samples)
+        return self._labels.check(pairs)
+
+    def judge(
+        self,
+        iteration: int,
+        val: EvalSnapshot | None,
+        selection: float | None,
+        best: float | None,
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """Whether the candidate of ``iteration`` (val snapshot ``val``, selection score
+        ``selection``; ``best``: the incumbent's) replaces the incumbent, and its evidence."""
+        if selection is None:
+            return False, None
+        higher = best is None or selection > best
+        incumbent_at, incumbent = self._incumbent
+        if val is None or incumbent is None:  # no val rows to pair: a higher score decides
+            return higher, {"rule": self.rule, "against": incumbent_at, "rows": 0, "passed": higher}
+        now = val.per_example()
+        diffs = paired_diffs(incumbent, now)
+        values = list(diffs.values())
+        diff = sum(values) / len(values) if values else 0.0
+        p = one_sided_p(values, seed=self.seed)
+        passed, reason = self._rule(higher, diff, p)
+        label = self._label(val) if self._checks(val) else None
+        if (
+            passed
+            and self.kind != "any"
+            and label is not None
+            and self._beats
+            and not (label.beats_constant)
+        ):
+            passed = False
+            reason = f"does not beat the constant answer {label.constant_label!r} on val"
+        if self._initial is not None:
+            self._candidates.append((iteration, paired_diffs(self._initial, now)))
+        if passed:
+            self._incumbent, self.best_iteration = (iteration, now), iteration
+            self._beats = label.beats_constant if label is not None else None
+        evidence: dict[str, Any] = {
+            "rule": self.rule,
+            "against": incumbent_at,
+            "rows": len(values),
+            "diff": round(diff, 6),
+            "p": round(p, 6),
+            "passed": passed,
+        }
+        if reason and not passed:
+            evidence["reason"] = reason
+        if label is not None:
+            evidence["label"] = _kept(label.to_dict())
+        return passed, evidence
+
+    def _rule(self, higher: bool, diff: float, p: float) -> tuple[bool, str | None]:
+        if self.kind == "any":
+            return higher, None if higher else "no higher val score"
+        if self.kind == "margin":
+            ok = diff > 0 and diff >= self.level - 1e-12
+            return ok, None if ok else f"val gain {diff:+.3f} below the margin {self.level:g}"
+        ok = p < self.level
+        return ok, None if ok else f"not better on val by the paired test (p={p:.3g})"
+
+    def selection(self) -> dict[str, Any] | None:
+        """The winner corrected for best-of-k (see the module docstring), or None when the
+        initial prompt is still the best or nothing was measured against it."""
+        if not self.best_iteration or not self._candidates:
+            return None
+        order = [it for it, _ in self._candidates]
+        winner = order.index(self.best_iteration)
+        alpha = self.level if self.kind == "significant" else ACCEPT_ALPHA
+        test = best_of_many([d for _, d in self._candidates], winner, alpha=alpha, seed=self.seed)
+        kept = test.survived or self.kind != "significant"
+        return {
+            "iteration": self.best_iteration,
+            **test.to_dict(),
+            "kept": kept,
+            "rule": self.rule,
+        }
+
+
+def _kept(check: Mapping[str, Any]) -> dict[str, Any]:
+    """A label check for a record: the off-label answers cut to the most frequent ones."""
+    out = dict(check)
+    off = dict(check.get("off_label") or {})
+    out["off_label"] = dict(list(off.items())[:OFF_LABEL_KEPT])
+    misses = dict(check.get("near_misses") or {})
+    out["near_misses"] = {a: label for a, label in misses.items() if a in out["off_label"]}
+    return out
