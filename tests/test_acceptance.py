@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import pytest
 from conftest import ANSWERS, KEYWORD, make_rows
 from pydantic import BaseModel, ConfigDict
+from test_resume import comparable  # the result without what differs per process
 
 from reflex import ConfigurationError, PromptOptimizer
 from reflex.api import StrategyContext, hookimpl
@@ -293,18 +294,6 @@ def test_the_gate_alone_without_val_rows_lets_a_higher_score_decide() -> None:
     )
     assert gate.judge(2, None, 0.4, 0.6)[0] is False
     assert gate.judge(3, None, None, 0.6) == (False, None)
-
-
-def comparable(result: Any) -> dict[str, Any]:
-    data = result.to_dict()
-    for key in ("elapsed_s", "run_id", "run_dir"):
-        data.pop(key, None)
-    for record in data["iterations"]:
-        record.pop("elapsed_s", None)
-    for snapshot in (data["baseline"], data["final"]):
-        for sample in snapshot["samples"]:
-            sample.pop("cached")
-    return data
 
 
 def test_resume_after_kill_9_gives_the_same_evidence(tmp_path: Path) -> None:

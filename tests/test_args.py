@@ -102,6 +102,7 @@ def every_option(f: dict[str, Path], tmp_path: Path) -> list[str]:
         *["--max-reasoning-calls", "20", "--max-cost", "1.5", "--max-seconds", "60"],
         *["--max-total-calls", "900", "--price", "fake/task=0.2:0.6", "--retry-window", "30"],
         *["--max-response-mb", "32", "--budget", "medium", "--max-prompt-tokens", "900"],
+        *["--accept", "margin:0.02"],
         *["--dry-run", "--json"],
         *["--cache-namespace", "other", "--run-dir", str(tmp_path / "runs"), "--resume"],
         *["--shared-run-dir", "--cache-url", "redis://127.0.0.1:6379/0"],

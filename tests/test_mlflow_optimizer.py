@@ -212,7 +212,7 @@ def test_a_chat_prompt_comes_back_as_messages_with_its_variables(store: str) -> 
         {"role": "user", "content": "{{review}}"},
     ]
     with serve(responder=endpoint) as url:
-        result, _ = optimize(url, template, rows=20, iterations=1)
+        result, _ = optimize(url, template, iterations=1)  # 30 rows: 6 val rows carry the gate
     best = result.optimized_prompts[0]
     assert best.template == [
         {"role": "system", "content": f"Classify the sentiment. {KEYWORD}"},

@@ -67,7 +67,8 @@ def comparable(result: Any) -> dict[str, Any]:
         record.pop("elapsed_s", None)
     for snapshot in (data["baseline"], data["final"]):
         for sample in snapshot["samples"]:
-            sample.pop("cached")  # a fact about this process, not about the result
+            sample.pop("cached")  # facts about this process, not about the result
+            sample.pop("latency_ms", None)
     return data
 
 

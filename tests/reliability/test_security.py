@@ -52,7 +52,7 @@ def test_only_the_pipeline_loader_runs_user_files() -> None:
     assert '[sys.executable, "-c", code, str(child.fileno())]' in offload
     callers = {n for n, t in sources().items() if "load_pipeline(" in t}
     # Only the builder (from --pipeline-file or .set_pipeline) asks for a pipeline file.
-    assert callers <= {"reflex/data/pipeline.py", "reflex/optimizer.py"}
+    assert callers <= {"reflex/data/pipeline.py", "reflex/data/run_data.py"}
 
 
 EVIL = "import pathlib; pathlib.Path(__file__).with_name('PWNED').write_text('x')\n"

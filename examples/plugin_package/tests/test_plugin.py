@@ -18,7 +18,7 @@ from reflex.plugins import get_registry
 from reflex.testing import FakeModel, FakeRequest, RecordingCallback
 
 ROWS = [
-    {"id": f"q{i}", "input": f"colour {i}?", "ideal": ["red", "blue"][i % 2]} for i in range(20)
+    {"id": f"q{i}", "input": f"colour {i}?", "ideal": ["red", "blue"][i % 2]} for i in range(60)
 ]
 
 
