@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -17,8 +16,10 @@ from pydantic import (
 
 from reflex.data.tool_schemas import check_response_format, check_tool_choice, check_tools
 from reflex.errors import ConfigurationError
+from reflex.limits import BudgetConfig, BudgetPreset
 from reflex.models.spec import parse_model
 from reflex.redact import redact_data, redact_url
+from reflex.scoring import ConfigurableMetric, MetricSpec, metric_specs
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -39,79 +40,6 @@ __all__ = [
     "redact_url",
     "validation_message",
 ]
-
-
-#: ``--budget``: a task-call budget sized to the run when it starts (reflex.run.presets).
-BudgetPreset = Literal["light", "medium", "heavy"]
-
-
-class BudgetConfig(BaseModel):
-    """Limits checked before work starts; ``None`` means unlimited. The names are the CLI's
-    (``--max-calls`` is ``max_calls``) and the builder's (``set_budget(max_calls=...)``); an older
-    config.json's ``max_metric_calls`` is read as ``max_calls`` (and written back so)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_calls: int | None = Field(
-        default=None,
-        gt=0,
-        description="Budget: paid task-model calls (every call a pipeline makes; cache hits are "
-        "free); judge and reasoning calls are not counted here.",
-    )
-    max_reasoning_calls: int | None = Field(
-        default=None, gt=0, description="Budget: reasoning-model calls."
-    )
-    max_total_calls: int | None = Field(
-        default=None,
-        gt=0,
-        description="Budget: every paid call of every role (task, judge, reasoning).",
-    )
-    max_cost: float | None = Field(default=None, gt=0, description="Budget: dollars.")
-    max_seconds: float | None = Field(default=None, gt=0, description="Budget: wall-clock seconds.")
-    # --budget light|medium|heavy: max_calls sized to the splits and the strategy when the run
-    # starts (reflex.run.presets); an explicit max_calls wins.
-    preset: BudgetPreset | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _older_names(cls, data: object) -> object:
-        if isinstance(data, Mapping) and "max_metric_calls" in data and "max_calls" not in data:
-            data = dict(data)  # an older run's config.json (both names: extra="forbid" says so)
-            data["max_calls"] = data.pop("max_metric_calls")
-        return data
-
-
-class MetricSpec(BaseModel):
-    """How to rebuild one metric that takes options: ``registry.metric(name, **options)``.
-
-    ``name`` is the metric's *registered* name (e.g. ``llm_judge``); ``options`` are JSON values.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(min_length=1)
-    options: dict[str, Any] = Field(default_factory=dict)
-
-
-@runtime_checkable
-class ConfigurableMetric(Protocol):
-    """A metric with options opts in to being rebuilt from config.json (``check``, ``export``).
-
-    ``to_config()`` returns ``{"name": <registered name>, "options": {...}}`` such that
-    ``get_registry().metric(name, **options)`` builds an equal metric. Options must be JSON
-    values and must never hold secrets (API keys, credentials in URLs: see reflex.redact).
-    """
-
-    def to_config(self) -> dict[str, Any]: ...
-
-
-def metric_specs(metrics: Iterable[object]) -> list[MetricSpec]:
-    """The specs of the metrics that opt in (:class:`ConfigurableMetric`), in order."""
-    return [
-        MetricSpec.model_validate(m.to_config())
-        for m in metrics
-        if isinstance(m, ConfigurableMetric)
-    ]
 
 
 def default_strategy(reasoning_model: str | None) -> str:

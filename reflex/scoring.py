@@ -1,22 +1,35 @@
 """The scoring contracts: ``Score`` (a metric's verdict on one output), the ``Metric`` and
-``ModelGradedMetric`` protocols (their docstrings are the spec) and ``JudgeCall``.
+``ModelGradedMetric`` protocols (their docstrings are the spec) and ``JudgeCall``; and how a
+metric with options is rebuilt from a run's record (``ConfigurableMetric``, ``MetricSpec``,
+``metric_specs``: ``check`` and ``export`` rebuild metrics from config.json).
 
-A base module beside :mod:`reflex.types` (which re-exports every name here); plugins import
-them from :mod:`reflex.api`.
+A base module beside :mod:`reflex.types` (which re-exports the four contracts) and
+:mod:`reflex.config` (which re-exports the metric specs); plugins import them from
+:mod:`reflex.api`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from reflex.result import Example  # a record; the contracts here take it
 
 if TYPE_CHECKING:
     from reflex.models.spec import ModelSpec
 
-__all__ = ["JudgeCall", "Metric", "ModelGradedMetric", "Score"]
+__all__ = [
+    "ConfigurableMetric",
+    "JudgeCall",
+    "Metric",
+    "MetricSpec",
+    "ModelGradedMetric",
+    "Score",
+    "metric_specs",
+]
 
 # Sends one conversation to the judge model and returns its reply text (see ModelGradedMetric).
 JudgeCall = Callable[[Sequence[Mapping[str, str]]], Awaitable[str]]
@@ -94,3 +107,36 @@ class ModelGradedMetric(Protocol):
     def score(self, output: str, example: Example) -> Score: ...
 
     async def ascore(self, output: str, example: Example, call: JudgeCall) -> Score: ...
+
+
+class MetricSpec(BaseModel):
+    """How to rebuild one metric that takes options: ``registry.metric(name, **options)``.
+
+    ``name`` is the metric's *registered* name (e.g. ``llm_judge``); ``options`` are JSON values.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class ConfigurableMetric(Protocol):
+    """A metric with options opts in to being rebuilt from config.json (``check``, ``export``).
+
+    ``to_config()`` returns ``{"name": <registered name>, "options": {...}}`` such that
+    ``get_registry().metric(name, **options)`` builds an equal metric. Options must be JSON
+    values and must never hold secrets (API keys, credentials in URLs: see reflex.redact).
+    """
+
+    def to_config(self) -> dict[str, Any]: ...
+
+
+def metric_specs(metrics: Iterable[object]) -> list[MetricSpec]:
+    """The specs of the metrics that opt in (:class:`ConfigurableMetric`), in order."""
+    return [
+        MetricSpec.model_validate(m.to_config())
+        for m in metrics
+        if isinstance(m, ConfigurableMetric)
+    ]

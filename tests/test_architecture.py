@@ -60,6 +60,7 @@ BASE = {
     "callbacks",
     "plugins",
     "config",
+    "limits",
     "toolcalls",
 }
 

@@ -107,6 +107,27 @@ def _with_strategy(opt: PromptOptimizer, args: OptimizeArgs) -> None:
         opt.set_reasoning_template(name, Path(str(path)))
 
 
+def _with_limits(opt: PromptOptimizer, args: OptimizeArgs) -> None:
+    """The budgets (--budget, --max-calls ...) and the price table (--price MODEL=IN:OUT)."""
+    opt.set_budget(
+        args.preset,
+        max_calls=args.max_calls,
+        max_reasoning_calls=args.max_reasoning_calls,
+        max_cost=args.max_cost,
+        max_seconds=args.max_seconds,
+        max_total_calls=args.max_total_calls,
+    )
+    for item in args.prices:
+        model, sep, pair = item.rpartition("=")
+        given, colon, taken = pair.partition(":")
+        if not sep or not model or not colon:
+            raise ConfigurationError(
+                f"--price {item!r}: write MODEL=IN:OUT, USD per million input and output "
+                "tokens (e.g. openai/my-vllm=0.2:0.6)"
+            )
+        opt.set_price(model, number(given, "--price"), number(taken, "--price"))
+
+
 def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
     """A builder configured from every option in ``args``; each call validates its values."""
     from reflex.optimizer import PromptOptimizer
@@ -128,23 +149,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
     _with_scoring(opt, args)
     _with_strategy(opt, args)
     opt.set_splits(args.train_split, args.val_split, group_key=args.group_key)
-    opt.set_budget(
-        args.preset,
-        max_calls=args.max_calls,
-        max_reasoning_calls=args.max_reasoning_calls,
-        max_cost=args.max_cost,
-        max_seconds=args.max_seconds,
-        max_total_calls=args.max_total_calls,
-    )
-    for item in args.prices:
-        model, sep, pair = item.rpartition("=")
-        given, colon, taken = pair.partition(":")
-        if not sep or not model or not colon:
-            raise ConfigurationError(
-                f"--price {item!r}: write MODEL=IN:OUT, USD per million input and output "
-                "tokens (e.g. openai/my-vllm=0.2:0.6)"
-            )
-        opt.set_price(model, number(given, "--price"), number(taken, "--price"))
+    _with_limits(opt, args)
     return opt.configure(
         max_iterations=args.max_iterations,
         score_threshold=args.threshold,
