@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
 from pydantic import BaseModel, ValidationError
@@ -35,6 +35,8 @@ from reflex.types import Metric, Strategy
 
 if TYPE_CHECKING:
     import click
+
+_Source = TypeVar("_Source")
 
 __all__ = [
     "PluginInfo",
@@ -82,6 +84,18 @@ class OptionGroup:
     plugin: str
     options: list[click.Parameter]
     to_callbacks: CallbackFactory
+
+
+def _claim(
+    table: dict[str, tuple[str, _Source]], kind: str, scheme: str, plugin: str, source: _Source
+) -> None:
+    """Give ``scheme`` to ``plugin``'s ``source``; a scheme two plugins register is an error."""
+    if scheme in table:
+        raise PluginError(
+            f"{kind} {scheme!r} is registered by both plugin {table[scheme][0]!r} and plugin "
+            f"{plugin!r}"
+        )
+    table[scheme] = (plugin, source)
 
 
 class Registry:
@@ -177,12 +191,7 @@ class Registry:
 
     def _dataset_source_registrar(self, plugin: str) -> DatasetSourceRegistrar:
         def register(scheme: str, reader: DatasetReader) -> None:
-            if scheme in self.sources:
-                raise PluginError(
-                    f"dataset source {scheme!r} is registered by both plugin "
-                    f"{self.sources[scheme][0]!r} and plugin {plugin!r}"
-                )
-            self.sources[scheme] = (plugin, reader)
+            _claim(self.sources, "dataset source", scheme, plugin, reader)
             self.info[plugin].dataset_sources.append(scheme)
 
         return register
@@ -195,12 +204,7 @@ class Registry:
 
     def _prompt_source_registrar(self, plugin: str) -> PromptSourceRegistrar:
         def register(scheme: str, resolve: PromptResolver) -> None:
-            if scheme in self.prompt_sources:
-                raise PluginError(
-                    f"prompt source {scheme!r} is registered by both plugin "
-                    f"{self.prompt_sources[scheme][0]!r} and plugin {plugin!r}"
-                )
-            self.prompt_sources[scheme] = (plugin, resolve)
+            _claim(self.prompt_sources, "prompt source", scheme, plugin, resolve)
             self.info[plugin].prompt_sources.append(scheme)
 
         return register
