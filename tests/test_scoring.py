@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from reflex import api, scoring, types
+from reflex import api, config, scoring, types
 from reflex.judging.judge import LLMJudge
 from reflex.result import Example
 from reflex_metrics.exact_match import ExactMatch
@@ -38,6 +38,19 @@ def test_a_judge_is_a_model_graded_metric() -> None:
     assert isinstance(judge, scoring.Metric) and isinstance(judge, scoring.ModelGradedMetric)
 
 
-@pytest.mark.parametrize("name", scoring.__all__)
+CONTRACTS = ["JudgeCall", "Metric", "ModelGradedMetric", "Score"]
+SPECS = ["ConfigurableMetric", "MetricSpec", "metric_specs"]  # how config.json rebuilds a metric
+
+
+def test_the_module_lists_the_contracts_and_the_metric_specs() -> None:
+    assert sorted(scoring.__all__) == sorted(CONTRACTS + SPECS)
+
+
+@pytest.mark.parametrize("name", CONTRACTS)
 def test_each_scoring_name_is_the_same_object_from_types_and_the_plugin_api(name: str) -> None:
     assert getattr(types, name) is getattr(scoring, name) is getattr(api, name)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_the_metric_specs_are_the_same_objects_from_config(name: str) -> None:
+    assert getattr(config, name) is getattr(scoring, name)
