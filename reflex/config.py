@@ -239,6 +239,12 @@ class BaseRunConfig(BaseModel):
         description="Refuse, at 0 calls, a candidate prompt longer than this many tokens "
         "(demos included; counted in cl100k_base), so a longer prompt never wins.",
     )
+    prompt_token_cost: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="Val score a candidate must gain, beyond --accept, per 1,000 prompt tokens "
+        "it adds over the best prompt (0: length is free; 0.05: 400 more must buy +0.02).",
+    )
     # Pipeline mode (reflex.data.pipeline): where the function came from and its source hash (a
     # changed pipeline cannot resume a run), the per-example timeout, and the metrics that
     # score the whole trace instead of the final output.

@@ -198,6 +198,11 @@ class PromptOptimizer(DataSide, ModelSide):
         counted in cl100k_base), recorded as rejected with the reason; None: no limit."""
         return self._set(max_prompt_tokens=tokens)
 
+    def set_prompt_token_cost(self, cost: float) -> PromptOptimizer:
+        """Make length a cost: a candidate must gain ``cost`` val score per 1,000 prompt tokens
+        it adds over the best prompt, on top of the acceptance rule (0: length is free)."""
+        return self._set(prompt_token_cost=cost)
+
     def set_accept(self, rule: str) -> PromptOptimizer:
         """When a candidate replaces the best prompt: ``"significant"`` (better on the val rows
         by a one-sided paired test at 0.1; ``"significant:0.05"`` another level; the winner

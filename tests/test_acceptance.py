@@ -22,6 +22,7 @@ from reflex.api import StrategyContext, hookimpl
 from reflex.cli.report_html import render_report
 from reflex.config import default
 from reflex.models.client import load_litellm
+from reflex.models.tokens import count_tokens
 from reflex.run.acceptance import Gate
 from reflex.testing import FakeModel, FakeRequest
 
@@ -322,3 +323,29 @@ def test_resume_after_kill_9_gives_the_same_evidence(tmp_path: Path) -> None:
     resumed = builder(tmp_path / "killed", prompts, "significant", rows=60).run(START, resume=True)
     assert comparable(resumed) == comparable(expected)
     assert resumed.selection == expected.selection is not None
+
+
+@pytest.mark.parametrize(("cost", "kept"), [(0.0, True), (0.5, False), (0.1, True)])
+def test_length_is_a_cost_when_the_user_prices_it(tmp_path: Path, cost: float, kept: bool) -> None:
+    """One more right val row of 6 (+0.167) for ~500 added tokens: at 0.5 per 1,000 tokens it
+    owes +0.25 and is refused, at 0.1 it owes +0.05 and is taken, at 0 length is free."""
+    row = one_wrong_val_row(tmp_path)
+    FakeModel(answer).install()
+    longer = f"{START} FIX {row}\n" + "Think about the words. " * 100
+    result = builder(tmp_path / "run", [longer], "any").set_prompt_token_cost(cost).run(START)
+    [record] = result.iterations
+    assert record.is_best is kept
+    assert result.best_prompt == (longer if kept else START)
+    assert record.evidence is not None
+    if cost:
+        added = record.evidence["tokens"] - count_tokens(START)
+        assert added > 500
+        assert record.evidence["length_cost"] == pytest.approx(cost * added / 1000, abs=1e-6)
+    if not kept:
+        assert "does not pay for" in record.evidence["reason"]
+
+
+def test_a_shorter_candidate_owes_nothing() -> None:
+    gate = Gate("any", 0, [], None, token_cost=10.0, initial_prompt="Classify it. " * 50)
+    kept, evidence = gate.judge(1, None, 0.6, 0.5, "Classify it.")
+    assert kept and evidence is not None and evidence["passed"]

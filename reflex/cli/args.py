@@ -66,6 +66,7 @@ class OptimizeArgs:
     optimize_tool_descriptions: bool
     format_guard: bool
     max_prompt_tokens: int | None
+    prompt_token_cost: float
     input_field: str | None
     output_field: str | None
     variables: tuple[str, ...]

@@ -172,6 +172,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         optimize_tool_descriptions=args.optimize_tool_descriptions,
         format_guard=args.format_guard,
         max_prompt_tokens=args.max_prompt_tokens,
+        prompt_token_cost=args.prompt_token_cost,
         overfit_gap=args.overfit_gap,
         cache_namespace=args.cache_namespace,
         cache_url=args.cache_url,

@@ -113,6 +113,7 @@ def _inputs() -> list[click.Parameter]:
         setting("--optimize-tool-descriptions", is_flag=True),
         setting("--format-guard/--no-format-guard", "format_guard"),
         setting("--max-prompt-tokens", type=click.IntRange(min=1), metavar="N"),
+        setting("--prompt-token-cost", type=click.FloatRange(min=0.0), metavar="SCORE"),
         o(["--input-field"], help="Dataset field holding the input."),
         o(["--output-field"], help="Dataset field holding the reference answer."),
         o(

@@ -9,6 +9,12 @@ on val becomes the new best prompt (the *incumbent*):
 - ``margin:M``: a mean paired val gain of at least M (and above 0).
 - ``any``: any higher val mean (the behaviour before the gate).
 
+Length can be a cost on top of any rule (``RunConfig.prompt_token_cost``,
+``--prompt-token-cost C``): a candidate with more prompt tokens than the incumbent (cl100k_base,
+demos included) must also gain at least ``C`` mean val score per 1,000 tokens it adds, so a
+prompt doubled for +0.01 is not taken when the user prices length. A shorter candidate owes
+nothing. The tokens and the price paid are on the evidence (``tokens``, ``length_cost``).
+
 On a label task (:mod:`reflex.checks.trivial`) every candidate is also checked against the
 constant answer of the majority val label: under ``significant`` and ``margin`` a candidate that
 does not beat it never replaces an incumbent that does.
@@ -25,13 +31,13 @@ kept: the initial prompt is (docs/strategies.md, "Acceptance on evidence").
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from reflex.checks.confusion import label_set
 from reflex.checks.maxstat import best_of_many, one_sided_p, paired_diffs
 from reflex.checks.trivial import LabelCheck, label_baseline
-from reflex.config import ACCEPT_ALPHA, parse_accept
+from reflex.config import ACCEPT_ALPHA, RunConfig, parse_accept
 from reflex.result import EvalSnapshot, Example
 
 __all__ = ["Gate"]
@@ -50,8 +56,13 @@ class Gate:
         val: Sequence[Example],
         initial_val: EvalSnapshot | None,
         train: Sequence[Example] = (),
+        *,
+        token_cost: float = 0.0,
+        initial_prompt: str = "",
     ) -> None:
         self.rule = rule
+        self.token_cost = token_cost
+        self._tokens = _tokens(initial_prompt) if token_cost else 0  # the incumbent's
         self.kind, self.level = parse_accept(rule)
         self.seed = seed
         self._refs = {e.id: e.ideal for e in val}
@@ -63,6 +74,26 @@ class Gate:
         self._beats = self._label(initial_val).beats_constant if self._checks(initial_val) else None
         self._candidates: list[tuple[int, dict[str, float]]] = []  # (iteration, diffs vs initial)
         self.best_iteration = 0
+
+    @classmethod
+    def for_run(
+        cls,
+        config: RunConfig,
+        val: Iterable[Example],
+        initial_val: EvalSnapshot | None,
+        train: Iterable[Example],
+        initial_prompt: str,
+    ) -> Gate:
+        """The gate of a run with this config (its rule, seed and length price)."""
+        return cls(
+            config.accept,
+            config.seed,
+            list(val),
+            initial_val,
+            list(train),
+            token_cost=config.prompt_token_cost,
+            initial_prompt=initial_prompt,
+        )
 
     def _checks(self, snapshot: EvalSnapshot | None) -> bool:
         return self._labels is not None and snapshot is not None and bool(snapshot.samples)
@@ -78,11 +109,15 @@ class Gate:
         val: EvalSnapshot | None,
         selection: float | None,
         best: float | None,
+        prompt: str = "",
     ) -> tuple[bool, dict[str, Any] | None]:
         """Whether the candidate of ``iteration`` (val snapshot ``val``, selection score
-        ``selection``; ``best``: the incumbent's) replaces the incumbent, and its evidence."""
+        ``selection``; ``best``: the incumbent's; ``prompt``: its text, priced when length is a
+        cost) replaces the incumbent, and its evidence."""
         if selection is None:
             return False, None
+        tokens = _tokens(prompt) if self.token_cost else 0
+        owed = self.token_cost * max(0, tokens - self._tokens) / 1000
         higher = best is None or selection > best
         incumbent_at, incumbent = self._incumbent
         if val is None or incumbent is None:  # no val rows to pair: a higher score decides
@@ -93,6 +128,10 @@ class Gate:
         diff = sum(values) / len(values) if values else 0.0
         p = one_sided_p(values, seed=self.seed)
         passed, reason = self._rule(higher, diff, p)
+        if passed and owed and diff < owed:
+            passed = False
+            reason = f"val gain {diff:+.3f} does not pay for {tokens - self._tokens} more tokens"
+            reason += f" (--prompt-token-cost {self.token_cost:g}: {owed:+.3f})"
         label = self._label(val) if self._checks(val) else None
         if (
             passed
@@ -108,6 +147,7 @@ class Gate:
         if passed:
             self._incumbent, self.best_iteration = (iteration, now), iteration
             self._beats = label.beats_constant if label is not None else None
+            self._tokens = tokens
         evidence: dict[str, Any] = {
             "rule": self.rule,
             "against": incumbent_at,
@@ -116,6 +156,8 @@ class Gate:
             "p": round(p, 6),
             "passed": passed,
         }
+        if self.token_cost:
+            evidence["tokens"], evidence["length_cost"] = tokens, round(owed, 6)
         if reason and not passed:
             evidence["reason"] = reason
         if label is not None:
@@ -147,6 +189,12 @@ class Gate:
             "kept": kept,
             "rule": self.rule,
         }
+
+
+def _tokens(prompt: str) -> int:
+    from reflex.models.tokens import count_tokens  # tiktoken: only when length is priced
+
+    return count_tokens(prompt)
 
 
 def _kept(check: Mapping[str, Any]) -> dict[str, Any]:

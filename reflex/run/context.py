@@ -86,7 +86,7 @@ class RunContext(OptIn, StopSignals):
         self.best_val: float | None = initial_val.mean_score if initial_val else None
         self._initial_val = self.best_val
         config = session.config
-        self._gate = Gate(config.accept, config.seed, list(val), initial_val, list(train))
+        self._gate = Gate.for_run(config, val, initial_val, train, initial_prompt)
         self._stopping = Stopping(
             self.settings.max_iterations, config.score_threshold, config.early_stopping_patience
         )
@@ -276,7 +276,9 @@ class RunContext(OptIn, StopSignals):
         rejected = rejected or self._screen.reject(leaks) or self._screen.guard_violation(val)
         is_best, evidence = False, None
         if failed is None and rejected is None:
-            is_best, evidence = self._gate.judge(self.iteration + 1, val, selection, self.best_val)
+            is_best, evidence = self._gate.judge(
+                self.iteration + 1, val, selection, self.best_val, prompt
+            )
         if is_best:
             self.best_prompt, self.best_val = prompt, selection
             self.best_components = self._components_of(prompt, components)
