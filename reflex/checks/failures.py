@@ -26,7 +26,7 @@ A sample the metrics score in full (``exact`` 1), or one no such metric scored, 
 (None). The function is pure: it reads the sample only, so strategies, reports and plugins
 classify the same rows the same way. Reflective strategies show the kind per row
 (``failure: wrong function``); ``auto`` and the reasoning-free strategies count the kinds
-(:func:`failure_counts`) to pick what to try (docs/strategies.md, "Failure kinds").
+(:func:`failure_counts`) to pick what to try (docs/tool-calls-and-json.md, "Failure kinds").
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ rows, the mean difference, the one-sided p, whether it passed and why not, and t
 When the search is over, :meth:`Gate.selection` corrects the winner for having been picked from
 the ``k`` candidates measured on val (:func:`reflex.checks.maxstat.best_of_many` against the
 initial prompt); under ``significant`` a winner that does not survive the correction is not
-kept: the initial prompt is (docs/strategies.md, "Acceptance on evidence").
+kept: the initial prompt is (docs/selection.md, "Correcting the winner of many candidates").
 """
 
 from __future__ import annotations
