@@ -51,11 +51,6 @@ def rate_limit(litellm: Any) -> BaseException:
 # --- parse_model / ModelSpec ---------------------------------------------------------------
 
 
-def test_max_workers_must_be_positive() -> None:
-    with pytest.raises(ConfigurationError, match="max_workers"):
-        ProviderClient(ClientSettings(max_workers=0))
-
-
 # --- a plain call through LiteLLM ----------------------------------------------------------
 
 
