@@ -14,7 +14,7 @@ import httpx
 import pytest
 from conftest import until
 
-from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
+from reflex.errors import ProviderError, TransientProviderError
 from reflex.models.client import (
     ClientSettings,
     Completion,
