@@ -382,9 +382,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex_mlflow/views.py",
         "reflex_wandb/cli.py",
         "reflex_wandb/offline.py",
-        "strategies/_gepa_plan.py",
-        "strategies/_merge.py",
-        "strategies/_pareto.py",
     }
 )
 
