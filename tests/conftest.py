@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -134,6 +135,27 @@ def prompt_file(tmp_path: Path) -> Path:
     path = tmp_path / "prompt.md"
     path.write_text("Classify the sentiment.\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session")
+def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated MLflow sqlite store, built once a session (seconds) and copied per test."""
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow") / "template.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
+    return path
+
+
+@pytest.fixture
+def uri(template_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh MLflow sqlite store's tracking URI; the test runs in ``tmp_path`` (artifacts land
+    in ``tmp_path/mlruns``)."""
+    db = tmp_path / "mlflow.db"
+    shutil.copy(template_db, db)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    return f"sqlite:///{db}"
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from conftest import KEYWORD, make_rows, responder
 from pydantic import BaseModel, ConfigDict
-from test_gepa import three_calls
+from test_gepa_plan import three_calls
 
 from reflex import OptimizationResult, PromptOptimizer
 from reflex.api import StrategyContext

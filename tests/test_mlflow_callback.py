@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,22 +22,6 @@ from reflex import DegenerateSeedError, OptimizationResult, load_dataset
 from reflex.cli import build_cli
 from reflex.testing import FakeModel
 from reflex_mlflow import MLflowCallback
-
-
-@pytest.fixture(scope="session")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated MLflow sqlite DB, built once (~3-9 s) and copied into each test."""
-    path = tmp_path_factory.mktemp("mlflow") / "template.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
-    return path
-
-
-@pytest.fixture
-def uri(template_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    db = tmp_path / "mlflow.db"
-    shutil.copy(template_db, db)
-    monkeypatch.chdir(tmp_path)  # artifacts land in tmp_path/mlruns
-    return f"sqlite:///{db}"
 
 
 def only_run(uri: str, experiment: str = "aevyra-reflex") -> Any:

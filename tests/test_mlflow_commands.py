@@ -14,7 +14,7 @@ from mlflow import MlflowClient
 from mlflow.tracking._tracking_service import utils as tracking_utils
 from test_engine import START
 from test_mlflow_promotion import _no_better_idea, _task
-from test_mlflow_registry import store, template_db  # noqa: F401 - the sqlite store fixtures
+from test_mlflow_registry import store  # noqa: F401 - the sqlite store fixture
 
 from reflex.cli import build_cli
 from reflex.testing import FakeModel

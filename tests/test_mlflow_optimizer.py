@@ -70,13 +70,6 @@ def exact(outputs: str, expectations: dict[str, Any]) -> float:
     return float(outputs.strip() == expectations["expected_response"])
 
 
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("mlflow") / "template.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
-    return path
-
-
 @pytest.fixture
 def store(template_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The process's tracking URI on a fresh copy of the store (optimize_prompts uses MLflow's

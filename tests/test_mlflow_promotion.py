@@ -13,7 +13,7 @@ import pytest
 from conftest import BETTER, KEYWORD, make_rows
 from mlflow import MlflowClient
 from test_engine import START, builder
-from test_mlflow_registry import store, template_db  # noqa: F401 - the sqlite store fixtures
+from test_mlflow_registry import store  # noqa: F401 - the sqlite store fixture
 
 from reflex.testing import FakeModel, FakeRequest
 from reflex_mlflow import MLflowCallback, promote, rollback

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from mlflow import MlflowClient
 from mlflow.tracking._tracking_service import utils as tracking_utils
-from test_mlflow_registry import store, template_db  # noqa: F401 - the sqlite store fixtures
+from test_mlflow_registry import store  # noqa: F401 - the sqlite store fixture
 
 from reflex.api import ConfigurationError
 from reflex.optimizer import prompt_spec

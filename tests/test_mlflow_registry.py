@@ -26,14 +26,6 @@ from reflex_mlflow import MLflowCallback
 WORKERS = 4
 
 
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated MLflow sqlite store without any experiment of ours, built once."""
-    path = tmp_path_factory.mktemp("mlflow") / "template.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
-    return path
-
-
 @pytest.fixture
 def store(template_db: Path, tmp_path: Path) -> str:
     """A store under a name and place MLflow would never pick by default."""

@@ -7,7 +7,6 @@ batches."""
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 from pathlib import Path
 from typing import Any
@@ -24,20 +23,6 @@ from reflex.run.trackers import replay_run, save_tracker_state, tracker_state
 from reflex.testing import FakeModel
 from reflex_mlflow import MLflowCallback
 from reflex_mlflow.evaluations import EVALUATION_TAG, ROW_TAG
-
-
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("mlflow") / "template.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
-    return path
-
-
-@pytest.fixture
-def uri(template_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    shutil.copy(template_db, tmp_path / "mlflow.db")
-    monkeypatch.chdir(tmp_path)
-    return f"sqlite:///{tmp_path / 'mlflow.db'}"
 
 
 def eval_runs(client: MlflowClient, run_id: str) -> dict[str, Any]:

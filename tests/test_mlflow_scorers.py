@@ -6,7 +6,6 @@ counted in the run's ledger)."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,6 @@ import mlflow
 import pytest
 from click.testing import CliRunner
 from conftest import LABELS, make_rows
-from mlflow import MlflowClient
 
 from reflex import load_dataset
 from reflex.api import Example
@@ -26,21 +24,6 @@ from reflex.testing import FakeModel
 from reflex.testing.endpoint import serve
 from reflex_metrics.exact_match import ExactMatch
 from reflex_mlflow.scorers import as_scorer, load_scorer, scorer_metric
-
-
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("mlflow") / "template.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
-    return path
-
-
-@pytest.fixture
-def uri(template_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    shutil.copy(template_db, tmp_path / "mlflow.db")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-    return f"sqlite:///{tmp_path / 'mlflow.db'}"
 
 
 def test_a_reflex_metric_scores_inside_mlflow_genai_evaluate(

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from conftest import until
 
-from reflex.errors import ConfigurationError, ProviderError, TransientProviderError
+from reflex.errors import ProviderError, TransientProviderError
 from reflex.models.client import (
     ClientSettings,
     Completion,
@@ -49,11 +49,6 @@ def rate_limit(litellm: Any) -> BaseException:
 
 
 # --- parse_model / ModelSpec ---------------------------------------------------------------
-
-
-def test_max_workers_must_be_positive() -> None:
-    with pytest.raises(ConfigurationError, match="max_workers"):
-        ProviderClient(ClientSettings(max_workers=0))
 
 
 # --- a plain call through LiteLLM ----------------------------------------------------------

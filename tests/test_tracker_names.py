@@ -100,13 +100,6 @@ def test_the_table_is_complete() -> None:
     assert "best_score_val" in names and "evaluation.json" in names
 
 
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("mlflow") / "template.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
-    return path
-
-
 @pytest.fixture(scope="module", autouse=True)
 def wandb_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     root = tmp_path_factory.mktemp("wandb-home")

@@ -5,7 +5,6 @@ reference's own example running verbatim on a reasoning-free strategy."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,20 +17,6 @@ from test_resume import START, builder, reasoner_variants
 from reflex.cli import build_cli
 from reflex.testing import FakeModel
 from reflex_mlflow import MLflowCallback
-
-
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("mlflow") / "template.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
-    return path
-
-
-@pytest.fixture
-def uri(template_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    shutil.copy(template_db, tmp_path / "mlflow.db")
-    monkeypatch.chdir(tmp_path)
-    return f"sqlite:///{tmp_path / 'mlflow.db'}"
 
 
 @pytest.fixture(autouse=True)

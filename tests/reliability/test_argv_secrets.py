@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 import wandb
 from conftest import make_rows
-from test_mlflow_callback import template_db  # noqa: F401  (session fixture: a migrated db)
 from test_secrets import every_file_mentioning
 from wandb_reader import load_run, records
 
@@ -80,7 +79,7 @@ def tracker_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_script_command_line_reaches_neither_tracker(
     tracker_env: Path,
-    template_db: Path,  # noqa: F811
+    template_db: Path,
     fake_model: FakeModel,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

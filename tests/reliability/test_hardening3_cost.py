@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from conftest import make_rows
 from mlflow import MlflowClient
-from test_mlflow_callback import template_db, uri  # noqa: F401 - fixtures
 
 from reflex import PromptOptimizer
 from reflex.cli import main
@@ -83,7 +82,7 @@ def test_a_partly_priced_run_shows_the_priced_part_and_the_unpriced_calls(
     assert f"${total['cost']:.4f} + unpriced ({total['cost_unknown']} calls)" in printed
 
 
-def test_trackers_get_no_false_zero_cost(endpoint: Endpoint, tmp_path: Path, uri: str) -> None:  # noqa: F811
+def test_trackers_get_no_false_zero_cost(endpoint: Endpoint, tmp_path: Path, uri: str) -> None:
     callback = MLflowCallback(tracking_uri=uri)
     result = (
         PromptOptimizer()

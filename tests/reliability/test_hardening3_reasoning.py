@@ -10,7 +10,7 @@ import pytest
 from conftest import BETTER, task_answer
 from mlflow import MlflowClient
 from test_engine import START, builder
-from test_mlflow_callback import template_db, text, uri  # noqa: F401 - fixtures
+from test_mlflow_callback import text
 
 from reflex.testing import FakeModel, FakeRequest
 from reflex_mlflow import MLflowCallback
@@ -30,7 +30,7 @@ def fake_responder() -> Callable[[FakeRequest], str]:
 def test_the_reasoning_artifact_holds_the_whole_answer(
     fake_model: FakeModel,
     tmp_path: Path,
-    uri: str,  # noqa: F811
+    uri: str,
 ) -> None:
     callback = MLflowCallback(tracking_uri=uri, log_prompt_each_iter=True)
     result = builder(tmp_path).run(START, callbacks=[callback])

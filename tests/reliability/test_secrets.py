@@ -18,7 +18,6 @@ import pytest
 import wandb
 from conftest import make_rows
 from test_faults import answer
-from test_mlflow_callback import template_db  # noqa: F401  (session fixture: a migrated db)
 
 from reflex.cli import main
 from reflex.config import RunConfig
@@ -38,7 +37,7 @@ def every_file_mentioning(root: Path, needle: str) -> list[str]:
 
 def test_no_key_lands_in_any_artefact(
     tmp_path: Path,
-    template_db: Path,  # noqa: F811
+    template_db: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,

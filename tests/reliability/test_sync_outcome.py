@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_mlflow_callback import template_db  # noqa: F401  (session fixture: a migrated db)
 from test_resume import START, builder, reasoner_variants
 from test_tracker_names import wandb_env  # noqa: F401 - module fixture: W&B files in tmp
 
@@ -64,7 +63,7 @@ def test_sync_into_an_unreachable_tracker_fails_and_names_it(run: Path) -> None:
 def test_a_sync_that_fills_the_gap_clears_missed(
     run: Path,
     tmp_path: Path,
-    template_db: Path,  # noqa: F811
+    template_db: Path,
 ) -> None:
     shutil.copy(template_db, tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

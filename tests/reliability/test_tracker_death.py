@@ -34,13 +34,6 @@ from reflex.testing import FakeModel
 from reflex_mlflow import MLflowCallback
 
 
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("mlflow") / "template.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
-    return path
-
-
 def sync(run_dir: Path, *options: str) -> str:
     args = ["sync", "--run-dir", str(run_dir), *options]
     [run] = list((run_dir / "runs").iterdir())

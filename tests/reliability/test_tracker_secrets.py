@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 
 from conftest import make_rows
-from test_mlflow_callback import template_db  # noqa: F401  (session fixture: a migrated db)
 from test_secrets import every_file_mentioning
 
 from reflex.testing.endpoint import serve
@@ -32,7 +31,7 @@ ROWS = "".join(json.dumps(r) + "\n" for r in make_rows(12))
 
 def test_no_url_canary_in_any_byte_written_with_both_trackers_and_tracing(
     tmp_path: Path,
-    template_db: Path,  # noqa: F811
+    template_db: Path,
 ) -> None:
     (tmp_path / "d.jsonl").write_text(ROWS, encoding="utf-8")
     (tmp_path / "p.md").write_text("Classify the sentiment.\n", encoding="utf-8")

@@ -18,7 +18,6 @@ import wandb
 from canaries import URL_CASES, with_host
 from conftest import make_rows
 from test_faults import answer
-from test_mlflow_callback import template_db  # noqa: F401  (session fixture: a migrated db)
 from test_resume import START, reasoner_variants
 from test_secrets import every_file_mentioning
 
@@ -214,7 +213,7 @@ def test_log_records_are_scrubbed_of_url_credentials() -> None:
 def test_no_url_credential_in_any_log_line_of_a_cli_run(
     case: str,
     tmp_path: Path,
-    template_db: Path,  # noqa: F811
+    template_db: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
