@@ -81,3 +81,22 @@ def register_commands(cli: click.Group) -> None:
 def register_dataset_sources(register: DatasetSourceRegistrar) -> None:
     """Register dataset sources: ``register(scheme, reader)``; a dataset given as
     ``scheme:rest`` (``mlflow:qa``) is read as ``reader(rest)``'s records."""
+
+
+@hookspec
+def prompt_alias_moved(
+    name: str,
+    alias: str,
+    version: str,
+    previous: str | None,
+    run_id: str | None,
+    previous_run_id: str | None,
+    prompt: str,
+    action: str,
+    run_dir: str,
+) -> str | None:
+    """A registry alias moved (``promote`` or ``rollback``, ``action``): ``@alias`` of prompt
+    ``name`` now holds ``version`` (before: ``previous``), the prompt ``prompt`` (its string
+    form) that reflex run ``run_id`` made (None: no reflex run made it); ``previous_run_id`` made
+    the version it replaced; runs are found under ``run_dir``. Return one line saying what the
+    plugin did, or None when the move is nothing to it (implement any subset of the names)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -31,6 +32,7 @@ from reflex.hookspecs import (
     PromptSourceRegistrar,
     StrategyRegistrar,
 )
+from reflex.redact import scrub
 from reflex.types import Metric, Strategy
 
 if TYPE_CHECKING:
@@ -38,9 +40,12 @@ if TYPE_CHECKING:
 
 _Source = TypeVar("_Source")
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
     "PluginInfo",
     "Registry",
+    "announce_alias_move",
     "build_options",
     "get_registry",
     "register_plugin",
@@ -305,6 +310,45 @@ def unregister_plugin(name: str) -> None:
 def reset_registry() -> None:
     """Forget every in-process registration (the next call reloads entry points)."""
     _REGISTRY.clear()
+
+
+def announce_alias_move(
+    *,
+    name: str,
+    alias: str,
+    version: str,
+    previous: str | None,
+    run_id: str | None,
+    previous_run_id: str | None,
+    prompt: str,
+    action: str,
+    run_dir: str,
+) -> list[str]:
+    """Tell every ``prompt_alias_moved`` implementation that a registry alias moved; the lines
+    they return. Each runs on its own: one that raises is logged and reported as a line (the
+    alias has moved already; a mirror that failed never undoes it nor stops the others)."""
+    values: dict[str, object] = {
+        "name": name,
+        "alias": alias,
+        "version": version,
+        "previous": previous,
+        "run_id": run_id,
+        "previous_run_id": previous_run_id,
+        "prompt": prompt,
+        "action": action,
+        "run_dir": run_dir,
+    }
+    lines: list[str] = []
+    for impl in get_registry().pm.hook.prompt_alias_moved.get_hookimpls():
+        try:
+            line = impl.function(**{arg: values[arg] for arg in impl.argnames})
+        except Exception as exc:
+            logger.warning("plugin %s: prompt_alias_moved failed", impl.plugin_name, exc_info=True)
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            line = f"{impl.plugin_name}: could not mirror @{alias}: {scrub(first)}"
+        if line:
+            lines.append(str(line))
+    return lines
 
 
 def _schemes() -> list[str]:

@@ -4,8 +4,9 @@ MLflow hands an optimizer ``eval_fn(candidates, records)``: it patches the candi
 into every ``PromptVersion``, calls the user's ``predict_fn`` on each record's inputs and scores
 the outputs with the user's scorers. Reflex runs that as a pipeline (:mod:`reflex.data.pipeline`):
 
-- :class:`PromptForm`: the MLflow template (text, or a chat template as JSON) as reflex's chat
-  template, whose ``{{variables}}`` every candidate must keep (the template guard), and back;
+- :class:`PromptForm`: the MLflow template (text, or a chat template as JSON) as reflex's prompt
+  (:func:`reflex_mlflow.prompts.template_spec`, the one conversion), whose ``{{variables}}``
+  every candidate must keep (the template guard), and back;
 - :func:`records`: MLflow's ``train_data`` as reflex records, each with a stable id;
 - :class:`Bridge`: the pipeline function: one row through ``eval_fn`` (serialized: ``eval_fn``
   patches a class, so two candidates must never be in it at once; rows of one candidate that
@@ -29,12 +30,14 @@ from typing import TYPE_CHECKING, Any
 from reflex.api import (
     ConfigurationError,
     Example,
+    PromptSpec,
     Score,
     placeholders,
     register_provider,
     saved_template,
 )
 from reflex_mlflow.datasets import row
+from reflex_mlflow.prompts import chat_messages, template_spec
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -59,33 +62,37 @@ _FAILED = "Failed to invoke the predict_fn"  # how MLflow's eval_fn reports a pr
 
 @dataclass(frozen=True)
 class PromptForm:
-    """One MLflow prompt as reflex's chat template: ``messages`` (a text prompt is one user
-    message), ``chat`` whether MLflow holds it as a chat prompt."""
+    """One MLflow prompt as reflex's prompt (``spec``: :func:`reflex_mlflow.prompts.template_spec`,
+    the conversion ``prompts:/`` URIs use too), ``chat`` whether MLflow holds it as a chat
+    prompt (the form its winner goes back in)."""
 
     name: str
-    messages: list[dict[str, str]]
+    spec: PromptSpec
     chat: bool
 
     @classmethod
     def parse(cls, name: str, template: str) -> PromptForm:
         """MLflow's template (chat prompts arrive as the JSON of their message list)."""
-        try:
-            data = json.loads(template)
-        except json.JSONDecodeError:
-            data = None
-        if isinstance(data, list) and data and all(isinstance(m, dict) for m in data):
-            return cls(name, [{str(k): str(v) for k, v in m.items()} for m in data], True)
-        return cls(name, [{"role": "user", "content": template}], False)
+        where = f"prompt {name!r}"
+        return cls(name, template_spec(template, where), chat_messages(template) is not None)
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """The chat template's messages (a text prompt with variables: one user message);
+        empty for a text prompt without variables (a system prompt)."""
+        return self.spec.messages or []
 
     @property
     def variables(self) -> list[str]:
         return list(dict.fromkeys(v for m in self.messages for v in placeholders(m["content"])))
 
     def mlflow_template(self, candidate: str) -> str:
-        """A candidate (the template's string form, demos and all) as MLflow's template: the
-        JSON message list for a chat prompt, the text for a text prompt (its demo turns, if a
-        strategy added some, before it as plain paragraphs)."""
+        """A candidate (the prompt's string form, demos and all) as MLflow's template: the JSON
+        message list for a chat prompt, the text for a text prompt (its demo turns, if a
+        strategy added some, before it as plain paragraphs; a system prompt as it is)."""
         messages = saved_template(candidate)
+        if messages is None and self.spec.is_single:
+            return candidate
         if messages is None:  # the guard keeps candidates templates: never reached in a run
             raise ConfigurationError(f"not a chat template's string form: {candidate[:80]!r}")
         if self.chat:

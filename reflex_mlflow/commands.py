@@ -32,6 +32,8 @@ _URI = click.option(
     help="The MLflow store [default: the run's, else MLFLOW_TRACKING_URI].",
 )
 
+_RUN_DIR = click.option("--run-dir", default=".reflex", show_default=True, help="Runs folder.")
+
 
 def _guarded(action: Callable[[], Move]) -> Move:
     """``action``'s Move; a configuration or MLflow error is one line and exit 2."""
@@ -66,7 +68,7 @@ def _guarded(action: Callable[[], Move]) -> Move:
 )
 @click.option("--api-base", default=None, help="Endpoint, if the run's was stored redacted.")
 @click.option("--judge-api-base", default=None, help="Where the run's judge calls go.")
-@click.option("--run-dir", default=".reflex", show_default=True, help="Runs folder.")
+@_RUN_DIR
 def promote_command(
     run: str,
     alias: str,
@@ -105,14 +107,22 @@ def promote_command(
     if move.refused:
         click.echo(move.message, err=True)
         sys.exit(EXIT_REFUSED)
+    _said(move)
+
+
+def _said(move: Move) -> None:
+    """What the move did, then what the other trackers did (W&B's alias), on stderr."""
     click.echo(move.message if move.changed else f"nothing to do: {move.message}", err=True)
+    for line in move.mirrors:
+        click.echo(line, err=True)
 
 
 @click.command("rollback")
 @click.argument("name")
 @_ALIAS
 @_URI
-def rollback_command(name: str, alias: str, tracking_uri: str | None) -> None:
+@_RUN_DIR
+def rollback_command(name: str, alias: str, tracking_uri: str | None, run_dir: str) -> None:
     """Point --alias of the registered prompt NAME back at the version it held before the last
     promote.
 
@@ -122,7 +132,6 @@ def rollback_command(name: str, alias: str, tracking_uri: str | None) -> None:
     from reflex_mlflow.promotion import rollback
 
     def action() -> Move:
-        return rollback(name, alias, tracking_uri=tracking_uri)
+        return rollback(name, alias, tracking_uri=tracking_uri, run_dir=run_dir)
 
-    move = _guarded(action)
-    click.echo(move.message if move.changed else f"nothing to do: {move.message}", err=True)
+    _said(_guarded(action))

@@ -124,7 +124,7 @@ class ReflexPromptOptimizer(BasePromptOptimizer):
         )
         _check_models(builder.build_config())
         callbacks = [*self.callbacks, *self._tracker(enable_tracking)]
-        result = builder.run(form.messages, callbacks=callbacks)
+        result = builder.run(form.spec, callbacks=callbacks)
         self.last_result = result
         logger.info("reflex run %s: %d eval_fn call(s)", result.run_id, serial.calls)
         return PromptOptimizerOutput(

@@ -8,6 +8,10 @@
 What each move replaced is kept on the prompt, in the tag ``reflex.alias.<alias>`` (JSON:
 ``version``, ``previous``, ``action``, ``run_id``), so a rollback knows where to go, and a second
 promote or rollback of the same move is a no-op that says so.
+
+Each move is then announced to the other trackers (:func:`reflex.api.tracking.announce_alias_move`,
+the ``prompt_alias_moved`` hook): ``reflex_wandb`` sets the same alias on the W&B artifact of
+the saved prompt; what each did is in :attr:`Move.mirrors`.
 """
 
 from __future__ import annotations
@@ -19,7 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reflex.api import ConfigurationError
-from reflex.api.tracking import REDACTED, plan_gate, resolve_run, tracker_state
+from reflex.api.tracking import (
+    REDACTED,
+    announce_alias_move,
+    plan_gate,
+    resolve_run,
+    tracker_state,
+)
 from reflex_mlflow.prompts import prompt_from_version, tracking_uri_for
 
 if TYPE_CHECKING:
@@ -45,6 +55,7 @@ class Move:
     message: str
     outcome: CheckOutcome | None = None  # the gate's figures (None: no gate was needed)
     lines: list[str] = field(default_factory=list)
+    mirrors: list[str] = field(default_factory=list)  # what other trackers did (W&B's alias)
 
     @property
     def refused(self) -> bool:
@@ -103,17 +114,28 @@ def promote(
         outcome = gate.decide(tolerance)
         lines = outcome.lines()
         if outcome.regressed:
-            message = f"refused: {name} v{version} regresses against {label}; @{alias} unchanged"
+            why = _why(outcome, gate.rows_label)
+            message = (
+                f"refused: {name} v{version} regresses against {label} ({why}); @{alias} unchanged"
+            )
             return Move(name, alias, str(holder.version), None, False, message, outcome, lines)
     previous = str(holder.version) if holder is not None else None
     _move(client, name, alias, version, previous, "promote", run_id=folder.name)
     before = f"v{previous}" if previous else "no version"
     message = f"@{alias} of {name}: {before} -> v{version} (run {folder.name})"
-    return Move(name, alias, version, previous, True, message, outcome, lines)
+    mirrors = _announce(client, name, alias, version, holder, "promote", run_dir)
+    return Move(name, alias, version, previous, True, message, outcome, lines, mirrors)
 
 
-def rollback(name: str, alias: str = "production", *, tracking_uri: str | None = None) -> Move:
-    """Point ``@alias`` back at the version it held before the last promote."""
+def rollback(
+    name: str,
+    alias: str = "production",
+    *,
+    tracking_uri: str | None = None,
+    run_dir: str | Path = ".reflex",
+) -> Move:
+    """Point ``@alias`` back at the version it held before the last promote (``run_dir``: where
+    the runs are, for the trackers that mirror the alias)."""
     client = _client(tracking_uri_for(f"prompts:/{name}@{alias}", tracking_uri))
     prompt = _prompt(client, name)
     holder = _holder(client, name, alias)
@@ -134,7 +156,43 @@ def rollback(name: str, alias: str = "production", *, tracking_uri: str | None =
         )
     _move(client, name, alias, str(previous), current, "rollback")
     message = f"@{alias} of {name}: v{current} -> v{previous} (rolled back)"
-    return Move(name, alias, str(previous), current, True, message)
+    mirrors = _announce(client, name, alias, str(previous), holder, "rollback", run_dir)
+    return Move(name, alias, str(previous), current, True, message, mirrors=mirrors)
+
+
+def _announce(
+    client: MlflowClient,
+    name: str,
+    alias: str,
+    version: str,
+    holder: PromptVersion | None,
+    action: str,
+    run_dir: str | Path,
+) -> list[str]:
+    """Tell the other trackers that ``@alias`` now holds ``version`` (``holder``: the version it
+    replaced); each version's ``reflex.run_id`` tag names the run that made it."""
+    now = client.get_prompt_version(name, version)
+    return announce_alias_move(
+        name=name,
+        alias=alias,
+        version=version,
+        previous=str(holder.version) if holder is not None else None,
+        run_id=(now.tags or {}).get("reflex.run_id") or None,
+        previous_run_id=(holder.tags or {}).get("reflex.run_id") if holder is not None else None,
+        prompt=prompt_from_version(now).render(),
+        action=action,
+        run_dir=str(run_dir),
+    )
+
+
+def _why(outcome: CheckOutcome, rows: str) -> str:
+    """The figures of a refusal: what was compared, on which rows, against which threshold."""
+    if outcome.current.n_errors:
+        return f"{outcome.current.n_errors} row(s) of {rows} errored"
+    said = f"{outcome.delta:+.4f} on {rows}, beyond the tolerance {outcome.tolerance:.4f}"
+    if outcome.test is not None and outcome.alpha is not None:
+        said += f", significant: paired p={outcome.test.p_value:.4g} < alpha {outcome.alpha:g}"
+    return said
 
 
 def _quiet(line: str) -> None:

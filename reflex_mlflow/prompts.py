@@ -1,7 +1,10 @@
 """MLflow prompt-registry versions as reflex prompts, and back.
 
-- :func:`prompt_from_version`: a ``PromptVersion`` (text or chat) as a ``PromptSpec``, the one
-  conversion (the CLI's ``prompts:/`` PROMPT, :func:`load_prompt`, ``ReflexPromptOptimizer``);
+- :func:`template_spec`: an MLflow prompt template as a ``PromptSpec``, the one conversion:
+  :func:`prompt_from_version` (a ``PromptVersion``: the CLI's ``prompts:/`` PROMPT,
+  :func:`load_prompt`, ``promote``'s incumbent) and ``ReflexPromptOptimizer``'s
+  :class:`reflex_mlflow.bridge.PromptForm` (the template ``optimize_prompts`` hands over, a chat
+  prompt as the JSON of its message list) both go through it;
 - :func:`load_prompt`: ``prompts:/name/version`` or ``prompts:/name@alias`` from a store, one
   line naming what is wrong when it cannot (unknown prompt, version or alias; no store set);
 - :func:`registry_template`: a run's best prompt in the form to register it back.
@@ -15,6 +18,7 @@ system prompt as a chat list or a text as they are.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import replace
@@ -28,11 +32,13 @@ if TYPE_CHECKING:
     from mlflow.entities.model_registry import PromptVersion
 
 __all__ = [
+    "chat_messages",
     "load_prompt",
     "parse_prompt_uri",
     "prompt_from_version",
     "registry_template",
     "set_default_tracking_uri",
+    "template_spec",
     "tracking_uri_for",
 ]
 
@@ -50,19 +56,42 @@ def parse_prompt_uri(uri: str) -> tuple[str, str | None, str | None]:
     return match["name"], match["version"], match["alias"]
 
 
+def chat_messages(template: object) -> list[Any] | None:
+    """``template``'s message list when it is a chat prompt: a list (checked by ``chat_spec``),
+    or the JSON text of a list of objects (how ``optimize_prompts`` hands a chat prompt to an
+    optimizer); None for a text prompt."""
+    if isinstance(template, list):
+        return template
+    if not isinstance(template, str):
+        return None
+    try:
+        data = json.loads(template)
+    except ValueError:
+        return None
+    if isinstance(data, list) and data and all(isinstance(m, dict) for m in data):
+        return data
+    return None
+
+
+def template_spec(template: object, where: str) -> PromptSpec:
+    """An MLflow prompt template as a PromptSpec: a chat prompt (:func:`chat_messages`) is a
+    chat template; a text with ``{{variables}}`` the template of one user message (what MLflow
+    users send as the user message); a text without is a system prompt (the row's input is the
+    user message). ``where`` names it in errors."""
+    messages = chat_messages(template)
+    if messages is not None:
+        return chat_spec(messages, where)
+    if not isinstance(template, str) or not template.strip():
+        raise ConfigurationError(f"{where}: the registered prompt is empty")
+    if placeholders(template):
+        return chat_spec([{"role": "user", "content": template}], where)
+    return PromptSpec.single(template.strip("\n"))
+
+
 def prompt_from_version(version: PromptVersion) -> PromptSpec:
     """``version`` as a PromptSpec whose ``source`` pins it (``prompts:/name/N``)."""
     where = f"prompts:/{version.name}/{version.version}"
-    template: Any = version.template
-    if isinstance(template, list):
-        spec = chat_spec(template, where)
-    elif not isinstance(template, str) or not template.strip():
-        raise ConfigurationError(f"{where}: the registered prompt is empty")
-    elif placeholders(template):
-        spec = chat_spec([{"role": "user", "content": template}], where)
-    else:
-        spec = PromptSpec.single(template.strip("\n"))
-    return replace(spec, source=where)
+    return replace(template_spec(version.template, where), source=where)
 
 
 def registry_template(best_prompt: str, text_source: bool) -> str | list[dict[str, str]]:

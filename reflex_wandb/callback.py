@@ -37,6 +37,7 @@ from reflex.api.tracking import (
     summary_metrics,
     tracker_state,
 )
+from reflex_wandb.aliases import ARTIFACT, prompt_artifact
 from reflex_wandb.offline import logged_artifacts, logged_keys
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ class WandbCallback(GuardedCallback):
         self._save(
             project=self.project,
             entity=self.entity,
+            mode=run.settings.mode,  # where promote's alias run goes (reflex_wandb.aliases)
             sync_dirs=[*earlier, run.settings.sync_dir],
         )
         run.summary["initial_prompt"] = initial_prompt
@@ -288,10 +290,7 @@ class WandbCallback(GuardedCallback):
             "final_score_test": result.final.mean_score if result.final else None,
             "baseline_score": result.baseline.mean_score if result.baseline else None,
         }
-        artifact = wandb.Artifact("best-prompt", type="prompt", metadata=metadata)
-        with artifact.new_file("best_prompt.txt", encoding="utf-8") as handle:
-            handle.write(result.best_prompt)
-        run.log_artifact(artifact)
+        run.log_artifact(prompt_artifact(result.best_prompt, metadata))
         self._log_evaluation(result)
         self._save(best_prompt_of=result.run_id)
 
@@ -317,7 +316,7 @@ class WandbCallback(GuardedCallback):
             return False
         if run.settings.mode == "offline":
             return any(
-                name == "best-prompt" and meta.get("reflex_run_id") == reflex_run_id
+                name == ARTIFACT and meta.get("reflex_run_id") == reflex_run_id
                 for name, meta in logged_artifacts(self._earlier)
             )
         return bool(self._saved.get("best_prompt_of") == reflex_run_id)

@@ -17,7 +17,7 @@ from reflex.api.tracking import wanted
 if TYPE_CHECKING:
     from reflex.api import Callback
 
-__all__ = ["OPTIONS", "register_optimize_options", "to_callbacks"]
+__all__ = ["OPTIONS", "prompt_alias_moved", "register_optimize_options", "to_callbacks"]
 
 MODES = ["online", "offline", "disabled"]
 
@@ -72,3 +72,26 @@ def to_callbacks(values: dict[str, Any]) -> list[Callback]:
 @hookimpl
 def register_optimize_options(register: Callable[..., None]) -> None:
     register(OPTIONS, to_callbacks)
+
+
+@hookimpl
+def prompt_alias_moved(
+    name: str,
+    alias: str,
+    version: str,
+    previous: str | None,
+    run_id: str | None,
+    previous_run_id: str | None,
+    prompt: str,
+    action: str,
+    run_dir: str,
+) -> str | None:
+    """A registry alias moved (``promote`` / ``rollback``): the same alias on the W&B artifact
+    of the saved prompt, when a run of the move was logged to W&B (:mod:`reflex_wandb.aliases`)."""
+    try:
+        from reflex_wandb.aliases import mirror_alias
+    except ImportError:
+        return None  # wandb is not installed: no run of this machine was logged to W&B
+    return mirror_alias(
+        name, alias, version, previous, run_id, previous_run_id, prompt, action, run_dir
+    )

@@ -25,7 +25,7 @@ from reflex import (
 )
 from reflex.api import DatasetSourceRegistrar
 from reflex.cli import build_cli
-from reflex.plugins import get_registry
+from reflex.plugins import announce_alias_move, get_registry
 from reflex.testing import FakeModel, RecordingCallback
 
 
@@ -205,3 +205,52 @@ def test_register_plugin_fixture_returns_the_name(register_plugin: Any) -> None:
 def test_recording_callback_fixture(recording_callback: RecordingCallback) -> None:
     recording_callback.on_baseline("snapshot")
     assert recording_callback.hooks == ["on_baseline"]
+
+
+class AliasWatcher:
+    """Implements prompt_alias_moved with a subset of its arguments, as a plugin may."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str, str | None]] = []
+
+    @hookimpl
+    def prompt_alias_moved(
+        self, name: str, alias: str, version: str, run_id: str | None
+    ) -> str | None:
+        self.seen.append((name, alias, version, run_id))
+        return f"watched @{alias} -> v{version}" if run_id else None
+
+
+class BrokenMirror:
+    @hookimpl
+    def prompt_alias_moved(self, alias: str) -> str:
+        raise RuntimeError(f"no route to http://user:secret@tracker.invalid for @{alias}")
+
+
+def _moved(run_id: str | None) -> list[str]:
+    return announce_alias_move(
+        name="cat",
+        alias="production",
+        version="2",
+        previous="1",
+        run_id=run_id,
+        previous_run_id=None,
+        prompt="Classify.",
+        action="promote",
+        run_dir=".reflex",
+    )
+
+
+def test_hook_prompt_alias_moved(register_plugin: Any) -> None:
+    assert _moved("r1") == []  # nobody listens: nothing to say
+    watcher = AliasWatcher()
+    register_plugin(watcher, name="watcher")
+    assert _moved("r1") == ["watched @production -> v2"]
+    assert _moved(None) == []  # None: the move is nothing to that plugin
+    assert watcher.seen == [("cat", "production", "2", "r1"), ("cat", "production", "2", None)]
+    # A plugin that raises is a line of its own (credentials scrubbed); the others still run.
+    register_plugin(BrokenMirror(), name="broken")
+    lines = _moved("r1")
+    assert "watched @production -> v2" in lines and len(lines) == 2
+    (failed,) = [line for line in lines if line.startswith("broken: ")]
+    assert "could not mirror @production: no route to" in failed and "secret" not in failed

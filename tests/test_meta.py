@@ -38,6 +38,7 @@ def _hookspecs() -> list[str]:
 
 def test_there_are_hooks() -> None:
     assert _hookspecs() == [
+        "prompt_alias_moved",
         "register_commands",
         "register_dataset_sources",
         "register_metrics",

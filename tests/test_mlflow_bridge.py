@@ -22,6 +22,7 @@ from reflex_mlflow.bridge import (
     records,
     reflex_rows,
 )
+from reflex_mlflow.prompts import template_spec
 
 
 def _string_form(messages: list[dict[str, str]]) -> str:
@@ -179,3 +180,28 @@ def test_a_missing_or_out_of_range_verdict_is_an_error_not_a_zero(
     example = Example(id="r1", messages=({"role": "user", "content": "a"},))
     score = MlflowScorers().score(json.dumps({"output": "x", "steps": steps}), example)
     assert score.error is not None and error in score.error
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "Answer: {{question}}",
+        "Be brief.",
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "{{q}}"}],
+    ],
+)
+def test_optimize_prompts_and_prompts_uris_read_a_template_the_same_way(template: Any) -> None:
+    """One conversion: what optimize_prompts hands over (a chat prompt as JSON text) and what the
+    registry holds (a list) give the same prompt as prompts:/ URIs read."""
+    handed = json.dumps(template) if isinstance(template, list) else template
+    form = PromptForm.parse("qa", handed)
+    assert form.spec == template_spec(template, "prompts:/qa/1")
+    assert form.chat is isinstance(template, list)
+
+
+def test_a_text_prompt_without_variables_is_a_system_prompt_and_comes_back_as_text() -> None:
+    form = PromptForm.parse("qa", "Be brief.")
+    assert form.spec.is_single and form.messages == [] and form.variables == []
+    assert form.mlflow_template("Be brief. Answer with one word.") == (
+        "Be brief. Answer with one word."
+    )

@@ -68,10 +68,15 @@ def test_optimize_from_an_alias_then_promote_refuse_and_roll_back(
     fake_model.responder = lambda r: _no_better_idea(r) if "reasoner" in r.model else _task(r)
     other = tmp_path / "other"  # its own cache: the reasoner's answer above is not replayed
     assert _optimize(dataset_file, "prompts:/cat/1", store, other).exit_code == 0
-    refused = invoke(["promote", _run_id(other), "--run-dir", str(other)])
+    # On every row of the dataset (not only the 6 test rows) the drop is significant.
+    gate = ["--dataset", str(dataset_file), "--run-dir", str(other)]
+    refused = invoke(["promote", _run_id(other), *gate])
     assert refused.exit_code == 1, refused.output
     assert (
         "verdict   REGRESSION" in refused.output and "refused: cat v3 regresses" in refused.output
+    )
+    assert f"rows of {dataset_file}, beyond the tolerance 0.0000, significant: paired p=" in (
+        refused.output
     )
     assert cat.get_prompt_version_by_alias("cat", "production").version == 2
 

@@ -180,3 +180,28 @@ def test_without_mlflow_a_source_says_what_to_install(
         load_dataset("mlflow:reviews")
     with pytest.raises(DatasetError, match="no such file"):
         load_dataset("mlflowx:reviews")
+
+
+@pytest.mark.services
+def test_an_evaluation_dataset_on_an_mlflow_server_on_postgresql(
+    mlflow_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mlflow:<name>`` read from ``mlflow server`` on PostgreSQL (``.ci/services``)."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    monkeypatch.setattr(tracking_utils, "_tracking_uri", None)
+    monkeypatch.chdir(tmp_path)
+    name = f"reviews-{tmp_path.name}"  # the server lives for the session
+    experiment = mlflow.set_experiment(f"data-{tmp_path.name}").experiment_id
+    mlflow.tracking.fluent._active_experiment_id = None
+    create_dataset(name=name, experiment_id=[experiment]).merge_records(
+        [
+            {"inputs": {"input": r["input"]}, "expectations": {"expected_response": r["ideal"]}}
+            for r in ROWS
+        ]
+    )
+    data = load_dataset(f"mlflow:{name}")
+    assert (data.name, data.source, len(data)) == (name, f"mlflow:{name}", len(ROWS))
+    by_input = {r["input"]: r["ideal"] for r in ROWS}
+    assert all(by_input[e.input] == e.ideal for e in data)
+    again = load_dataset(f"mlflow:{data[0].metadata['mlflow_dataset']}")  # by its id
+    assert again.ids == data.ids and again.fingerprint() == data.fingerprint()

@@ -91,9 +91,10 @@ def test_start_from_an_alias_register_promote_refuse_and_roll_back(
     other = tmp_path / "other"  # its own cache: the reasoner's answer above is not replayed
     worse = builder(other).set_dataset(rows).run("prompts:/cat/1", callbacks=[MLflowCallback()])
     assert KEYWORD not in worse.best_prompt
-    refused = promote(str(worse.run_id), run_dir=other)
+    refused = promote(str(worse.run_id), run_dir=other, dataset=rows)  # significant on 30 rows
     assert refused.refused and not refused.changed and _holder(registry) == 2
     assert refused.outcome is not None and refused.outcome.delta < 0
+    assert refused.outcome.test is not None and refused.outcome.test.significant
     assert any(line.startswith("verdict   REGRESSION") for line in refused.lines)
 
     # Rollback: v2 -> v1; once more is a no-op.

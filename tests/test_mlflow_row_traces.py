@@ -200,3 +200,26 @@ def test_the_cli_switch(
     assert eval_runs(MlflowClient(tracking_uri=uri), quiet) == {}
     logged = optimize()
     assert set(eval_runs(MlflowClient(tracking_uri=uri), logged)) >= {"test:baseline", "test:final"}
+
+
+@pytest.mark.services
+def test_row_traces_with_assessments_on_an_mlflow_server_on_postgresql(
+    fake_model: FakeModel, tmp_path: Path, mlflow_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same per-row traces against ``mlflow server`` on PostgreSQL (``.ci/services``),
+    read back with MlflowClient and ``search_traces`` over HTTP."""
+    monkeypatch.chdir(tmp_path)
+    experiment = f"rows-{tmp_path.name}"  # the server lives for the session
+    result, run_id = run_logged(tmp_path, mlflow_server, experiment_name=experiment)
+    assert result.final is not None
+    runs = eval_runs(MlflowClient(tracking_uri=mlflow_server), run_id)
+    assert set(runs) == {"test:baseline", "test:final", "val:winner"}
+    traces = traces_of(mlflow_server, runs["test:final"].info.run_id)
+    samples = {s.key: s for s in result.final.samples}
+    assert sorted(t.info.tags[ROW_TAG] for t in traces) == sorted(samples)
+    for trace in traces:
+        sample = samples[trace.info.tags[ROW_TAG]]
+        assessed = by_name(trace)
+        assert assessed["exact_match"].value == sample.scores["exact_match"]
+        row = next(r for r in make_rows() if r["id"] == sample.example_id)
+        assert assessed["expected_response"].value == row["ideal"]

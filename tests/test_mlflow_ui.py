@@ -136,6 +136,15 @@ def rendered(url: str, tmp_path: Path, name: str, height: int = 1400) -> str:
     return done.stdout
 
 
+def keep(screenshot: Path, name: str) -> None:
+    """A screenshot for a human: into $REFLEX_UI_SCREENSHOTS as ``name`` when it is set (the
+    docs' images come from there), else the temporary folder."""
+    folder = Path(os.environ.get("REFLEX_UI_SCREENSHOTS") or tempfile.gettempdir())
+    folder.mkdir(parents=True, exist_ok=True)
+    if screenshot.is_file():
+        shutil.copy(screenshot, folder / name)
+
+
 RUN_END = {
     "best_score_train",
     "best_score_val",
@@ -205,9 +214,12 @@ def test_the_evaluation_view_lists_and_compares_the_test_rows(
     final, baseline = runs["test:final"], runs["test:baseline"]
     rows = client.search_traces(locations=[experiment], run_id=final, max_results=500)
     assert rows
+    listed = rendered(f"{server}/#/experiments/{experiment}/runs/{final}/traces", tmp_path, "rows")
+    assert all(json.loads(t.info.request_preview or "{}")["input"] in listed for t in rows)
     url = f"{server}/#/experiments/{experiment}/runs/{final}/traces?compareToRunUuid={baseline}"
     page = rendered(url, tmp_path, "evaluation-compare")
-    shutil.copy(tmp_path / "evaluation-compare.png", Path(tempfile.gettempdir()))  # for a human
+    keep(tmp_path / "rows.png", "mlflow-evaluation-rows.png")
+    keep(tmp_path / "evaluation-compare.png", "mlflow-evaluation-compare.png")
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
     assert "compare to" in text and "test:baseline" in text and "exact_match" in text
     for trace in rows:

@@ -80,6 +80,7 @@ def load_run(run_dir: str) -> dict[str, Any]:
         kind = record.WhichOneof("record_type")
         if kind == "run":
             out["tags"], out["name"] = list(record.run.tags), record.run.display_name
+            out["job_type"] = record.run.job_type
             out["config"].update(_items(record.run.config.update))
         elif kind == "config":
             out["config"].update(_items(record.config.update))
@@ -95,6 +96,8 @@ def load_run(run_dir: str) -> dict[str, Any]:
                     "type": art.type,
                     "files": {c.path: c.local_path for c in art.manifest.contents},
                     "metadata": json.loads(art.metadata or "{}"),
+                    "aliases": sorted(art.aliases),
+                    "digest": art.digest,
                 }
             )
         elif kind == "exit":

@@ -19,7 +19,8 @@ your own) needs beside :mod:`reflex.api` (its ``Callback``, records and ``hookim
   chat template as a PromptSpec; ``reflex.api.saved_template`` gives a run's prompt back as that
   list), ``resolve_run`` (a run record from what a user typed), ``REDACTED`` (the redactor's
   mark), and ``check``'s gate for an alias: ``plan_gate`` -> :class:`PromotionGate` ->
-  :class:`CheckOutcome`.
+  :class:`CheckOutcome`; ``announce_alias_move``: what a registry adapter calls once an alias
+  moved, so other trackers mirror it (the ``prompt_alias_moved`` hook; W&B's artifact aliases).
 
 docs/trackers.md describes them; tests/test_public_api.py checks that each listed name exists
 and is named in docs/architecture.md ("Three doors"), and that none is in reflex.api too.
@@ -51,6 +52,7 @@ from reflex.checks.confusion import Confusion
 from reflex.checks.examples import change_of
 from reflex.data.demos import prompt_messages
 from reflex.data.prompts import chat_spec
+from reflex.plugins import announce_alias_move
 from reflex.redact import REDACTED, redact_data, redact_url, redacted_argv, scrub
 from reflex.run.gate import CheckOutcome
 from reflex.run.promotion import PromotionGate, plan_gate
@@ -76,6 +78,7 @@ __all__ = [
     "REDACTED",
     "RUN_END_SERIES",
     "RunningTotals",
+    "announce_alias_move",
     "baseline_metrics",
     "best_train_score",
     "change_of",

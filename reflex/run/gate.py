@@ -310,13 +310,18 @@ def evaluate_prompt(
 
 @dataclass(frozen=True)
 class CheckOutcome:
-    """The gate's verdict: ``regressed`` when current < baseline - tolerance or a row errored."""
+    """The gate's verdict. ``check``'s rule (``alpha`` None): ``regressed`` when current <
+    baseline - tolerance or a row errored. ``promote``'s rule (``alpha`` set): only a
+    *significant* drop beyond the tolerance (the paired test of the two on the same rows, two
+    sided, p < alpha, the current side lower) or an errored row; a dip the test cannot tell from
+    noise passes. Without a paired test (no shared rows) it falls back to check's rule."""
 
     baseline: Baseline
     current: EvalSnapshot
     tolerance: float
     test: PairedTest | None
     label_check: dict[str, Any] | None = None  # a label task: vs the constant answer
+    alpha: float | None = None  # set: promote's rule (significant regressions only)
 
     @property
     def delta(self) -> float:
@@ -324,7 +329,23 @@ class CheckOutcome:
 
     @property
     def regressed(self) -> bool:
-        return self.delta < -self.tolerance or self.current.n_errors > 0
+        if self.current.n_errors > 0:
+            return True
+        dropped = self.delta < -self.tolerance
+        if self.alpha is None or self.test is None:
+            return dropped
+        return dropped and self.test.significant and self.test.mean_diff < 0
+
+    def rule(self) -> str:
+        """What the verdict compares, and with which threshold, in one line."""
+        n = len(self.current.samples)
+        beyond = f"below the baseline by more than {self.tolerance:.4f}"
+        if self.alpha is None or self.test is None:
+            return f"regression: the mean of these {n} rows {beyond}, or a row errored"
+        return (
+            f"regression: the mean of these {n} rows {beyond} and the paired test of the "
+            f"{self.test.n} shared rows significant (p < {self.alpha:g}), or a row errored"
+        )
 
     def lines(self) -> list[str]:
         n = len(self.current.samples)
@@ -340,6 +361,8 @@ class CheckOutcome:
             out.append(f"warning   {warning['kind']}: {warning['message']}")
         if self.current.n_errors:
             out.append(f"errors    {self.current.n_errors} row(s) errored (a failing row fails)")
+        if self.alpha is not None:
+            out.append(f"rule      {self.rule()}")
         verdict = "REGRESSION" if self.regressed else "ok"
         out.append(f"verdict   {verdict}")
         return out
@@ -350,15 +373,19 @@ def compare(
     current: EvalSnapshot,
     tolerance: float,
     examples: Sequence[Example] = (),
+    *,
+    alpha: float | None = None,
 ) -> CheckOutcome:
     """Compare; a paired test when the record has per-row scores of the same rows. On a label
-    task (``examples``' references), the prompt's answers against the constant answer too."""
+    task (``examples``' references), the prompt's answers against the constant answer too.
+    ``alpha``: decide by promote's rule (a significant regression at that level, see
+    :class:`CheckOutcome`) instead of check's."""
     test = None
     now = current.per_example()
     if baseline.per_example and set(baseline.per_example) & set(now):
-        test = paired_test(baseline.per_example, now)
+        test = paired_test(baseline.per_example, now, alpha=alpha or 0.05)
     labels = label_set(e.ideal for e in examples)
     check = None
     if labels:
         check = snapshot_check({e.id: e.ideal for e in examples}, labels, current.samples)
-    return CheckOutcome(baseline, current, tolerance, test, check)
+    return CheckOutcome(baseline, current, tolerance, test, check, alpha)

@@ -1,10 +1,13 @@
 """The gate behind ``promote``: may a run's winner replace the prompt a registry alias holds?
 
-``check``'s rule on ``check``'s path (:mod:`reflex.run.gate`): the prompt the alias holds now
-(the incumbent) and the run's winner are scored on the same rows, by the run's metrics, models
-and decoding settings, and the winner must not fall below the incumbent by more than the
-tolerance (nor error on a row); a paired test of the two is reported beside it. The rows are the
-run's test rows (from the dataset file the run recorded), or every row of another dataset.
+On ``check``'s path (:mod:`reflex.run.gate`): the prompt the alias holds now (the incumbent) and
+the run's winner are scored on the same rows, by the run's metrics, models and decoding
+settings. The rule is "no significant regression": refused when the winner's mean is below the
+incumbent's by more than the tolerance *and* the paired sign-flip test of the two on those rows
+is significant at the run's alpha (the level of its own final paired test, recorded in
+result.json; 0.05), or when a row errored. A dip the test cannot tell from noise passes. The
+rows are the run's test rows (from the dataset file the run recorded), or every row of another
+dataset.
 
 Both evaluations go through the run's response cache (``<run dir>/cache.sqlite``, or its
 ``--cache-url``): the winner's test answers are there already, and so are the incumbent's when
@@ -37,7 +40,9 @@ from reflex.run.gate import (
 from reflex.run.records import read_json
 from reflex.types import Example
 
-__all__ = ["PromotionGate", "plan_gate"]
+__all__ = ["DEFAULT_ALPHA", "PromotionGate", "plan_gate"]
+
+DEFAULT_ALPHA = 0.05  # paired_test's level, the one a run's final paired test is made at
 
 
 @dataclass
@@ -52,6 +57,7 @@ class PromotionGate:
     rows_label: str
     evaluator: Evaluator
     calls: dict[str, int]  # uncached task-model calls: {"winner": n, "incumbent": n}
+    alpha: float = DEFAULT_ALPHA  # the run's: its final paired test's level
 
     def plan_lines(self) -> list[str]:
         """What the gate scores and what it costs, said before any call."""
@@ -65,7 +71,8 @@ class PromotionGate:
         ]
 
     def decide(self, tolerance: float = 0.0) -> CheckOutcome:
-        """Score both prompts and compare them with ``check``'s rule."""
+        """Score both prompts and compare them: refused only on a significant regression
+        beyond ``tolerance`` at the run's alpha (:class:`CheckOutcome`, ``alpha`` set)."""
         try:
             incumbent = self._score(self.incumbent, "gate:incumbent")
             winner = self._score(self.winner, "gate:winner")
@@ -76,7 +83,7 @@ class PromotionGate:
             source=self.incumbent_label,
             per_example=incumbent.per_example(),
         )
-        return compare(baseline, winner, tolerance)
+        return compare(baseline, winner, tolerance, alpha=self.alpha)
 
     def _score(self, prompt: str, label: str) -> EvalSnapshot:
         return LoopRunner.shared().run(self.evaluator.evaluate(prompt, self.rows, label))
@@ -112,7 +119,17 @@ def plan_gate(
         "winner": paid_calls(evaluator, winner, rows),
         "incumbent": paid_calls(evaluator, incumbent, rows),
     }
-    return PromotionGate(run, winner, incumbent, incumbent_label, rows, label, evaluator, calls)
+    alpha = _alpha(result)
+    return PromotionGate(
+        run, winner, incumbent, incumbent_label, rows, label, evaluator, calls, alpha
+    )
+
+
+def _alpha(result: dict[str, object]) -> float:
+    """The level of the run's own paired test of its baseline and final (result.json)."""
+    found = result.get("significance")
+    level = found.get("alpha") if isinstance(found, dict) else None
+    return float(level) if isinstance(level, int | float) and 0 < level < 1 else DEFAULT_ALPHA
 
 
 def _rows(
