@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_API_KEY", "sk-none")
@@ -69,7 +69,7 @@ def serve(latency: float) -> None:
     from reflex.testing.http import Request, send
 
     class TracingServer(EndpointServer):
-        trace: list[tuple[float, float, bool]] = []
+        trace: ClassVar[list[tuple[float, float, bool]]] = []
 
         async def _route(self, request: Request, writer: asyncio.StreamWriter) -> bool:
             if request.path.rstrip("/").endswith("/trace"):
@@ -128,7 +128,10 @@ class Phases:
 
 
 def records(n: int) -> list[dict[str, str]]:
-    return [{"id": f"r{i}", "input": f"row {i} label{i % 3}", "ideal": f"label{i % 3}"} for i in range(n)]
+    return [
+        {"id": f"r{i}", "input": f"row {i} label{i % 3}", "ideal": f"label{i % 3}"}
+        for i in range(n)
+    ]
 
 
 def optimize(url: str, args: argparse.Namespace, phases: Phases | None = None) -> tuple[float, Any]:
@@ -150,7 +153,9 @@ def optimize(url: str, args: argparse.Namespace, phases: Phases | None = None) -
         )
     )
     started = time.perf_counter()
-    result = opt.run("Answer with the label. Accuracy level 2.", callbacks=[phases] if phases else [])
+    result = opt.run(
+        "Answer with the label. Accuracy level 2.", callbacks=[phases] if phases else []
+    )
     return time.perf_counter() - started, result
 
 
@@ -179,36 +184,51 @@ def pool_profile(trace: list[tuple[float, float, bool]], c: int, step: float = 0
     )
 
 
-def timeline(trace: list[tuple[float, float, bool]], phases: Phases, latency: float, c: int) -> None:
-    """Each phase: calls, wall, before its first request, after its last answer."""
-    events: list[tuple[str, float, float]] = list(phases.spans)
-    events += [("reasoning", a, d) for a, d, r in trace if r]
+def _span_calls(trace: list[tuple[float, float, bool]], begin: float, end: float) -> list[float]:
+    return [a for a, _, reasoning in trace if not reasoning and begin <= a <= end]
+
+
+def timeline(
+    trace: list[tuple[float, float, bool]], phases: Phases, latency: float, c: int
+) -> None:
+    """Each phase: calls, wall, before its first request, after its last answer; then the
+    critical path: the serial round trips and the rounds of C calls the big evaluations need."""
+    events = [*phases.spans, *(("reasoning", a, d) for a, d, r in trace if r)]
     events.sort(key=lambda e: e[1])
     origin = events[0][1]
-    task = sorted((a, d) for a, d, r in trace if not r)
+    done = {a: d for a, d, _ in trace}
     pre_total = post_total = 0.0
     print(f"{'phase':<34}{'start':>8}{'wall':>8}{'calls':>7}{'pre':>8}{'post':>8}")
     for label, begin, end in events:
-        inside = [(a, d) for a, d in task if begin <= a <= end]
-        if label == "reasoning" or not inside:
-            print(f"{label:<34}{begin - origin:8.3f}{end - begin:8.3f}{'1' if label == 'reasoning' else '0':>7}")
+        inside = _span_calls(trace, begin, end) if label != "reasoning" else []
+        head = f"{label:<34}{begin - origin:8.3f}{end - begin:8.3f}"
+        if not inside:
+            print(f"{head}{int(label == 'reasoning'):>7}")
             continue
-        pre = min(a for a, _ in inside) - begin
-        post = end - max(d for _, d in inside)
-        pre_total += pre
-        post_total += post
-        print(f"{label:<34}{begin - origin:8.3f}{end - begin:8.3f}{len(inside):>7}{pre:8.3f}{post:8.3f}")
-    print(f"client time inside evaluations before the first request {pre_total:.2f}s, after the last answer {post_total:.2f}s")
-    big = [(end - begin, label) for label, begin, end in phases.spans if not label.startswith("train")]
-    rounds = sum(-(-len([a for a, _, r in trace if not r and b <= a <= e]) // c) for _, b, e in [s for s in phases.spans if not s[0].startswith("train")])
-    print(f"val/test evaluations: {len(big)}, {sum(w for w, _ in big):.2f}s in all, {rounds} rounds of C calls = {rounds * latency:.2f}s of latency")
-    serial = sum(1 for _, _, r in trace if r) * latency
-    small = sum(1 for label, _, _ in phases.spans if label.startswith("train")) * latency
-    print(f"serial latency: {sum(1 for _, _, r in trace if r)} reasoning calls ({serial:.2f}s) + {sum(1 for label, _, _ in phases.spans if label.startswith('train'))} minibatch evaluations ({small:.2f}s) = {serial + small:.2f}s at L = {latency}s")
+        pre, post = min(inside) - begin, end - max(done[a] for a in inside)
+        pre_total, post_total = pre_total + pre, post_total + post
+        print(f"{head}{len(inside):>7}{pre:8.3f}{post:8.3f}")
+    print(f"in evaluations: {pre_total:.2f}s before the first request, {post_total:.2f}s after")
+    big = [(b, e) for label, b, e in phases.spans if not label.startswith("train")]
+    rounds = sum(-(-len(_span_calls(trace, b, e)) // c) for b, e in big)
+    walls = sum(e - b for b, e in big)
+    print(
+        f"val/test evaluations: {len(big)}, {walls:.2f}s in all; {rounds} rounds of C calls "
+        f"= {rounds * latency:.2f}s of latency"
+    )
+    reasoning = sum(1 for _, _, r in trace if r)
+    small = sum(1 for label, _, _ in phases.spans if label.startswith("train"))
+    serial = (reasoning + small) * latency
+    print(
+        f"serial round trips: {reasoning} reasoning calls + {small} minibatch evaluations "
+        f"= {serial:.2f}s; critical path at infinite CPU {serial + rounds * latency:.2f}s"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rows", type=int, default=2500)
