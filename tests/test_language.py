@@ -10,7 +10,7 @@ import pytest
 from conftest import make_rows, responder
 
 from reflex import ConfigurationError, PromptOptimizer
-from reflex.data.language import detect_language, detect_script
+from reflex.data.language import Language, detect_language, detect_script
 from reflex.judging import reasoning as rs
 from reflex.testing import FakeModel, FakeRequest
 
@@ -145,3 +145,41 @@ def test_builder_and_cli_options(tmp_path: Path, capsys: pytest.CaptureFixture[s
     config = json.loads(Path(run_dir, "config.json").read_text())
     assert config["source_model"] == "openai/gpt-4o"
     assert config["reasoning_templates"] == {"retry": START}
+
+
+def test_a_run_detects_its_language_once_for_every_reasoning_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each reasoning call's system prompt names the train rows' language; detecting it scans
+    every train text, so it is done once per split, not on the iterations' serial path."""
+    detected: list[int] = []
+
+    def counting(texts: list[str]) -> Language:
+        detected.append(len(list(texts)))
+        return detect_language(texts)
+
+    monkeypatch.setattr(rs, "detect_language", counting)
+    rs._language_of.cache_clear()
+    seen: list[FakeRequest] = []
+
+    def answer(request: FakeRequest) -> str:
+        if request.model == "fake/reasoner":
+            seen.append(request)
+            return f"<edit>try {len(seen)}</edit><prompt>{START} Variant {len(seen)}.</prompt>"
+        return responder(replace(request, user=request.user.split(SPANISH)[0]))
+
+    FakeModel(answer).install()
+    (
+        PromptOptimizer()
+        .set_dataset(spanish_rows())
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_strategy("iterative")
+        .set_reasoning_model("fake/reasoner")
+        .set_run_dir(tmp_path / "runs")
+        .configure(max_iterations=3, early_stopping_patience=None)
+        .run(START)
+    )
+    assert len(seen) == 3
+    assert all("in Spanish: write the prompt in Spanish" in r.system for r in seen)
+    assert len(detected) == 1  # one split, one detection (it was one per reasoning call)

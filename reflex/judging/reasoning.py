@@ -19,6 +19,7 @@ the failure is recorded as a failed proposal (``result.failed_proposals``).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from reflex.data.demos import split_chat_demos
-from reflex.data.language import detect_language
+from reflex.data.language import Language, detect_language
 from reflex.data.templates import parse_template, placeholders, template_problem, variables_of
 from reflex.data.tool_text import split_tools_section, strip_tools_section, tools_problem
 from reflex.errors import ConfigurationError
@@ -99,8 +100,7 @@ def render(name: str, overrides: Mapping[str, str] | None = None, **fields: obje
 def guidance(ctx: StrategyContext) -> str:
     """The run's language line, plus migration advice when a source model is configured."""
     config = ctx.settings
-    texts = [e.input for e in ctx.train] + [e.ideal or "" for e in ctx.train]
-    language = detect_language(texts)
+    language = _language_of((*(e.input for e in ctx.train), *(e.ideal or "" for e in ctx.train)))
     lines = [render("guidance.language", config.reasoning_templates, language=language.name)]
     if config.source_model:
         source, target = config.source_model, ", ".join(config.models)
@@ -127,6 +127,14 @@ def guidance(ctx: StrategyContext) -> str:
         fields = ", ".join(repr(name) for name in config.format_names)
         lines.append(render("guidance.format", config.reasoning_templates, fields=fields))
     return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=8)
+def _language_of(texts: tuple[str, ...]) -> Language:
+    """``detect_language`` of the train rows' texts, once per distinct split: every reasoning
+    call's system prompt carries it, and on thousands of rows it cost tens of milliseconds on
+    the iterations' serial path (a hit compares the texts, which the rows share, not copies)."""
+    return detect_language(texts)
 
 
 def system_prompt(ctx: StrategyContext, name: str, **fields: object) -> str:
