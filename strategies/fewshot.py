@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reflex.api import PHASES, BaseStrategy, Example, StrategyRegistrar, hookimpl, render_chat_demos
 
 from ._common import join_sections, references, screening_batch, try_candidate
+from ._race import Candidate, race
 
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
@@ -151,23 +152,33 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
             )
             return
         candidates = self._candidates(ctx, pool)
+        if ctx.settings.race and len(ctx.val) and int(state.get("tried", 0)) == 0:
+            race(ctx, [self._candidate(base, demos) for demos in candidates])
+            state["tried"] = len(candidates)
+            return
         batch = screening_batch(ctx, self.options.screen)
         for index, demos in enumerate(candidates):
             if index < int(state.get("tried", 0)):
                 continue  # resumed: already recorded
             if ctx.should_stop:
                 return
-            prompt = join_sections(base, render_demos(demos, self.options.demo_format))
-            ids = [d.example_id for d in demos]
+            candidate = self._candidate(base, demos)
             try_candidate(
                 ctx,
-                prompt,
+                candidate.prompt,
                 ctx.best_prompt,
                 batch=batch,
-                exclude=frozenset(ids),
-                reasoning=f"fewshot: {len(demos)} demos from train rows {ids}",
+                exclude=frozenset(d.example_id for d in demos),
+                reasoning=candidate.reasoning,
             )
             state["tried"] = index + 1
+
+    def _candidate(self, base: str, demos: list[Demo]) -> Candidate:
+        ids = [d.example_id for d in demos]
+        return Candidate(
+            join_sections(base, render_demos(demos, self.options.demo_format)),
+            reasoning=f"fewshot: {len(demos)} demos from train rows {ids}",
+        )
 
     def _pool(self, ctx: StrategyContext, base: str) -> list[Demo]:
         opts = self.options

@@ -1,0 +1,188 @@
+"""The racing evaluator (strategies/_race.py, issue 33 item 2): candidates scored on growing val
+minibatches, the same rows for each, the clearly worse dropped after a rung and recorded as
+such, through the run's real evaluation path (FakeModel behind LiteLLM)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from reflex import PromptOptimizer
+from reflex.api import Example, RunEnd, StrategyContext, hookimpl
+from reflex.testing import FakeModel, FakeRequest
+from reflex_strategies._race import Candidate, RaceResult, race, race_rows
+
+START = "Classify the review."
+GOOD = "Classify the review. GOOD"  # right on every row
+BAD = "Classify the review. BAD"  # wrong on every row
+FRONT = "Classify the review. FRONT"  # right on the first rung's rows only
+TRAP = "Classify the review. TRAP"  # wrong on the first rung's rows, right on every other
+LABELS = ("positive", "negative")
+ROWS = [
+    {"id": f"r{i:03d}", "input": f"review {i}: film", "ideal": LABELS[i % 2]} for i in range(100)
+]
+IDEAL = {row["input"]: row["ideal"] for row in ROWS}
+IDEAL_BY_ID = {row["id"]: row["input"] for row in ROWS}
+SEEN: dict[str, Any] = {}
+
+
+def answer(request: FakeRequest) -> str:
+    ideal = IDEAL.get(request.user, "unknown")
+    wrong = LABELS[1 - LABELS.index(ideal)] if ideal in LABELS else "unknown"
+    first = SEEN.get("first_rung", set())
+    if "GOOD" in request.system:
+        return ideal
+    if "BAD" in request.system:
+        return wrong
+    if "FRONT" in request.system:
+        return ideal if request.user in first else wrong
+    if "TRAP" in request.system:
+        return wrong if request.user in first else ideal
+    index = int(request.user.split()[1].rstrip(":"))
+    return ideal if index % 3 == 0 else wrong  # the initial prompt: every third row
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Racer:
+    """Races the module's CANDIDATES once; keeps the RaceResult in SEEN."""
+
+    name: ClassVar[str] = "racer"
+    Options: ClassVar[type[BaseModel]] = _Options
+    requires_reasoning_model: ClassVar[bool] = False
+    derives_from_data: ClassVar[bool] = False
+    auto_eligible: ClassVar[bool] = False
+
+    def __init__(self, options: BaseModel) -> None:
+        self.options = options
+
+    def optimize(self, ctx: StrategyContext) -> None:
+        rungs = race_rows(list(ctx.val), ctx.settings.seed)
+        SEEN["rungs"] = [[e.id for e in rows] for rows in rungs]
+        SEEN["first_rung"] = {e.input for e in rungs[0]}
+        SEEN["left"] = ctx.budget.remaining_calls
+        SEEN["result"] = race(ctx, [Candidate(p, reasoning=p) for p in SEEN["candidates"]])
+
+
+class _Plugin:
+    @hookimpl
+    def register_strategies(self, register: Any) -> None:
+        register(_Racer)
+
+
+@pytest.fixture
+def racer(register_plugin: Any) -> None:
+    register_plugin(_Plugin(), name="racer")
+    SEEN.clear()
+
+
+def build(run_dir: Path, candidates: list[str], **settings: Any) -> PromptOptimizer:
+    SEEN["candidates"] = candidates
+    return (
+        PromptOptimizer()
+        .set_dataset(ROWS)
+        .add_provider("fake", "task")
+        .add_metric("exact_match")
+        .set_strategy("racer")
+        .set_run_dir(run_dir)
+        .configure(early_stopping_patience=None, max_workers=4, **settings)
+    )
+
+
+def asked(fake: FakeModel, prompt: str) -> list[str]:
+    """The val inputs the task model was sent under ``prompt`` (not the train minibatch, nor
+    the final test measurement)."""
+    val = {IDEAL_BY_ID[i] for i in SEEN["rungs"][-1]}
+    return [r.user for r in fake.requests if r.system == prompt and r.user in val]
+
+
+@pytest.mark.usefixtures("racer")
+def test_a_worse_candidate_is_dropped_after_the_first_rung_and_its_calls_stop(
+    tmp_path: Path,
+) -> None:
+    fake = FakeModel(answer).install()
+    result = build(tmp_path, [GOOD, BAD]).run(START)
+    race_result: RaceResult = SEEN["result"]
+    first = SEEN["rungs"][0]
+    assert len(SEEN["rungs"][-1]) == 20 and len(first) == 5  # a quarter of 20 val rows
+    [bad] = [r for r in result.iterations if r.system_prompt == BAD]
+    assert bad.race is not None and bad.race["dropped"] and bad.race["rung"] == 1
+    assert bad.race["rows"] == first and bad.race["score"] == 0.0
+    assert bad.race["leader"] == "candidate 0" and bad.race["p"] < 0.1
+    assert bad.rejected is not None and bad.rejected.startswith("dropped by the race at rung 1")
+    assert bad.val_score is None and not bad.is_best
+    # BAD's calls stop at the first rung: 5 rows, never the other 15.
+    assert sorted(asked(fake, BAD)) == sorted(IDEAL_BY_ID[i] for i in first)
+    # GOOD ran every rung and was measured on all 20 val rows (each row paid once).
+    assert sorted(asked(fake, GOOD)) == sorted(IDEAL_BY_ID[i] for i in SEEN["rungs"][-1])
+    [good] = [r for r in result.iterations if r.system_prompt == GOOD]
+    assert good.is_best and good.val_score == 1.0 and result.best_prompt == GOOD
+    assert good.race is not None and not good.race["dropped"] and good.race["rung"] == 3
+    assert [e.dropped for e in race_result.entries] == [False, True]
+    assert race_result.rungs == (5, 10, 20)
+
+
+@pytest.mark.usefixtures("racer")
+def test_a_dropped_candidate_never_becomes_the_best(tmp_path: Path) -> None:
+    # TRAP is wrong on the first rung's rows and right on the other 15: on all 20 val rows it
+    # would be the best (0.75), but FRONT leads the first rung 5-0 and TRAP is dropped there.
+    fake = FakeModel(answer).install()
+    result = build(tmp_path, [FRONT, TRAP]).run(START)
+    [trap] = [r for r in result.iterations if r.system_prompt == TRAP]
+    assert trap.race is not None and trap.race["dropped"] and trap.race["rung"] == 1
+    assert not trap.is_best and trap.val_score is None
+    assert result.best_prompt != TRAP and all(TRAP not in str(v) for v in result.prompt_versions)
+    assert len(asked(fake, TRAP)) == 5
+    # FRONT survives and is measured on all rows (0.25): below the initial prompt, not kept.
+    [front] = [r for r in result.iterations if r.system_prompt == FRONT]
+    assert front.val_score == 0.25 and not front.is_best
+    assert result.best_prompt == START
+
+
+@pytest.mark.usefixtures("racer")
+def test_the_rung_rows_are_paired_and_grow(tmp_path: Path) -> None:
+    fake = FakeModel(answer).install()
+    build(tmp_path, [GOOD, FRONT, START + " again"]).run(START)
+    rungs = SEEN["rungs"]
+    for smaller, larger in zip(rungs, rungs[1:], strict=False):
+        assert larger[: len(smaller)] == smaller  # each rung is a prefix of the next
+    # Every candidate was sent the first rung's rows: the same rows, so comparisons pair.
+    first = {IDEAL_BY_ID[i] for i in rungs[0]}
+    for prompt in (GOOD, FRONT, START + " again"):
+        assert first <= set(asked(fake, prompt))
+    entries = SEEN["result"].entries
+    assert {tuple(e.rows) for e in entries if e.rung == 1} <= {tuple(rungs[0])}
+
+
+def test_race_rows_are_drawn_by_the_seed() -> None:
+    val = [Example(f"v{i}", f"input {i}", "x") for i in range(40)]
+    a, b, c = race_rows(val, 0), race_rows(val, 0), race_rows(val, 1)
+    assert [len(r) for r in a] == [10, 20, 40]
+    assert [[e.id for e in r] for r in a] == [[e.id for e in r] for r in b]
+    assert [e.id for e in a[0]] != [e.id for e in c[0]]
+    assert [len(r) for r in race_rows(val[:6], 0)] == [4, 6]  # a first rung of at least 4 rows
+
+
+@pytest.mark.usefixtures("racer")
+def test_the_budget_holds_mid_race(tmp_path: Path) -> None:
+    # 19 calls left when the race starts: the first rung of three candidates (15 calls; the
+    # incumbent's rows are cached) but not the second rung of the two left in it (10): the run
+    # stops before that rung's first call, within --max-calls, the dropped candidate recorded.
+    FakeModel(answer).install()
+    probe = 1000
+    build(tmp_path / "probe", [GOOD]).set_budget(max_calls=probe).run(START)
+    spent_before_race = probe - SEEN["left"]
+    fake = FakeModel(answer).install()
+    limit = spent_before_race + 19
+    result = build(tmp_path / "cut", [GOOD, BAD, FRONT]).set_budget(max_calls=limit).run(START)
+    assert SEEN["left"] == 19
+    assert result.end_state == RunEnd.PAUSED_BUDGET
+    assert result.usage["task"]["calls"] <= limit
+    assert len(asked(fake, GOOD)) == len(asked(fake, FRONT)) == 5  # the first rung only
+    assert [r.system_prompt for r in result.iterations] == [BAD]  # dropped, recorded
+    assert result.best_prompt == START  # a survivor's partial score made no best prompt
