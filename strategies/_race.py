@@ -137,27 +137,24 @@ def race(
 ) -> RaceResult:
     """Race ``candidates`` on val (see the module docstring for the rule and its invariants).
 
-    Returns every candidate's :class:`RaceEntry`; ``result.best`` is the record that became the
-    best prompt, if one did. Without val rows there is nothing to race on: each candidate is
-    recorded as it would be without racing.
+    Returns every raced candidate's :class:`RaceEntry`; ``result.best`` is the record that
+    became the best prompt, if one did. Without val rows there is nothing to race on: each
+    candidate is recorded as it would be without racing.
     """
     state = ctx.state.setdefault("race", {"races": 0})
     state["races"] = number = int(state["races"]) + 1
+    rungs = race_rows(list(ctx.val), ctx.settings.seed, fractions) if len(ctx.val) else []
     room = max(0, ctx.settings.max_iterations - ctx.iteration)
     entries = [RaceEntry(i, c) for i, c in enumerate(candidates[:room])]
-    skipped = tuple(candidates[room:])
-    if skipped:
-        ctx.log("race_skipped", race=number, candidates=len(skipped), reason="max_iterations")
-    rungs = race_rows(list(ctx.val), ctx.settings.seed, fractions) if len(ctx.val) else []
-    alive = list(entries)
-    for rung, rows in enumerate(rungs[:-1], start=1):
-        if len(alive) == 0:
-            break
-        _affordable(ctx, len(rows) - (len(rungs[rung - 2]) if rung > 1 else 0), len(alive))
-        alive = _run_rung(ctx, alive, rows, rung, len(rungs), number, alpha)
-    if alive and len(rungs) > 1:  # the last rung: all the val rows, through record_iteration
-        _affordable(ctx, len(rungs[-1]) - len(rungs[-2]), len(alive))
-    alive.sort(key=lambda e: (-(e.score if e.score is not None else -1.0), e.index))
+    if len(candidates) > room:
+        ctx.log("race_skipped", race=number, candidates=len(candidates) - room, reason="iterations")
+    alive, done, n = entries, 0, len(ctx.val)
+    for rung, rows in enumerate(rungs, start=1):
+        alive = _within_budget(ctx, alive, (len(rows) - done, n - done), len(rungs), number)
+        if rung == len(rungs):
+            break  # the last rung: all the val rows, through record_iteration
+        alive, done = _run_rung(ctx, alive, rows, (rung, len(rungs), number), alpha), len(rows)
+    alive.sort(key=_rank)  # the best partial score first: the gate sees it first
     for entry in alive:
         if _halted(ctx):
             ctx.log("race_unrecorded", race=number, candidate=entry.index, rung=entry.rung)
@@ -167,21 +164,62 @@ def race(
         entry.record = _record(ctx, entry, len(rungs), number, None)
         if entry.record.val_score is not None:
             entry.score = entry.record.val_score
+    raced = tuple(e for e in entries if e.rung)
+    skipped = tuple(e.candidate for e in entries if not e.rung) + tuple(candidates[room:])
     sizes = tuple(len(r) for r in rungs)
-    ctx.log("race", race=number, rungs=list(sizes), dropped=[e.index for e in entries if e.dropped])
-    return RaceResult(tuple(entries), sizes, number, skipped)
+    ctx.log("race", race=number, rungs=list(sizes), dropped=[e.index for e in raced if e.dropped])
+    return RaceResult(raced, sizes, number, skipped)
+
+
+def _rank(entry: RaceEntry) -> tuple[float, int]:
+    return (-(entry.score if entry.score is not None else -1.0), entry.index)
+
+
+def _within_budget(
+    ctx: StrategyContext, alive: list[RaceEntry], rows: tuple[int, int], rungs: int, number: int
+) -> list[RaceEntry]:
+    """The candidates the calls left can take through the next rung (``rows``: its new rows and
+    all the rows still to go) while one of them can still reach all the val rows (cache hits
+    aside); the others, lowest partial score first, are dropped (recorded) or, not raced yet,
+    skipped. ``BudgetExhausted`` when not even one can reach all the rows."""
+    left, (step, to_go) = ctx.budget.remaining_calls, rows
+    if left is None or not alive or to_go <= 0:
+        return alive
+    per_row = ctx.budget.calls_per_row * max(1, len(ctx.settings.models))
+    rest = math.ceil((to_go - step) * per_row)  # one candidate's rows after this rung
+    fits = (left - rest) // math.ceil(step * per_row)
+    if fits <= 0:
+        raise BudgetExhausted(
+            f"metric-call budget: {left} calls left, a raced candidate needs "
+            f"{math.ceil(to_go * per_row)} more to reach all the val rows (raise --max-calls)"
+        )
+    if fits >= len(alive):
+        return alive
+    ranked = sorted(alive, key=_rank)
+    for entry in ranked[fits:]:
+        if not entry.rung:
+            continue  # not raced yet: skipped, nothing to record
+        entry.dropped = True
+        reason = (
+            f"dropped by the race at rung {entry.rung}: {entry.score:.3f} on {len(entry.rows)} "
+            f"val rows; the calls left ({left}) take {fits} candidate(s) on"
+        )
+        entry.record = _record(ctx, entry, rungs, number, reason)
+    if not alive[0].rung:
+        ctx.log("race_skipped", race=number, candidates=len(alive) - fits, reason="budget")
+    return sorted(ranked[:fits], key=lambda e: e.index)
 
 
 def _run_rung(
     ctx: StrategyContext,
     alive: list[RaceEntry],
     rows: list[Example],
-    rung: int,
-    rungs: int,
-    number: int,
+    where: tuple[int, int, int],
     alpha: float,
 ) -> list[RaceEntry]:
-    """Score ``alive`` on ``rows``; record the ones the leader clearly beats; the rest go on."""
+    """Score ``alive`` on ``rows`` (``where``: rung, rungs, race number); record the ones the
+    leader clearly beats; the rest go on."""
+    rung, rungs, number = where
     incumbent = ctx.evaluate(ctx.best_prompt, rows, "val")  # usually cached: measured on val
     snaps = {e.index: ctx.evaluate(e.candidate.prompt, rows, "val") for e in alive}
     leader_name, leader = INCUMBENT, incumbent
@@ -238,21 +276,6 @@ def _record(
         lineage=candidate.lineage,
         race=facts,
     )
-
-
-def _affordable(ctx: StrategyContext, new_rows: int, alive: int) -> None:
-    """Raise ``BudgetExhausted`` before a rung the calls left cannot pay for: its new rows for
-    every candidate still in the race (cache hits aside, which makes this a lower bound)."""
-    budget = ctx.budget
-    if budget.remaining_calls is None:
-        return
-    per_row = budget.calls_per_row * max(1, len(ctx.settings.models))
-    needed = math.ceil(new_rows * alive * per_row)
-    if budget.remaining_calls < needed:
-        raise BudgetExhausted(
-            f"metric-call budget: {budget.remaining_calls} calls left, the race's next rung "
-            f"needs {needed} ({alive} candidates x {new_rows} new val rows; raise --max-calls)"
-        )
 
 
 def _halted(ctx: StrategyContext) -> bool:

@@ -4,14 +4,20 @@ such, through the run's real evaluation path (FakeModel behind LiteLLM)."""
 
 from __future__ import annotations
 
+import itertools
+import os
+import random
+import signal
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel, ConfigDict
+from test_resume import cached_rows, comparable
 
 from reflex import PromptOptimizer
 from reflex.api import Example, RunEnd, StrategyContext, hookimpl
+from reflex.models.client import load_litellm
 from reflex.testing import FakeModel, FakeRequest
 from reflex_strategies._race import Candidate, RaceResult, race, race_rows
 
@@ -149,7 +155,7 @@ def test_the_rung_rows_are_paired_and_grow(tmp_path: Path) -> None:
     fake = FakeModel(answer).install()
     build(tmp_path, [GOOD, FRONT, START + " again"]).run(START)
     rungs = SEEN["rungs"]
-    for smaller, larger in zip(rungs, rungs[1:], strict=False):
+    for smaller, larger in itertools.pairwise(rungs):
         assert larger[: len(smaller)] == smaller  # each rung is a prefix of the next
     # Every candidate was sent the first rung's rows: the same rows, so comparisons pair.
     first = {IDEAL_BY_ID[i] for i in rungs[0]}
@@ -168,21 +174,81 @@ def test_race_rows_are_drawn_by_the_seed() -> None:
     assert [len(r) for r in race_rows(val[:6], 0)] == [4, 6]  # a first rung of at least 4 rows
 
 
-@pytest.mark.usefixtures("racer")
-def test_the_budget_holds_mid_race(tmp_path: Path) -> None:
-    # 19 calls left when the race starts: the first rung of three candidates (15 calls; the
-    # incumbent's rows are cached) but not the second rung of the two left in it (10): the run
-    # stops before that rung's first call, within --max-calls, the dropped candidate recorded.
+def before_race(tmp_path: Path) -> int:
+    """Calls a run of ROWS pays before its race starts (a --max-calls run: no train scores)."""
     FakeModel(answer).install()
     probe = 1000
     build(tmp_path / "probe", [GOOD]).set_budget(max_calls=probe).run(START)
-    spent_before_race = probe - SEEN["left"]
+    return probe - int(SEEN["left"])
+
+
+@pytest.mark.usefixtures("racer")
+def test_the_budget_holds_mid_race(tmp_path: Path) -> None:
+    # 30 calls left as the race starts (20 val rows, rungs of 5, 10, 20): the first rung of the
+    # three candidates (15; the incumbent's rows are cached); BAD is dropped by the test; the
+    # 15 left pay the second rung of one candidate and its last 10 rows, not two: FRONT (tied
+    # with GOOD, later) is dropped for the budget, recorded with its first-rung score.
+    limit = before_race(tmp_path) + 30
     fake = FakeModel(answer).install()
-    limit = spent_before_race + 19
+    result = build(tmp_path / "cut", [GOOD, FRONT, BAD]).set_budget(max_calls=limit).run(START)
+    assert SEEN["left"] == 30
+    assert result.usage["task"]["calls"] <= limit
+    assert len(asked(fake, FRONT)) == len(asked(fake, BAD)) == 5  # the first rung only
+    races = [(r.system_prompt, r.race["rung"], r.race["dropped"]) for r in result.iterations]
+    assert races == [(BAD, 1, True), (FRONT, 1, True), (GOOD, 3, False)]
+    front = result.iterations[1]
+    assert front.rejected is not None and "the calls left (15) take 1 candidate(s) on" in (
+        front.rejected
+    )
+    assert result.best_prompt == GOOD and result.iterations[2].val_score == 1.0
+
+
+@pytest.mark.usefixtures("racer")
+def test_a_race_the_budget_cannot_finish_is_not_started(tmp_path: Path) -> None:
+    # 19 calls left: one candidate's 20 val rows do not fit; nothing of the race is paid.
+    limit = before_race(tmp_path) + 19
+    fake = FakeModel(answer).install()
     result = build(tmp_path / "cut", [GOOD, BAD, FRONT]).set_budget(max_calls=limit).run(START)
     assert SEEN["left"] == 19
-    assert result.end_state == RunEnd.PAUSED_BUDGET
-    assert result.usage["task"]["calls"] <= limit
-    assert len(asked(fake, GOOD)) == len(asked(fake, FRONT)) == 5  # the first rung only
-    assert [r.system_prompt for r in result.iterations] == [BAD]  # dropped, recorded
-    assert result.best_prompt == START  # a survivor's partial score made no best prompt
+    assert result.end_state == RunEnd.PAUSED_BUDGET and result.iterations == []
+    assert not [r for r in fake.requests if r.system in (GOOD, BAD, FRONT)]
+    assert result.best_prompt == START
+
+
+def run_killed(run_dir: Path, candidates: list[str], kill_at: int) -> None:
+    """The race in a forked child that SIGKILLs itself at the fake model's call ``kill_at``."""
+    load_litellm()  # import once in the parent; the child inherits it
+    pid = os.fork()
+    if pid == 0:  # child
+
+        def fault(request: FakeRequest, n: int) -> BaseException | None:
+            if n >= kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return None
+
+        FakeModel(answer, fault=fault).install()
+        try:
+            build(run_dir, candidates).run(START)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+@pytest.mark.usefixtures("racer")
+def test_a_raced_run_killed_and_resumed_gives_the_same_record(tmp_path: Path) -> None:
+    candidates = [GOOD, BAD, FRONT, TRAP]
+    reference = FakeModel(answer).install()
+    expected = build(tmp_path / "ref", candidates).run(START)
+    # BAD and TRAP dropped at the first rung, FRONT at the second (GOOD leads 10-5), GOOD kept.
+    races = [(r.system_prompt, r.race["rung"], r.race["dropped"]) for r in expected.iterations]
+    assert races == [(BAD, 1, True), (TRAP, 1, True), (FRONT, 2, True), (GOOD, 3, False)]
+    total = len(reference.requests)
+    for kill_at in sorted(random.Random("race").sample(range(1, total), 3)):
+        run_dir = tmp_path / f"kill{kill_at}"
+        run_killed(run_dir, candidates, kill_at)
+        paid_before = cached_rows(run_dir)
+        fake = FakeModel(answer).install()
+        resumed = build(run_dir, candidates).run(START, resume=True)
+        assert comparable(resumed) == comparable(expected), f"kill at call {kill_at}"
+        assert len(fake.requests) == total - paid_before  # only the unfinished is paid again
