@@ -54,7 +54,15 @@ from reflex.api import (
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
 
-__all__ = ["DEFAULT_FRACTIONS", "Candidate", "RaceEntry", "RaceResult", "race", "race_rows"]
+__all__ = [
+    "DEFAULT_FRACTIONS",
+    "Candidate",
+    "RaceEntry",
+    "RaceResult",
+    "race",
+    "race_once",
+    "race_rows",
+]
 
 #: The rungs: a quarter, half, then all of the val rows.
 DEFAULT_FRACTIONS = (0.25, 0.5, 1.0)
@@ -284,3 +292,13 @@ def _halted(ctx: StrategyContext) -> bool:
         return True
     stop = ctx.capability(PHASES).stop
     return stop is not None and not stop.per_phase
+
+
+def race_once(ctx: StrategyContext, state: dict[str, Any], candidates: Sequence[Candidate]) -> bool:
+    """Race ``candidates`` as one round when the run races (``--race``, val rows) and this
+    strategy's ``state`` has tried none yet; True when it did (the caller's round is over)."""
+    if not (ctx.settings.race and len(ctx.val)) or int(state.get("tried", 0)):
+        return False
+    race(ctx, candidates)
+    state["tried"] = len(candidates)
+    return True
