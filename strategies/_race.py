@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any
 from reflex.api import (
     PHASES,
     BudgetExhausted,
-    EvalSnapshot,
     Example,
     IterationRecord,
     Outcome,
@@ -142,6 +141,7 @@ def race(
     *,
     fractions: Sequence[float] = DEFAULT_FRACTIONS,
     alpha: float = 0.1,
+    keep: float = 0.5,
 ) -> RaceResult:
     """Race ``candidates`` on val (see the module docstring for the rule and its invariants).
 
@@ -161,7 +161,8 @@ def race(
         alive = _within_budget(ctx, alive, (len(rows) - done, n - done), len(rungs), number)
         if rung == len(rungs):
             break  # the last rung: all the val rows, through record_iteration
-        alive, done = _run_rung(ctx, alive, rows, (rung, len(rungs), number), alpha), len(rows)
+        where = (rung, len(rungs), number)
+        alive, done = _run_rung(ctx, alive, rows, where, (alpha, keep)), len(rows)
     alive.sort(key=_rank)  # the best partial score first: the gate sees it first
     for entry in alive:
         if _halted(ctx):
@@ -223,11 +224,12 @@ def _run_rung(
     alive: list[RaceEntry],
     rows: list[Example],
     where: tuple[int, int, int],
-    alpha: float,
+    rule: tuple[float, float],
 ) -> list[RaceEntry]:
     """Score ``alive`` on ``rows`` (``where``: rung, rungs, race number); record the ones the
-    leader clearly beats; the rest go on."""
-    rung, rungs, number = where
+    leader clearly beats (``rule``: alpha), then, past the ``keep`` share of the rung's
+    entrants (at least one), the lowest; the rest go on."""
+    (rung, rungs, number), (alpha, keep) = where, rule
     incumbent = ctx.evaluate(ctx.best_prompt, rows, "val")  # usually cached: measured on val
     snaps = {e.index: ctx.evaluate(e.candidate.prompt, rows, "val") for e in alive}
     leader_name, leader = INCUMBENT, incumbent
@@ -244,15 +246,21 @@ def _run_rung(
         entry.p = 1.0 if snap is leader else one_sided_p(list(diffs.values()), seed=number)
         if entry.p < alpha:
             entry.dropped = True
-            entry.record = _record(ctx, entry, rungs, number, _why(entry, len(rows), snap))
+            entry.record = _record(ctx, entry, rungs, number, _why(entry, len(rows)))
         else:
             survivors.append(entry)
-    return survivors
+    places = max(1, math.ceil(keep * len(alive)))
+    ranked = sorted(survivors, key=_rank)
+    for place, entry in enumerate(ranked[places:], start=places + 1):
+        entry.dropped = True
+        reason = f"{_why(entry, len(rows))}; placed {place} of {len(alive)}, {places} go on"
+        entry.record = _record(ctx, entry, rungs, number, reason)
+    return sorted(ranked[:places], key=lambda e: e.index)
 
 
-def _why(entry: RaceEntry, rows: int, snap: EvalSnapshot) -> str:
+def _why(entry: RaceEntry, rows: int) -> str:
     return (
-        f"dropped by the race at rung {entry.rung}: {snap.mean_score:.3f} on {rows} val rows, "
+        f"dropped by the race at rung {entry.rung}: {entry.score:.3f} on {rows} val rows, "
         f"{entry.leader} {entry.leader_score:.3f} (paired p={entry.p:.3g})"
     )
 

@@ -252,3 +252,21 @@ def test_a_raced_run_killed_and_resumed_gives_the_same_record(tmp_path: Path) ->
         resumed = build(run_dir, candidates).run(START, resume=True)
         assert comparable(resumed) == comparable(expected), f"kill at call {kill_at}"
         assert len(fake.requests) == total - paid_before  # only the unfinished is paid again
+
+
+@pytest.mark.usefixtures("racer")
+def test_ties_are_halved_each_rung_so_a_candidate_costs_half_a_pass(tmp_path: Path) -> None:
+    # Four candidates right on every row: the test drops none (no row differs), the race keeps
+    # the better half of each rung's entrants (ties: the earlier), so 4 cost 2 val passes.
+    fake = FakeModel(answer).install()
+    tied = [f"{GOOD} {i}" for i in range(4)]
+    result = build(tmp_path, tied).run(START)
+    races = [(r.system_prompt, r.race["rung"], r.race["dropped"]) for r in result.iterations]
+    assert races == [
+        (tied[2], 1, True),
+        (tied[3], 1, True),
+        (tied[1], 2, True),
+        (tied[0], 3, False),
+    ]
+    assert "placed 3 of 4, 2 go on" in str(result.iterations[0].rejected)
+    assert [len(asked(fake, p)) for p in tied] == [20, 10, 5, 5]  # 40 calls: two val passes
