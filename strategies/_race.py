@@ -2,16 +2,23 @@
 worse dropped early, so a call budget buys more candidates (issue 33, item 2).
 
 ``race(ctx, candidates)`` scores every candidate on *rungs*: the first quarter, then half, then
-all of the val rows (``fractions``), in one seeded order of the val rows, the same rows for
-every candidate, so each comparison is paired by row. After each rung short of the last, the
-**leader** is the best on that rung's rows among the candidates still in the race and the
-incumbent (``ctx.best_prompt``; ties keep the incumbent, then the earlier candidate). A
-candidate is **dropped** when the leader beats it on those rows by the one-sided paired
-sign-flip test of the acceptance gate (:func:`reflex.api.one_sided_p`, p < ``alpha``): a
-sequential paired test against the leader, not successive halving (docs/selection.md,
-"Racing", says why). The survivors of the last rung short of all the rows are recorded as
-every candidate is, measured on all the val rows (the rung rows are cache hits), and the
-acceptance gate decides, best partial score first.
+all of the val rows (``fractions``; a first rung of at least 4 rows), in one seeded order of the
+val rows, the same rows for every candidate, so each comparison is paired by row. After each
+rung short of the last:
+
+1. the **leader** is the best on that rung's rows among the candidates still in the race and
+   the incumbent (``ctx.best_prompt``; ties keep the incumbent, then the earlier candidate); a
+   candidate is **dropped** when the leader beats it on those rows by the one-sided paired
+   sign-flip test of the acceptance gate (:func:`reflex.api.one_sided_p`, p < ``alpha``): a
+   sequential paired test against the leader;
+2. of the rest, the better ``keep`` share of the rung's entrants (half, at least one; ties: the
+   earlier candidate, so callers list their most promising first) go on, the others are
+   dropped: successive halving, which bounds a race of k candidates to about k/2 val passes
+   even when no row tells them apart (docs/selection.md, "Racing", says why both).
+
+The survivors of the last rung short of all the rows are recorded as every candidate is,
+measured on all the val rows (the rung rows are cache hits), best partial score first, and the
+acceptance gate decides.
 
 Invariants (what a strategy calling it may rely on):
 
@@ -23,9 +30,10 @@ Invariants (what a strategy calling it may rely on):
 - a dropped candidate is recorded at once, ``Outcome.rejected`` with its ``race`` facts (the
   rung, its rows, its partial score, the leader's and the test's p); it is never measured on
   all the val rows, so it never becomes the best prompt on a partial score;
-- a rung is started only when the calls left pay for its new rows for every candidate still in
-  the race, else ``BudgetExhausted`` is raised before any call of it (the calls of the rungs
-  already run are spent and counted; survivors not yet recorded are not the best);
+- a rung is started only for the candidates whose new rows the calls left pay for while one of
+  them can still reach all the val rows; the others (lowest partial score first) are dropped
+  and recorded, or skipped when not raced yet; when not even one can, ``BudgetExhausted`` is
+  raised before any call of the rung (cache hits aside, so the check is conservative);
 - every candidate is recorded exactly once (one iteration each), unless a run-level stop or
   ``max_iterations`` comes first: candidates past the iterations left are not raced, and
   survivors not recorded after such a stop are logged (``race_unrecorded``), never adopted.
