@@ -121,6 +121,7 @@ def test_a_worse_candidate_is_dropped_after_the_first_rung_and_its_calls_stop(
     assert bad.race["rows"] == first and bad.race["score"] == 0.0
     assert bad.race["leader"] == "candidate 0" and bad.race["p"] < 0.1
     assert bad.rejected is not None and bad.rejected.startswith("dropped by the race at rung 1")
+    assert "placed" not in bad.rejected  # dropped by the paired test, not by halving
     assert bad.val_score is None and not bad.is_best
     # BAD's calls stop at the first rung: 5 rows, never the other 15.
     assert sorted(asked(fake, BAD)) == sorted(IDEAL_BY_ID[i] for i in first)
