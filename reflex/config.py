@@ -142,6 +142,12 @@ class BaseRunConfig(BaseModel):
         "corrected for best-of-many), margin:M (a mean val gain of at least M) or any (any "
         "higher val score).",
     )
+    race: bool = Field(
+        default=False,
+        description="Race a round's candidates on growing val minibatches (1/4, 1/2, all of "
+        "the val rows, the same rows for each) and drop the clearly worse early (fewshot and "
+        "auto's demo step draw several demo sets and race them).",
+    )
     max_workers: int = Field(
         default=8, gt=0, description="Model calls in flight at once, across the whole run."
     )

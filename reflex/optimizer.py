@@ -210,6 +210,11 @@ class PromptOptimizer(DataSide, ModelSide):
         ``"any"`` (any higher val score)."""
         return self._set(accept=rule)
 
+    def set_race(self, on: bool = True) -> PromptOptimizer:
+        """Race a round's candidates on growing val minibatches and drop the clearly worse
+        early (a sequential paired test against the leader; docs/selection.md, "Racing")."""
+        return self._set(race=on)
+
     def set_seed(self, seed: int) -> PromptOptimizer:
         return self._set(seed=seed)
 

@@ -155,6 +155,11 @@ class IterationRecord:
     ``evidence``: the acceptance gate's evidence for a candidate measured on val (its rule, the
     incumbent, paired rows, mean difference, one-sided p, passed; a label task's check against
     the constant answer; see :mod:`reflex.run.acceptance`), None when it was not measured.
+    ``race``: a raced candidate's rungs (``reflex_strategies._race``): ``rung`` (the last it was
+    scored on, 1-based), ``rungs``, ``rows`` (that rung's val row ids, shared by every
+    candidate of the race), ``score`` (its mean on them), ``leader`` / ``leader_score``,
+    ``p`` and ``dropped``; None when the candidate was not raced. A dropped candidate is
+    ``rejected`` and has no ``val_score``: a partial score never makes a best prompt.
     """
 
     iteration: int
@@ -179,6 +184,7 @@ class IterationRecord:
     cost_unknown: int = 0
     lineage: list[dict[str, Any]] = field(default_factory=list)
     evidence: dict[str, Any] | None = None
+    race: dict[str, Any] | None = None
 
     @property
     def outcome(self) -> Outcome:

@@ -67,7 +67,8 @@ class RunSettings:
     ``format_names``: the JSON-schema property names the initial prompt names, which every
     candidate must keep naming (its output-format instructions).
     ``feedback_field``: the dataset column (``Example.metadata``) reflective strategies show
-    per train row as its feedback; None: none.
+    per train row as its feedback; None: none. ``race``: race a round's candidates on growing
+    val minibatches (``--race``; ``reflex_strategies._race``) instead of a full val pass each.
     """
 
     models: tuple[str, ...]
@@ -80,6 +81,7 @@ class RunSettings:
     rewrite_messages: tuple[str, ...] | None = None
     format_names: tuple[str, ...] = ()
     feedback_field: str | None = None
+    race: bool = False
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,7 @@ class StrategyContext(Protocol):
         change: float | None = None,
         components: Mapping[str, str] | None = None,
         lineage: Sequence[Mapping[str, Any]] = (),
+        race: Mapping[str, Any] | None = None,
         accepted: bool | None = None,
         failed: str | None = None,
         rejected: str | None = None,
@@ -176,7 +179,9 @@ class StrategyContext(Protocol):
         """Close one iteration: measured on val unless ``outcome`` is rejected or failed (None:
         val decides). ``train``: the strategy's train (or minibatch) snapshot, if any;
         ``components``: the candidate's named parts (``prompt`` is their rendering); ``lineage``:
-        the candidates it added to the strategy's population (``IterationRecord.lineage``).
+        the candidates it added to the strategy's population (``IterationRecord.lineage``);
+        ``race``: a raced candidate's rungs (``IterationRecord.race``; pass it with
+        ``Outcome.rejected`` for one dropped on a partial score, which is never measured on val).
         ``accepted``/``failed``/``rejected``: deprecated spellings of ``outcome`` (a warning)."""
         ...
 

@@ -29,6 +29,7 @@ Early stopping ends a phase, not the run; the budget, the score threshold or
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -70,6 +71,8 @@ __all__ = [
 ]
 
 BUILTIN_AXES = ("instructions", "fewshot", "iterative", "structural", "pdo")
+#: A raced candidate's planned share of a val pass (reflex.run.stopping.RACED_PASS, the same).
+RACED_PASS = 0.5
 
 
 class AutoOptions(BaseModel):
@@ -106,11 +109,16 @@ def affordable_passes(ctx: StrategyContext) -> int | None:
 
     The engine resolves ``max_iterations`` to at least five, so under ``--max-calls 150`` the
     plan would hand ``instructions`` two candidates and leave ``fewshot`` nothing it can pay for.
+    Under ``--race`` these are raced candidates, each planned at half a pass, as the engine
+    plans them (its ``RACED_PASS``): the race stops at the budget whatever this plans.
     """
     left = ctx.budget.remaining_calls
     if left is None or not len(ctx.val):
         return None
-    return left // calls_per_iteration(ctx, screened=False)
+    per_candidate = calls_per_iteration(ctx, screened=False)
+    if ctx.settings.race:  # a raced candidate is planned at half a val pass (RACED_PASS)
+        per_candidate = max(1, math.ceil(per_candidate * RACED_PASS))
+    return left // per_candidate
 
 
 def _extra_axes(ctx: StrategyContext, reasoning: bool) -> list[str]:

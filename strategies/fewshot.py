@@ -29,6 +29,9 @@
 Model calls per iteration: ``len(val)``, or with train-minibatch screening (see
 ``reflex_strategies._common``; the candidate's own demo rows are left out of the minibatch)
 up to ``batch_size`` plus ``len(val)`` when the candidate survives. Plus the one-off bootstrap.
+Under ``--race`` the demo sets are raced instead (``reflex_strategies._race``): no train
+screening, a quarter of the val rows each first, the clearly worse dropped there, so a call
+budget tries more demo draws (``auto`` gives its demo step the candidates a race can afford).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reflex.api import PHASES, BaseStrategy, Example, StrategyRegistrar, hookimpl, render_chat_demos
 
 from ._common import join_sections, references, screening_batch, try_candidate
+from ._race import Candidate, race_once
 
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
@@ -151,23 +155,31 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
             )
             return
         candidates = self._candidates(ctx, pool)
+        if race_once(ctx, state, [self._candidate(base, demos) for demos in candidates]):
+            return
         batch = screening_batch(ctx, self.options.screen)
         for index, demos in enumerate(candidates):
             if index < int(state.get("tried", 0)):
                 continue  # resumed: already recorded
             if ctx.should_stop:
                 return
-            prompt = join_sections(base, render_demos(demos, self.options.demo_format))
-            ids = [d.example_id for d in demos]
+            candidate = self._candidate(base, demos)
             try_candidate(
                 ctx,
-                prompt,
+                candidate.prompt,
                 ctx.best_prompt,
                 batch=batch,
-                exclude=frozenset(ids),
-                reasoning=f"fewshot: {len(demos)} demos from train rows {ids}",
+                exclude=frozenset(d.example_id for d in demos),
+                reasoning=candidate.reasoning,
             )
             state["tried"] = index + 1
+
+    def _candidate(self, base: str, demos: list[Demo]) -> Candidate:
+        ids = [d.example_id for d in demos]
+        return Candidate(
+            join_sections(base, render_demos(demos, self.options.demo_format)),
+            reasoning=f"fewshot: {len(demos)} demos from train rows {ids}",
+        )
 
     def _pool(self, ctx: StrategyContext, base: str) -> list[Demo]:
         opts = self.options

@@ -147,8 +147,8 @@ def test_affordable_passes_count_every_task_model() -> None:
 
     from reflex_strategies.auto import affordable_passes
 
-    def ctx(remaining: int | None, models: int, val: int = 40) -> Any:
-        settings = SimpleNamespace(batch_size=8, models=("m",) * models)
+    def ctx(remaining: int | None, models: int, val: int = 40, race: bool = False) -> Any:
+        settings = SimpleNamespace(batch_size=8, models=("m",) * models, race=race)
         budget = SimpleNamespace(remaining_calls=remaining, calls_per_row=1.0)
         return SimpleNamespace(val=[None] * val, settings=settings, budget=budget)
 
@@ -156,6 +156,7 @@ def test_affordable_passes_count_every_task_model() -> None:
     assert affordable_passes(ctx(100, 2)) == 1  # 80: both models answer every val row
     assert affordable_passes(ctx(None, 1)) is None  # no call budget
     assert affordable_passes(ctx(100, 1, val=0)) is None  # no val split
+    assert affordable_passes(ctx(100, 1, race=True)) == 5  # raced: half a pass (20) each
 
 
 def test_answers_outside_the_label_set_count_as_format_evidence(tmp_path: Path) -> None:

@@ -87,3 +87,26 @@ def test_fewshot_keeps_zero_shot_when_demos_hurt(tmp_path: Path) -> None:
     result = builder(tmp_path, "fewshot", demo_source="labels").run(START)
     assert result.best_prompt == START
     assert result.iterations and not any(r.accepted or r.is_best for r in result.iterations)
+
+
+def two_demos(request: FakeRequest) -> bool:
+    return request.system.count("\nOutput: ") >= 2  # demos in the system prompt
+
+
+def test_fewshot_races_its_demo_draws_under_race(tmp_path: Path) -> None:
+    # Issue 33, item 2: the demo sets are raced on growing val rungs; a 1-demo set (wrong on
+    # most rows here) is dropped before all the val rows and its calls stop at its rung.
+    fake = FakeModel(task(two_demos)).install()
+    opt = builder(tmp_path, "fewshot", cover_labels=0, demo_format="system").set_race()
+    result = opt.run(START)
+    assert result.iterations and all(r.race is not None for r in result.iterations)
+    dropped = [r for r in result.iterations if r.race and r.race["dropped"]]
+    assert dropped and all(r.val_score is None and not r.is_best for r in dropped)
+    splits = json.loads(Path(str(result.run_dir), "splits.json").read_text())
+    val_inputs = {row["input"] for row in ROWS if row["id"] in splits["val"]}
+    for record in dropped:
+        assert record.race is not None and record.race["rung"] < record.race["rungs"]
+        sent = [r for r in fake.requests if r.system == record.system_prompt]
+        assert len([r for r in sent if r.user in val_inputs]) == len(record.race["rows"])
+    assert result.best_prompt.count("\nOutput: ") >= 2
+    assert result.best_score_val == 1.0

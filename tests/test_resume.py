@@ -30,10 +30,13 @@ STRATEGIES = [
     "opro",
     "random",
     "instructions,fewshot,iterative",  # a user's own sequence (issue 33)
+    "fewshot+race",  # demo draws raced on growing val rungs (issue 33, item 2)
+    "auto+race",
 ]
 
 
 def builder(run_dir: Path, strategy: str) -> PromptOptimizer:
+    strategy, raced = strategy.removesuffix("+race"), strategy.endswith("+race")
     opt = (
         PromptOptimizer()
         .set_dataset(make_rows(40))
@@ -41,7 +44,7 @@ def builder(run_dir: Path, strategy: str) -> PromptOptimizer:
         .add_metric("exact_match")
         .set_strategy(strategy)
         .set_run_dir(run_dir)
-        .configure(max_iterations=4, early_stopping_patience=None, max_workers=4)
+        .configure(max_iterations=4, early_stopping_patience=None, max_workers=4, race=raced)
     )
     if strategy in ("iterative", "auto", "structural", "pdo", "gepa", "opro", "random") or (
         "iterative" in strategy.split(",")

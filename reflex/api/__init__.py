@@ -121,6 +121,10 @@ from reflex.checks.failures import (
     label_failure,
 )
 
+# The paired test of the acceptance gate, for strategies that compare candidates on shared
+# rows (the racing evaluator, issue 33 item 2).
+from reflex.checks.maxstat import one_sided_p, paired_diffs
+
 # Dataset sources (scheme:rest, the register_dataset_sources hook), a chat template as saved
 # (its demos as fixed turns) and in-process providers: what reflex_mlflow's dataset sources and
 # ReflexPromptOptimizer use (issue 32, items 4-5).
@@ -210,6 +214,8 @@ __all__ = [
     "failure_kind",
     "hookimpl",
     "label_failure",
+    "one_sided_p",
+    "paired_diffs",
     "parse_answer",
     "parse_prompts",
     "parse_proposal",

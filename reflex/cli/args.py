@@ -98,6 +98,7 @@ class OptimizeArgs:
     batch_size: int
     early_stopping_patience: int
     accept: str
+    race: bool
     allow_degenerate_seed: bool
     # Splits, concurrency, budgets, the run directory and resuming.
     train_split: float

@@ -157,6 +157,7 @@ def build_optimizer(args: OptimizeArgs) -> PromptOptimizer:
         batch_size=args.batch_size,
         early_stopping_patience=args.early_stopping_patience,
         accept=args.accept,
+        race=args.race,
         max_workers=args.max_workers,
         retry_window=args.retry_window,
         max_response_mb=args.max_response_mb,

@@ -230,6 +230,7 @@ def _strategy() -> list[click.Parameter]:
         setting("--batch-size", type=int),
         setting("--early-stopping-patience", type=int),
         setting("--accept", metavar="RULE"),
+        setting("--race/--no-race", "race"),
         setting("--allow-degenerate-seed", is_flag=True),
     ]
 

@@ -116,6 +116,7 @@ class RunContext(OptIn, StopSignals):
             else tuple(config.rewrite_messages),
             format_names=tuple(self._screen.format_names),
             feedback_field=config.feedback_field,
+            race=config.race,
         )
 
     @property
@@ -255,13 +256,15 @@ class RunContext(OptIn, StopSignals):
         change: float | None = None,
         components: Mapping[str, str] | None = None,
         lineage: Sequence[Mapping[str, Any]] = (),
+        race: Mapping[str, Any] | None = None,
         **legacy: Any,
     ) -> IterationRecord:
         """Record one iteration and return it: measured on val unless its ``outcome`` is failed
         or rejected (screened out on train, or it breaks the chat template; the reason is
         recorded; no outcome: accepted if it became the new best on val). ``components``: kept
         as ``best_components`` if it wins. Leakage flags (:mod:`reflex.checks.leakage`) are
-        recorded; ``strict_leakage`` rejects them. ``legacy``: the deprecated keywords."""
+        recorded; ``strict_leakage`` rejects them. ``race``: the racing evaluator's facts
+        (``IterationRecord.race``). ``legacy``: the deprecated keywords."""
         accepted, failed, rejected = verdict(outcome, legacy)
         rejected = self._refusal(prompt) or rejected  # a broken template: nothing is paid
         leaks = self._screen.span_flags(prompt, failed, rejected)
@@ -300,6 +303,7 @@ class RunContext(OptIn, StopSignals):
             components=dict(components) if components else None,
             leakage=[flag.to_dict() for flag in leaks],
             lineage=[dict(entry) for entry in lineage],
+            race=dict(race) if race is not None else None,
         )
         self._log_leakage(record, leaks)
         self.iterations.append(record)

@@ -297,6 +297,7 @@ class Engine:
             self.limits.max_calls,
             fixed_calls=fixed_calls(models, **self._split_sizes()),
             val_pass=models * val,
+            raced=self.config.race and bool(len(self.split.val)),
         )
 
     def _open_session(self, prompt: str) -> Session:

@@ -8,14 +8,21 @@ phase starts (``StopReason.per_phase``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from reflex.result import IterationRecord, StopReason
 
-__all__ = ["DEFAULT_ITERATIONS", "StopSignals", "Stopping", "iteration_limit"]
+__all__ = ["DEFAULT_ITERATIONS", "RACED_PASS", "StopSignals", "Stopping", "iteration_limit"]
 
 #: Iterations when ``max_iterations`` is not set and no ``--max-calls`` budget sizes the search.
 DEFAULT_ITERATIONS = 5
+
+
+#: What one raced candidate is planned to cost, in val passes (``--race``): a quarter when it is
+#: dropped at the first rung, half at the second, one pass when it survives
+#: (``reflex_strategies._race``, whose rungs stop at the budget whatever this plans).
+RACED_PASS = 0.5
 
 
 def iteration_limit(
@@ -24,8 +31,10 @@ def iteration_limit(
     *,
     fixed_calls: int,
     val_pass: int,
+    raced: bool = False,
 ) -> int:
-    """``max_iterations`` when set; else as many val passes as the search budget pays for.
+    """``max_iterations`` when set; else as many val passes as the search budget pays for
+    (``raced``: as many raced candidates, each planned at :data:`RACED_PASS` of a pass).
 
     ``fixed_calls`` is what the run pays besides its candidates (preflight, the test baseline,
     the val baseline and the final test reserve); ``val_pass`` is one candidate's val
@@ -35,7 +44,8 @@ def iteration_limit(
         return max_iterations
     if max_calls is None or val_pass <= 0:
         return DEFAULT_ITERATIONS
-    return max(DEFAULT_ITERATIONS, (max_calls - fixed_calls) // val_pass)
+    per_candidate = max(1, math.ceil(val_pass * RACED_PASS)) if raced else val_pass
+    return max(DEFAULT_ITERATIONS, (max_calls - fixed_calls) // per_candidate)
 
 
 @dataclass
