@@ -248,7 +248,7 @@ class _Search:
     def run(self) -> None:
         ctx, phases = self.ctx, self.ctx.capability(PHASES)
         rounds = 0
-        while not self._over():
+        while self._trial_fits():  # a round starts only with room for a trial
             rounds += 1
             start, first = ctx.best_val, ctx.iteration
             phases.begin_phase("mipro")
@@ -264,8 +264,6 @@ class _Search:
                 end_score=ctx.best_val,
                 iterations=ctx.iteration - first,
             )
-            if not tried:  # no room for another trial: the round's evaluations were the last
-                return
 
     def _over(self) -> bool:
         """The search must end: its iterations are used up or the run stopped for a reason
