@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 from test_reasoning_free import START, _index, _lists_labels, make_rows
+from test_resume import START as KILLED_START
+from test_resume import comparable, run_killed
 
 from reflex import ConfigurationError, OptimizationResult, PromptOptimizer
 from reflex.cli import main
 from reflex.run.presets import MIPRO_ROUND
+from reflex.run.resume import list_runs
 from reflex.testing import FakeModel, FakeRequest
 from reflex_strategies.mipro import MiproOptions
 
@@ -198,3 +201,24 @@ def test_the_dry_run_prints_the_rounds_at_zero_calls(tmp_path: Path) -> None:
 def test_the_presets_know_the_strategy_defaults() -> None:
     defaults = MiproOptions()
     assert {name: getattr(defaults, name) for name in MIPRO_ROUND} == dict(MIPRO_ROUND)
+
+
+def test_a_run_killed_mid_search_resumes_to_the_same_result(tmp_path: Path) -> None:
+    # Past TPE's startup trials, across full evaluations: the sampler is told the replayed
+    # trials, so the resumed run asks what the uninterrupted one asked.
+    def build(run_dir: Path) -> PromptOptimizer:
+        return builder(run_dir, startup_trials=2, full_eval_every=3).configure(
+            max_iterations=16, max_workers=2
+        )
+
+    reference = FakeModel(task).install()
+    expected = build(tmp_path / "ref").run(KILLED_START)  # the prompt run_killed runs
+    total = len(reference.requests)
+    assert sum(1 for t in trials(expected) if t["trial"] > 2) >= 8
+    for kill_at in (total // 3, 2 * total // 3):
+        run_dir = tmp_path / f"kill{kill_at}"
+        run_killed(run_dir, "mipro", kill_at, build=build, answer=task)
+        assert list_runs(run_dir)[0].status == "interrupted"
+        FakeModel(task).install()
+        resumed = build(run_dir).run(KILLED_START, resume=True)
+        assert comparable(resumed) == comparable(expected), f"kill at call {kill_at}"
