@@ -10,3 +10,10 @@ def test_iteration_limit_follows_the_search_budget() -> None:
     assert iteration_limit(None, None, fixed_calls=250, val_pass=40) == 5
     assert iteration_limit(None, 650, fixed_calls=250, val_pass=40) == 10
     assert iteration_limit(None, 260, fixed_calls=250, val_pass=40) == 5  # never below 5
+
+
+def test_a_candidate_of_several_iterations_scales_the_limit() -> None:
+    # mipro: a round of 5 trials and 1 full evaluation is one candidate of 60 calls.
+    assert iteration_limit(None, None, fixed_calls=250, val_pass=60, per_candidate=6) == 30
+    assert iteration_limit(None, 850, fixed_calls=250, val_pass=60, per_candidate=6) == 60
+    assert iteration_limit(7, 850, fixed_calls=250, val_pass=60, per_candidate=6) == 7
