@@ -124,7 +124,6 @@ class _Combo:
     rows: dict[str, float] = field(default_factory=dict)  # by Sample.key (example @ model)
     ids: set[str] = field(default_factory=set)  # the example ids scored
     trials: int = 0
-    full: bool = False
 
     def mean(self) -> float:
         return sum(self.rows.values()) / len(self.rows) if self.rows else 0.0
@@ -357,7 +356,6 @@ class _Search:
             if combo is None or not self._full_fits():
                 return
             self.measured.add(combo.prompt)
-            combo.full = True
             self._record_full(combo)
 
     def _full_fits(self) -> bool:
