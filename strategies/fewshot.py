@@ -50,7 +50,15 @@ from ._race import Candidate, race_once
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
 
-__all__ = ["Demo", "FewshotOptions", "FewshotStrategy", "register_strategies", "render_demos"]
+__all__ = [
+    "Demo",
+    "FewshotOptions",
+    "FewshotStrategy",
+    "demo_pool",
+    "pick_demos",
+    "register_strategies",
+    "render_demos",
+]
 
 HEADER = "Examples:"
 
@@ -146,7 +154,7 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
         base = str(state.setdefault("base", ctx.best_prompt))
         if ctx.should_stop:
             return
-        pool = self._pool(ctx, base)
+        pool = demo_pool(ctx, base, self.options)
         if not pool:
             ctx.log(
                 "no_candidates",
@@ -181,32 +189,6 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
             reasoning=f"fewshot: {len(demos)} demos from train rows {ids}",
         )
 
-    def _pool(self, ctx: StrategyContext, base: str) -> list[Demo]:
-        opts = self.options
-        train = [e for e in ctx.train if len(e.input) <= opts.max_demo_chars and e.input.strip()]
-        correct: dict[str, str] = {}
-        source = opts.demo_source
-        if source == "auto":
-            source = "labels" if _all_referenced(train) else "bootstrap"
-        if source == "bootstrap" and train and _bootstrap_too_dear(ctx, train, opts.bootstrap_rows):
-            source = "labels"  # a small call budget buys a candidate instead
-        if source == "bootstrap" and train:
-            rows = ctx.rng.sample(train, min(opts.bootstrap_rows, len(train)))
-            snapshot = ctx.evaluate(base, rows)
-            correct = {
-                s.example_id: s.output
-                for s in snapshot.samples
-                if s.score is not None and s.score >= opts.min_demo_score and s.output.strip()
-            }
-        pool = [_demo(e, correct[e.id], True) for e in train if e.id in correct]
-        pool += [
-            _demo(e, "", False)
-            for e in train
-            if e.id not in correct and e.ideal is not None and e.ideal.strip()
-        ]
-        ctx.log("fewshot_pool", bootstrapped=len(correct), size=len(pool), source=source)
-        return pool
-
     def _candidates(self, ctx: StrategyContext, pool: list[Demo]) -> list[list[Demo]]:
         sizes = self.options.sizes()
         labels = len({d.output for d in pool})
@@ -224,6 +206,34 @@ class FewshotStrategy(BaseStrategy[FewshotOptions]):
                 seen.add(key)
                 out.append(demos)
         return out
+
+
+def demo_pool(ctx: StrategyContext, base: str, opts: FewshotOptions) -> list[Demo]:
+    """The demos a set is drawn from (the module docstring, step 1): train rows only, those the
+    base prompt gets right first when bootstrapping; logged as ``fewshot_pool``."""
+    train = [e for e in ctx.train if len(e.input) <= opts.max_demo_chars and e.input.strip()]
+    correct: dict[str, str] = {}
+    source = opts.demo_source
+    if source == "auto":
+        source = "labels" if _all_referenced(train) else "bootstrap"
+    if source == "bootstrap" and train and _bootstrap_too_dear(ctx, train, opts.bootstrap_rows):
+        source = "labels"  # a small call budget buys a candidate instead
+    if source == "bootstrap" and train:
+        rows = ctx.rng.sample(train, min(opts.bootstrap_rows, len(train)))
+        snapshot = ctx.evaluate(base, rows)
+        correct = {
+            s.example_id: s.output
+            for s in snapshot.samples
+            if s.score is not None and s.score >= opts.min_demo_score and s.output.strip()
+        }
+    pool = [_demo(e, correct[e.id], True) for e in train if e.id in correct]
+    pool += [
+        _demo(e, "", False)
+        for e in train
+        if e.id not in correct and e.ideal is not None and e.ideal.strip()
+    ]
+    ctx.log("fewshot_pool", bootstrapped=len(correct), size=len(pool), source=source)
+    return pool
 
 
 def _all_referenced(train: list[Example]) -> bool:

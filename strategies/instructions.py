@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "InstructionsOptions",
     "InstructionsStrategy",
+    "derived_instructions",
     "instruction_candidates",
     "register_strategies",
 ]
@@ -141,6 +142,27 @@ def instruction_candidates(
     return out[: options.max_candidates]
 
 
+def derived_instructions(
+    ctx: StrategyContext, base: str, options: InstructionsOptions
+) -> list[tuple[str, str]]:
+    """:func:`instruction_candidates` from ``ctx.train``, the failure kinds counted on the first
+    ``batch_size`` train rows for a tool-call or JSON task (the preflight's rows: cached);
+    logged as ``instructions_candidates``."""
+    train = list(ctx.train)
+    counts: dict[str, int] | None = None
+    if structured_task(train) is not None and train:  # which rules the failures call for
+        rows = train[: min(ctx.settings.batch_size, len(train))]
+        counts = dict(failure_counts(ctx.evaluate(base, rows).samples))
+    candidates = instruction_candidates(train, base, options, counts)
+    ctx.log(
+        "instructions_candidates",
+        count=len(candidates),
+        edits=[edit for edit, _ in candidates],
+        **({"failures": counts} if counts is not None else {}),
+    )
+    return candidates
+
+
 class InstructionsStrategy(BaseStrategy[InstructionsOptions]):
     name: ClassVar[str] = "instructions"
     Options: ClassVar[type[BaseModel]] = InstructionsOptions
@@ -150,18 +172,7 @@ class InstructionsStrategy(BaseStrategy[InstructionsOptions]):
     def optimize(self, ctx: StrategyContext) -> None:
         state = ctx.state.setdefault(self.name, {})
         base = str(state.setdefault("base", ctx.best_prompt))
-        train = list(ctx.train)
-        counts: dict[str, int] | None = None
-        if structured_task(train) is not None and train:  # which rules the failures call for
-            rows = train[: min(ctx.settings.batch_size, len(train))]  # the preflight's: cached
-            counts = dict(failure_counts(ctx.evaluate(base, rows).samples))
-        candidates = instruction_candidates(train, base, self.options, counts)
-        ctx.log(
-            "instructions_candidates",
-            count=len(candidates),
-            edits=[edit for edit, _ in candidates],
-            **({"failures": counts} if counts is not None else {}),
-        )
+        candidates = derived_instructions(ctx, base, self.options)
         if not candidates:
             ctx.log(
                 "no_candidates",

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["SequenceOptions", "SequenceStrategy", "register_strategies"]
 
 COMPOSITES = frozenset({"auto", "sequence"})  # strategies that run others: not a step
+PHASED = frozenset({"mipro"})  # strategies that open phases of their own (rounds): not a step
 
 
 class SequenceOptions(BaseModel):
@@ -57,6 +58,11 @@ class SequenceOptions(BaseModel):
         nested = sorted(set(names) & COMPOSITES)
         if nested:
             raise ValueError(f"{nested[0]!r} runs other strategies itself: it is no step")
+        phased = sorted(set(names) & PHASED)
+        if phased:
+            raise ValueError(
+                f"{phased[0]!r} runs its own phases (its rounds): it is no step; run it alone"
+            )
         return names
 
 

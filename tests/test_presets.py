@@ -50,6 +50,10 @@ def test_a_strategy_s_phases(
         ("medium", 100, "instructions", 150 + 8 * 1 * 108),
         ("medium", 20, "auto", 70 + 8 * 2 * 28),
         ("heavy", 100, "auto", 150 + 20 * 2 * 108),
+        # mipro: a candidate is a round: 5 trials on 8 val rows, then 1 full val pass
+        ("light", 20, "mipro", 70 + 4 * 1 * (5 * 8 + 20)),
+        ("medium", 100, "mipro", 150 + 8 * 1 * (5 * 8 + 100)),
+        ("medium", 6, "mipro", 56 + 8 * 1 * (5 * 6 + 6)),  # a minibatch is at most val
     ],
 )
 def test_presets_resolve_to_calls_for_the_val_size_and_strategy(
@@ -151,3 +155,11 @@ def _exit(command: Any, argv: list[str]) -> object:
     with pytest.raises(SystemExit) as exc:
         command(argv)
     return exc.value.code
+
+
+def test_mipro_s_round_follows_its_options() -> None:
+    options = {"minibatch_size": 4, "full_eval_every": 3, "full_eval_top": 2}
+    found = resolve_preset(
+        _config("light", "mipro", strategy_options=options), train=60, val=20, test=20
+    )
+    assert found is not None and found.per_candidate == 3 * 4 + 2 * 20

@@ -6,6 +6,7 @@ import os
 import random
 import signal
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ STRATEGIES = [
     "gepa",
     "opro",
     "random",
+    "mipro",  # its TPE study rebuilt from the trials replayed (issue 33)
     "instructions,fewshot,iterative",  # a user's own sequence (issue 33)
     "fewshot+race",  # demo draws raced on growing val rungs (issue 33, item 2)
     "auto+race",
@@ -76,9 +78,16 @@ def comparable(result: Any) -> dict[str, Any]:
 
 
 def run_killed(
-    run_dir: Path, strategy: str, kill_at: int, cli_args: list[str] | None = None
+    run_dir: Path,
+    strategy: str,
+    kill_at: int,
+    cli_args: list[str] | None = None,
+    build: Callable[[Path], PromptOptimizer] | None = None,
+    answer: Callable[[FakeRequest], str] = reasoner_variants,
 ) -> None:
-    """Run in a forked child that SIGKILLs itself when the fake model gets call ``kill_at``."""
+    """Run in a forked child that SIGKILLs itself when the fake model gets call ``kill_at``
+    (``build``: the run's builder, else :func:`builder`'s for ``strategy``; ``answer``: the
+    fake model's answers)."""
     load_litellm()  # import once in the parent; the child inherits it
     pid = os.fork()
     if pid == 0:  # child
@@ -88,10 +97,10 @@ def run_killed(
                 os.kill(os.getpid(), signal.SIGKILL)
             return None
 
-        FakeModel(reasoner_variants, fault=fault).install()
+        FakeModel(answer, fault=fault).install()
         try:
             if cli_args is None:
-                builder(run_dir, strategy).run(START)
+                (build or (lambda d: builder(d, strategy)))(run_dir).run(START)
             else:
                 from reflex.cli import main
 

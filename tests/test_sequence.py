@@ -90,6 +90,8 @@ def test_bad_steps_are_refused_before_any_call(tmp_path: Path) -> None:
         no_reasoner.run(START)
     with pytest.raises(ConfigurationError, match="runs other strategies itself"):
         _builder(tmp_path, "instructions,auto").run(START)
+    with pytest.raises(ConfigurationError, match="'mipro' runs its own phases"):
+        _builder(tmp_path, "instructions,mipro").run(START)  # its rounds would drop the cap
     with pytest.raises(ConfigurationError, match="option 'nope'"):
         _builder(tmp_path, options={"fewshot": {"nope": 1}}).run(START)
     with pytest.raises(ConfigurationError, match="'pdo', which is not a step"):

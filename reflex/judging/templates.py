@@ -80,6 +80,19 @@ DEFAULT_TEMPLATES: dict[str, str] = {
         "Prompt:\n<current>\n{current}\n</current>\n\nWrite {count} distinct paraphrases "
         "(variant set {round})."
     ),
+    # mipro (issue 33): instruction candidates grounded in the data, one call for all of them.
+    "mipro.system": (
+        "You write instructions (system prompts) for a language model. You are shown the "
+        "current prompt, a summary of the task's data and examples of inputs with their expected "
+        "outputs. Write distinct instructions that make the model answer like the expected "
+        "outputs: keep the task, the labels and the output format; vary the wording, the detail "
+        "and the emphasis. Put each one between <prompt> and </prompt>."
+    ),
+    "mipro.propose": (
+        "Current prompt:\n<current>\n{current}\n</current>\n\nThe data: {summary}\n\n"
+        "Examples (input -> expected output):\n{examples}\n\nWrite {count} distinct "
+        "instructions."
+    ),
     "iterative.system": (
         "You improve system prompts for a language model. You are shown the current prompt, "
         "examples it handled badly, and a log of earlier edits with the score change each "

@@ -38,7 +38,13 @@ from reflex.run.budget import requests_and_cost
 from reflex.run.context import RunContext
 from reflex.run.evaluate import slice_scores
 from reflex.run.opening import RunPlan, check_cache_file, reasoning_spec, task_spec
-from reflex.run.presets import PREFLIGHT_ROWS, fixed_calls, preset_limits, resolve_preset
+from reflex.run.presets import (
+    PREFLIGHT_ROWS,
+    fixed_calls,
+    mipro_round,
+    preset_limits,
+    resolve_preset,
+)
 from reflex.run.resume import ResumePoint
 from reflex.run.session import Session
 from reflex.run.stopping import iteration_limit
@@ -292,12 +298,14 @@ class Engine:
         """``max_iterations``, or (unset) what the ``--max-calls`` search budget pays for."""
         models = len(self.config.models)
         val = len(self.split.val) or len(self.split.train)
+        rounds = mipro_round(self.config.strategy, self.config.strategy_options, val=val)
         return iteration_limit(
             self.config.max_iterations,
             self.limits.max_calls,
             fixed_calls=fixed_calls(models, **self._split_sizes()),
-            val_pass=models * val,
-            raced=self.config.race and bool(len(self.split.val)),
+            val_pass=models * val if rounds is None else rounds.calls(models),
+            raced=self.config.race and bool(len(self.split.val)) and rounds is None,
+            per_candidate=1 if rounds is None else rounds.iterations,
         )
 
     def _open_session(self, prompt: str) -> Session:

@@ -34,7 +34,13 @@ from reflex.run.plan import (
     PhaseCost,
     PricedPlan,
 )
-from reflex.run.presets import PREFLIGHT_ROWS, candidate_calls, fixed_calls
+from reflex.run.presets import (
+    PREFLIGHT_ROWS,
+    MiproRound,
+    candidate_calls,
+    fixed_calls,
+    mipro_round,
+)
 
 __all__ = ["price_plan"]
 
@@ -180,6 +186,9 @@ def _search(engine: Engine, phases: _Phases, sizes: dict[str, int]) -> tuple[Pha
     """The search phase and the candidates it measures: the iterations, or what the call
     budget left after the fixed calls pays for when fewer."""
     models, config = len(engine.config.models), engine.config
+    rounds = mipro_round(config.strategy, config.strategy_options, val=_selection_rows(sizes))
+    if rounds is not None:
+        return _mipro_search(engine, phases, sizes, rounds)
     per_candidate = candidate_calls(models, val=sizes["val"], batch_size=config.batch_size)
     candidates = engine.planned_iterations()
     limit = engine.limits.max_calls
@@ -195,6 +204,32 @@ def _search(engine: Engine, phases: _Phases, sizes: dict[str, int]) -> tuple[Pha
         "search", [screen, val], repeat=candidates, reasoning=reasoning, estimate=True
     )
     return search, candidates
+
+
+def _selection_rows(sizes: dict[str, int]) -> int:
+    """The rows a candidate is selected on: val, or train without a val split."""
+    return sizes["val"] or sizes["train"]
+
+
+def _mipro_search(
+    engine: Engine, phases: _Phases, sizes: dict[str, int], rounds: MiproRound
+) -> tuple[PhaseCost, int]:
+    """``mipro``'s search: its rounds (trials on minibatches, then full evaluations) and the
+    candidates measured on full val; the call budget's rounds when fewer."""
+    models = len(engine.config.models)
+    count = engine.planned_iterations() // rounds.iterations
+    limit = engine.limits.max_calls
+    if limit is not None:
+        room = max(0, limit - fixed_calls(models, **sizes))
+        count = min(count, room // max(1, rounds.calls(models)))
+    trial, full = models * rounds.rows, models * rounds.val
+    evaluations = [trial] * rounds.trials + [full] * rounds.full
+    options = engine.config.strategy_options
+    asks = options.get("use_reasoning_model", True) is not False
+    writes = options.get("proposed_instructions", 1) != 0
+    reasoning = 1 if engine.config.reasoning_model and asks and writes else 0  # instructions
+    search = phases.phase("search", evaluations, repeat=count, reasoning=reasoning, estimate=True)
+    return search, count * rounds.full
 
 
 def _power(engine: Engine, test_rows: int) -> dict[str, Any]:
@@ -283,4 +318,11 @@ def _notes(engine: Engine, sizes: dict[str, int]) -> list[str]:
         notes.append("a pipeline makes its own calls: the figures count one task call per row")
     if not sizes["val"]:
         notes.append("no val split: candidates are selected on a train minibatch")
+    rounds = mipro_round(config.strategy, config.strategy_options, val=_selection_rows(sizes))
+    if rounds is not None:
+        notes.append(
+            f"mipro: rounds of {rounds.trials} TPE trials on {rounds.rows} val rows each, then "
+            f"the best {rounds.full} by mean on all {rounds.val} val rows (only those can win); "
+            "rows answered before are cached, so the search often pays less"
+        )
     return notes

@@ -18,6 +18,11 @@ phase: light 4, medium 8, heavy 20. Why per phase: each phase searches another a
 instructions, the demos, a rewrite), and a phase that measures fewer than a handful of
 candidates rarely finds one that beats the incumbent on val, so a multi-phase strategy needs
 proportionally more. ``--max-calls`` given explicitly always wins over the preset.
+
+``mipro`` searches in rounds (:func:`mipro_round`): ``full_eval_every`` trials on
+``minibatch_size`` val rows, then ``full_eval_top`` full val evaluations. Its candidate is a
+round (``per_candidate = models x (trials x rows + top x val)``), and the iterations a run
+records are rounds x (trials + top).
 """
 
 from __future__ import annotations
@@ -31,9 +36,12 @@ __all__ = [
     "PRESETS",
     "PRESET_CANDIDATES",
     "PREFLIGHT_ROWS",
+    "MIPRO_ROUND",
+    "MiproRound",
     "PresetBudget",
     "candidate_calls",
     "fixed_calls",
+    "mipro_round",
     "preset_limits",
     "resolve_preset",
     "strategy_phases",
@@ -44,6 +52,9 @@ PRESET_CANDIDATES: Mapping[str, int] = {"light": 4, "medium": 8, "heavy": 20}
 PRESETS = tuple(PRESET_CANDIDATES)
 #: Train rows the starting prompt is checked on before the baselines (reflex.run.engine).
 PREFLIGHT_ROWS = 10
+#: ``mipro``'s round by its option defaults (``reflex_strategies.mipro.MiproOptions``; a test
+#: keeps them equal): trials per round, val rows per trial, full val evaluations per round.
+MIPRO_ROUND: Mapping[str, int] = {"full_eval_every": 5, "minibatch_size": 8, "full_eval_top": 1}
 
 
 def fixed_calls(models: int, *, train: int, val: int, test: int) -> int:
@@ -77,6 +88,40 @@ def candidate_calls(models: int, *, val: int, batch_size: int) -> int:
     return models * (val + batch_size if val else batch_size)
 
 
+@dataclass(frozen=True)
+class MiproRound:
+    """One round of ``mipro``: ``trials`` trials on ``rows`` rows each, then ``full`` full
+    evaluations on ``val`` rows; per task model."""
+
+    trials: int
+    rows: int
+    full: int
+    val: int
+
+    @property
+    def iterations(self) -> int:
+        """The iterations a round records: one per trial and per full evaluation."""
+        return self.trials + self.full
+
+    def calls(self, models: int) -> int:
+        """A round's task calls at most (rows answered before are cached, so often fewer)."""
+        return models * (self.trials * self.rows + self.full * self.val)
+
+
+def mipro_round(strategy: str, options: Mapping[str, object], *, val: int) -> MiproRound | None:
+    """``mipro``'s round for ``val`` selection rows with these options; None for another
+    strategy."""
+    if strategy != "mipro":
+        return None
+
+    def option(name: str) -> int:
+        value = options.get(name, MIPRO_ROUND[name])
+        return value if isinstance(value, int) and value > 0 else MIPRO_ROUND[name]
+
+    rows = min(option("minibatch_size"), val)
+    return MiproRound(option("full_eval_every"), rows, option("full_eval_top"), val)
+
+
 def strategy_phases(strategy: str, options: Mapping[str, object], *, reasoning: bool) -> int:
     """The phases ``strategy`` searches in turn: a sequence's steps, ``auto``'s axes, else 1."""
     steps = options.get("steps")
@@ -96,6 +141,9 @@ def resolve_preset(config: RunConfig, *, train: int, val: int, test: int) -> Pre
     models = len(config.models)
     fixed = fixed_calls(models, train=train, val=val, test=test)
     per_candidate = candidate_calls(models, val=val, batch_size=config.batch_size)
+    rounds = mipro_round(config.strategy, config.strategy_options, val=val or config.batch_size)
+    if rounds is not None:  # a candidate of mipro is a round
+        per_candidate = rounds.calls(models)
     candidates = PRESET_CANDIDATES[preset]
     phases = strategy_phases(
         config.strategy, config.strategy_options, reasoning=bool(config.reasoning_model)

@@ -32,20 +32,23 @@ def iteration_limit(
     fixed_calls: int,
     val_pass: int,
     raced: bool = False,
+    per_candidate: int = 1,
 ) -> int:
     """``max_iterations`` when set; else as many val passes as the search budget pays for
     (``raced``: as many raced candidates, each planned at :data:`RACED_PASS` of a pass).
 
     ``fixed_calls`` is what the run pays besides its candidates (preflight, the test baseline,
     the val baseline and the final test reserve); ``val_pass`` is one candidate's val
-    measurement. Never fewer than DEFAULT_ITERATIONS: a small budget still ends the run itself.
+    measurement. Never fewer than DEFAULT_ITERATIONS candidates: a small budget still ends the
+    run itself. ``per_candidate``: the iterations one candidate records (``mipro``: a round's
+    trials and full evaluations; its ``val_pass`` is then the round's calls).
     """
     if max_iterations is not None:
         return max_iterations
     if max_calls is None or val_pass <= 0:
-        return DEFAULT_ITERATIONS
-    per_candidate = max(1, math.ceil(val_pass * RACED_PASS)) if raced else val_pass
-    return max(DEFAULT_ITERATIONS, (max_calls - fixed_calls) // per_candidate)
+        return DEFAULT_ITERATIONS * per_candidate
+    cost = max(1, math.ceil(val_pass * RACED_PASS)) if raced else val_pass
+    return max(DEFAULT_ITERATIONS, (max_calls - fixed_calls) // cost) * per_candidate
 
 
 @dataclass
