@@ -10,8 +10,10 @@ from conftest import ANSWERS, KEYWORD, make_rows, task_answer
 from test_engine import START, builder
 
 from reflex import ConfigurationError, PromptOptimizer
+from reflex.config import RunConfig
+from reflex.run.presets import SIMBA_SAMPLES, resolve_preset
 from reflex.testing import FakeModel, FakeRequest
-from reflex_strategies.simba import RULES_HEADER
+from reflex_strategies.simba import RULES_HEADER, SimbaOptions
 
 
 def _index(request: FakeRequest) -> int:
@@ -121,3 +123,34 @@ def test_max_calls_bounds_the_sampled_search(tmp_path: Path) -> None:
     events = (Path(str(result.run_dir)) / "events.jsonl").read_text().splitlines()
     steps = [json.loads(e) for e in events if '"simba_rows"' in e]
     assert steps and all(s["rows"] for s in steps)
+
+
+def test_the_medium_preset_adds_the_sampled_runs_per_candidate() -> None:
+    config = RunConfig(models=["fake/task"], strategy="simba", budget={"preset": "medium"})
+    found = resolve_preset(config, train=60, val=20, test=20)
+    # fixed 70; per candidate: val 20 + batch 8 + half of 3 samples x 8 rows (two a step)
+    assert found is not None and found.calls == 70 + 8 * 1 * (28 + 12)
+    assert SimbaOptions().samples == SIMBA_SAMPLES  # the preset's copy of the default
+    more = RunConfig(
+        models=["fake/task"],
+        strategy="simba",
+        strategy_options={"samples": 5},
+        budget={"preset": "medium"},
+    )
+    bigger = resolve_preset(more, train=60, val=20, test=20)
+    assert bigger is not None and bigger.per_candidate == 28 + 20
+
+
+def test_dry_run_prints_the_sampled_plan_at_zero_calls(tmp_path: Path) -> None:
+    def refuse(request: FakeRequest, n: int) -> BaseException | None:
+        raise AssertionError(f"a dry run made call {n}")
+
+    fake = FakeModel(sampled_task, fault=refuse).install()
+    opt = builder(tmp_path).set_strategy("simba").configure(max_iterations=2)
+    plan = opt.plan(START)
+    assert fake.requests == []
+    search = {p.phase: p for p in plan.phases}["search"]
+    # two candidates: each a screen (8 rows), a val pass (6 rows) and its share of the samples
+    val = plan.rows["val"]
+    assert search.calls == 2 * (8 + val + 12)
+    assert any("search" in line for line in plan.lines())

@@ -34,7 +34,7 @@ from reflex.run.plan import (
     PhaseCost,
     PricedPlan,
 )
-from reflex.run.presets import PREFLIGHT_ROWS, candidate_calls, fixed_calls
+from reflex.run.presets import PREFLIGHT_ROWS, candidate_calls, fixed_calls, sampling_calls
 
 __all__ = ["price_plan"]
 
@@ -181,6 +181,10 @@ def _search(engine: Engine, phases: _Phases, sizes: dict[str, int]) -> tuple[Pha
     budget left after the fixed calls pays for when fewer."""
     models, config = len(engine.config.models), engine.config
     per_candidate = candidate_calls(models, val=sizes["val"], batch_size=config.batch_size)
+    sampled = sampling_calls(
+        config.strategy, config.strategy_options, models=models, batch_size=config.batch_size
+    )
+    per_candidate += sampled
     candidates = engine.planned_iterations()
     limit = engine.limits.max_calls
     if limit is not None:
@@ -192,7 +196,11 @@ def _search(engine: Engine, phases: _Phases, sizes: dict[str, int]) -> tuple[Pha
     screen = models * min(config.batch_size, sizes["train"])
     val = models * sizes["val"]
     search = phases.phase(
-        "search", [screen, val], repeat=candidates, reasoning=reasoning, estimate=True
+        "search",
+        [screen, val, sampled] if sampled else [screen, val],
+        repeat=candidates,
+        reasoning=reasoning,
+        estimate=True,
     )
     return search, candidates
 
