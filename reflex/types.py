@@ -156,9 +156,16 @@ class StrategyContext(Protocol):
     def should_stop(self) -> bool: ...
 
     def evaluate(
-        self, prompt: str, examples: Sequence[Example] | None = None, label: str = "train"
+        self,
+        prompt: str,
+        examples: Sequence[Example] | None = None,
+        label: str = "train",
+        *,
+        sampling: tuple[float, int] | None = None,
     ) -> EvalSnapshot:
-        """Score ``prompt`` on ``examples`` (default: all of train); ``label``: their split."""
+        """Score ``prompt`` on ``examples`` (default: all of train); ``label``: their split;
+        ``sampling``: ``(temperature, seed)`` to decode with instead of the run's (each pair is
+        its own cache key, so a resumed run replays the same samples)."""
         ...
 
     def record_iteration(

@@ -31,6 +31,7 @@ STRATEGIES = [
     "opro",
     "random",
     "mipro",  # its TPE study rebuilt from the trials replayed (issue 33)
+    "simba",  # samples at a temperature, keyed by seed: replayed from the cache (issue 33)
     "instructions,fewshot,iterative",  # a user's own sequence (issue 33)
     "fewshot+race",  # demo draws raced on growing val rungs (issue 33, item 2)
     "auto+race",
@@ -48,9 +49,16 @@ def builder(run_dir: Path, strategy: str) -> PromptOptimizer:
         .set_run_dir(run_dir)
         .configure(max_iterations=4, early_stopping_patience=None, max_workers=4, race=raced)
     )
-    if strategy in ("iterative", "auto", "structural", "pdo", "gepa", "opro", "random") or (
-        "iterative" in strategy.split(",")
-    ):
+    if strategy in (
+        "iterative",
+        "auto",
+        "structural",
+        "pdo",
+        "gepa",
+        "opro",
+        "random",
+        "simba",
+    ) or ("iterative" in strategy.split(",")):
         opt.set_reasoning_model("fake/reasoner")
     return opt
 
@@ -59,6 +67,8 @@ def reasoner_variants(request: FakeRequest) -> str:
     """Several distinct proposals, so iterations differ from one another."""
     if request.model == "fake/reasoner":
         n = request.user.count("iteration ")
+        if "sampled answers varied" in request.user:  # simba: rules from the contrast
+            return f"<rules>- rule {request.user.count('Example ')}</rules>"
         extra = " Answer with one word." if n >= 1 else ""
         return f"<edit>variant {n}</edit><prompt>{START} v{n}.{extra}</prompt>"
     return responder(request)

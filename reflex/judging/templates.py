@@ -104,6 +104,19 @@ DEFAULT_TEMPLATES: dict[str, str] = {
         "Lowest-scoring examples:\n{rows}\n\n"
         "Edit log (edit -> score change it caused):\n{history}"
     ),
+    "simba.system": (
+        "You write rules for a language model's system prompt. For each example you are shown "
+        "the same prompt's answers sampled several times: a better and a worse one, with their "
+        "scores, or only failures. From the contrast, write short, general rules that would "
+        "make the better behaviour reliable; do not quote the examples. Answer exactly in this "
+        "form:\n<diagnosis>what separates the better answers from the worse</diagnosis>\n"
+        "<rules>\n- one rule per line\n</rules>"
+    ),
+    "simba.contrast": (
+        "Current prompt:\n<current>\n{current}\n</current>\n\n"
+        "Rules it already has:\n{rules}\n\n"
+        "Examples whose sampled answers varied in score or failed:\n{rows}"
+    ),
     "structural.system": (
         "You restructure system prompts for a language model without changing what they ask "
         "for. Keep every instruction, label and format requirement; change only the layout: "

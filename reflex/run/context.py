@@ -166,10 +166,16 @@ class RunContext(OptIn, StopSignals):
             self.phase_history[-1].update(facts)
 
     def evaluate(
-        self, prompt: str, examples: Sequence[Example] | None = None, label: str = "train"
+        self,
+        prompt: str,
+        examples: Sequence[Example] | None = None,
+        label: str = "train",
+        *,
+        sampling: tuple[float, int] | None = None,
     ) -> EvalSnapshot:
         """Score ``prompt`` on ``examples`` (default: the whole train split); train and val rows
-        only: the test split is measured by the engine alone (baseline and final)."""
+        only: the test split is measured by the engine alone (baseline and final). ``sampling``
+        ``(temperature, seed)`` decodes at that temperature and seed instead of the run's."""
         rows = list(self.train) if examples is None else list(examples)
         held = [e.id for e in rows if e.id in self._test_ids]
         if held:
@@ -181,7 +187,7 @@ class RunContext(OptIn, StopSignals):
         refused = self._refusal(prompt)
         if refused is not None:  # no call is paid for a candidate that breaks the template
             return refused_snapshot(prompt, str(split), rows, self.settings.models, refused)
-        return self._session.evaluate(prompt, rows, split)
+        return self._session.evaluate(prompt, rows, split, sampling=sampling)
 
     def _refusal(self, prompt: str) -> str | None:
         """Why ``prompt`` breaks the chat template, the tools' fixed lines or the output-format

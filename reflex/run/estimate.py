@@ -40,6 +40,7 @@ from reflex.run.presets import (
     candidate_calls,
     fixed_calls,
     mipro_round,
+    sampling_calls,
 )
 
 __all__ = ["price_plan"]
@@ -190,6 +191,10 @@ def _search(engine: Engine, phases: _Phases, sizes: dict[str, int]) -> tuple[Pha
     if rounds is not None:
         return _mipro_search(engine, phases, sizes, rounds)
     per_candidate = candidate_calls(models, val=sizes["val"], batch_size=config.batch_size)
+    sampled = sampling_calls(
+        config.strategy, config.strategy_options, models=models, batch_size=config.batch_size
+    )
+    per_candidate += sampled
     candidates = engine.planned_iterations()
     limit = engine.limits.max_calls
     if limit is not None:
@@ -201,7 +206,11 @@ def _search(engine: Engine, phases: _Phases, sizes: dict[str, int]) -> tuple[Pha
     screen = models * min(config.batch_size, sizes["train"])
     val = models * sizes["val"]
     search = phases.phase(
-        "search", [screen, val], repeat=candidates, reasoning=reasoning, estimate=True
+        "search",
+        [screen, val, sampled] if sampled else [screen, val],
+        repeat=candidates,
+        reasoning=reasoning,
+        estimate=True,
     )
     return search, candidates
 

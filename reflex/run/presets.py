@@ -17,7 +17,9 @@ which keeps a third for its rewrites), one per step of a sequence (``-s a,b,c``)
 phase: light 4, medium 8, heavy 20. Why per phase: each phase searches another axis (the
 instructions, the demos, a rewrite), and a phase that measures fewer than a handful of
 candidates rarely finds one that beats the incumbent on val, so a multi-phase strategy needs
-proportionally more. ``--max-calls`` given explicitly always wins over the preset.
+proportionally more. ``simba`` adds its sampled runs to ``per_candidate`` (``samples x
+batch_size`` per step, shared by the step's two candidates: :func:`sampling_calls`).
+``--max-calls`` given explicitly always wins over the preset.
 
 ``mipro`` searches in rounds (:func:`mipro_round`): ``full_eval_every`` trials on
 ``minibatch_size`` val rows, then ``full_eval_top`` full val evaluations. Its candidate is a
@@ -35,6 +37,7 @@ from reflex.config import BudgetConfig, RunConfig
 __all__ = [
     "PRESETS",
     "PRESET_CANDIDATES",
+    "SIMBA_SAMPLES",
     "PREFLIGHT_ROWS",
     "MIPRO_ROUND",
     "MiproRound",
@@ -44,6 +47,7 @@ __all__ = [
     "mipro_round",
     "preset_limits",
     "resolve_preset",
+    "sampling_calls",
     "strategy_phases",
 ]
 
@@ -122,6 +126,25 @@ def mipro_round(strategy: str, options: Mapping[str, object], *, val: int) -> Mi
     return MiproRound(option("full_eval_every"), rows, option("full_eval_top"), val)
 
 
+#: ``simba``'s sampled runs of the incumbent per row (``SimbaOptions.samples``' default; the
+#: strategy lives above this package, so the default is repeated here: tests/test_presets.py
+#: holds the two equal).
+SIMBA_SAMPLES = 3
+
+
+def sampling_calls(
+    strategy: str, options: Mapping[str, object], *, models: int, batch_size: int
+) -> int:
+    """Calls a strategy pays per candidate besides its screen and val pass: ``simba`` runs the
+    incumbent ``samples`` times on a ``batch_size`` minibatch each step, shared by the step's
+    two candidates (its rules and its demo); 0 for every other strategy."""
+    if strategy != "simba":
+        return 0
+    samples = options.get("samples", SIMBA_SAMPLES)
+    count = samples if isinstance(samples, int) else SIMBA_SAMPLES
+    return models * -(-count * batch_size // 2)
+
+
 def strategy_phases(strategy: str, options: Mapping[str, object], *, reasoning: bool) -> int:
     """The phases ``strategy`` searches in turn: a sequence's steps, ``auto``'s axes, else 1."""
     steps = options.get("steps")
@@ -141,6 +164,9 @@ def resolve_preset(config: RunConfig, *, train: int, val: int, test: int) -> Pre
     models = len(config.models)
     fixed = fixed_calls(models, train=train, val=val, test=test)
     per_candidate = candidate_calls(models, val=val, batch_size=config.batch_size)
+    per_candidate += sampling_calls(
+        config.strategy, config.strategy_options, models=models, batch_size=config.batch_size
+    )
     rounds = mipro_round(config.strategy, config.strategy_options, val=val or config.batch_size)
     if rounds is not None:  # a candidate of mipro is a round
         per_candidate = rounds.calls(models)

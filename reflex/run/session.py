@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from reflex.callbacks import CallbackDispatcher, EvalLabel
@@ -59,19 +59,35 @@ class Session:
         """The callbacks, muted while a resumed run replays what they were already told."""
         return _MUTED if self.replay.active else self.dispatcher
 
-    def uncached_calls(self, prompt: str, examples: Sequence[Example]) -> int:
+    def sampled(self, sampling: tuple[float, int] | None) -> Evaluator:
+        """The evaluator decoding at ``(temperature, seed)`` instead of the run's settings (both
+        are part of each call's cache key: a resumed run replays the same samples)."""
+        if sampling is None:
+            return self.evaluator
+        temperature, seed = sampling
+        specs = [replace(s, temperature=temperature, seed=seed) for s in self.evaluator.models]
+        return replace(self.evaluator, models=specs)
+
+    def uncached_calls(
+        self,
+        prompt: str,
+        examples: Sequence[Example],
+        *,
+        sampling: tuple[float, int] | None = None,
+    ) -> int:
         """How many (example, model) calls an evaluation would pay for (cache probes only).
 
         A pipeline's calls cannot be probed before it runs: they are estimated from the
         pipeline's average so far, and the calls it really made are counted afterwards.
         """
-        if self.evaluator.pipeline is not None:
-            rows = len(examples) * len(self.evaluator.models)
-            return self.evaluator.pipeline.estimate_calls(rows)
-        mode = self.evaluator.prompt_mode
+        evaluator = self.sampled(sampling)
+        if evaluator.pipeline is not None:
+            rows = len(examples) * len(evaluator.models)
+            return evaluator.pipeline.estimate_calls(rows)
+        mode = evaluator.prompt_mode
         return sum(
             self.client.would_pay(*request_for(spec, prompt, example, mode))
-            for spec in self.evaluator.models
+            for spec in evaluator.models
             for example in examples
         )
 
@@ -82,13 +98,16 @@ class Session:
         label: EvalLabel,
         *,
         use_reserve: bool = False,
+        sampling: tuple[float, int] | None = None,
     ) -> EvalSnapshot:
-        """Evaluate ``prompt`` on ``examples`` after checking the budget; emits progress."""
+        """Evaluate ``prompt`` on ``examples`` after checking the budget; emits progress.
+        ``sampling``: decode at ``(temperature, seed)`` instead of the run's settings."""
+        evaluator = self.sampled(sampling)
         if not examples:
             raise ConfigurationError(f"cannot evaluate on an empty set of examples ({label})")
         rows = {(e.id, spec.model) for e in examples for spec in self.evaluator.models}
         self.replay.evaluation_starts(str(label), prompt_id_of(prompt), rows)
-        needed = self.uncached_calls(prompt, examples)
+        needed = self.uncached_calls(prompt, examples, sampling=sampling)
         self.budget.check_evaluation(needed, use_reserve=use_reserve)
         total = len(examples) * len(self.evaluator.models)
         self.notify.evaluation_start(label, total)
@@ -96,7 +115,7 @@ class Session:
         clock = self.budget.elapsed
         try:
             snapshot = self.run_in_budget(
-                self.evaluator.evaluate(prompt, examples, label.split, progress=self._advance),
+                evaluator.evaluate(prompt, examples, label.split, progress=self._advance),
                 use_reserve=use_reserve,
             )
         finally:  # calls paid before a deadline cancelled the rest still count
