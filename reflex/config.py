@@ -136,7 +136,7 @@ class BaseRunConfig(BaseModel):
     batch_size: int = Field(default=8, gt=0, description="Train rows per iteration (minibatch).")
     early_stopping_patience: int | None = Field(default=3, gt=0)
     accept: str = Field(
-        default="significant",
+        default="any",
         description="When a candidate replaces the best prompt: significant[:ALPHA] (better on "
         "the val rows by a one-sided paired sign-flip test, level 0.1, and the winner "
         "corrected for best-of-many), margin:M (a mean val gain of at least M) or any (any "

@@ -204,10 +204,10 @@ class PromptOptimizer(DataSide, ModelSide):
         return self._set(prompt_token_cost=cost)
 
     def set_accept(self, rule: str) -> PromptOptimizer:
-        """When a candidate replaces the best prompt: ``"significant"`` (better on the val rows
+        """When a candidate replaces the best prompt: ``"any"`` (the default: any higher val
+        score; the evidence is recorded all the same), ``"significant"`` (better on the val rows
         by a one-sided paired test at 0.1; ``"significant:0.05"`` another level; the winner
-        corrected for best-of-many), ``"margin:0.02"`` (a mean val gain of at least 0.02) or
-        ``"any"`` (any higher val score)."""
+        corrected for best-of-many) or ``"margin:0.02"`` (a mean val gain of at least 0.02)."""
         return self._set(accept=rule)
 
     def set_race(self, on: bool = True) -> PromptOptimizer:

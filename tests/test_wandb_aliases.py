@@ -18,7 +18,7 @@ from conftest import BETTER, make_rows
 from mlflow import MlflowClient
 from test_engine import START, builder
 from test_mlflow_promotion import registry  # noqa: F401 - cat v1 = START, held by @production
-from test_mlflow_registry import store, template_db  # noqa: F401 - the sqlite store fixtures
+from test_mlflow_registry import store  # noqa: F401 - the sqlite store fixture (template_db: conftest)
 from wandb_reader import load_run
 
 from reflex.testing import FakeModel

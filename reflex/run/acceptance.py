@@ -3,11 +3,12 @@
 A run's ``accept`` rule (``RunConfig.accept``, ``--accept``) decides whether a candidate measured
 on val becomes the new best prompt (the *incumbent*):
 
-- ``significant[:ALPHA]`` (the default): better than the incumbent on the same val rows by the
+- ``significant[:ALPHA]``: better than the incumbent on the same val rows by the
   one-sided paired sign-flip test (:func:`reflex.checks.maxstat.one_sided_p`, p < ALPHA, 0.1
   by default). With 6 val rows, one more correct row is p = 0.5: not enough.
 - ``margin:M``: a mean paired val gain of at least M (and above 0).
-- ``any``: any higher val mean (the behaviour before the gate).
+- ``any`` (the default, the one that measured best: docs/selection.md): any higher val mean;
+  the evidence below is recorded all the same.
 
 Length can be a cost on top of any rule (``RunConfig.prompt_token_cost``,
 ``--prompt-token-cost C``): a candidate with more prompt tokens than the incumbent (cl100k_base,
