@@ -40,8 +40,12 @@ def _holder(client: MlflowClient) -> int:
 
 @pytest.fixture
 def registry(store: str, monkeypatch: pytest.MonkeyPatch) -> MlflowClient:  # noqa: F811
-    """``cat`` v1 = START, held by @production; the store is the process's MLflow store."""
+    """``cat`` v1 = START, held by @production; the store is the process's MLflow store (the env
+    var, and MLflow's process-wide URI, which an earlier test may have set and which wins)."""
+    import mlflow
+
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    monkeypatch.setattr(mlflow.tracking._tracking_service.utils, "_tracking_uri", None)
     client = MlflowClient(tracking_uri=store)
     client.register_prompt("cat", template=START)
     client.set_prompt_alias("cat", "production", 1)
