@@ -197,3 +197,11 @@ async def until(condition: Callable[[], bool], what: str) -> None:
             return
         await asyncio.sleep(0.01)
     pytest.fail(f"never happened: {what}")
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_mlflow_experiment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mlflow.set_experiment`` exports MLFLOW_EXPERIMENT_ID for the whole process: undo it after
+    every test (set then delete, so monkeypatch restores the variable's absence)."""
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", "")
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_ID")
