@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
+from conftest import responder
 from test_resume import START, builder, reasoner_variants
 
 from reflex.testing import FakeModel
@@ -45,8 +46,9 @@ def free_port() -> int:
 
 @pytest.fixture(params=["iterative", "instructions"])
 def strategy(request: pytest.FixtureRequest) -> str:
-    """iterative: candidates beat the initial prompt; instructions (with the fake model): none
-    does, so the best val curve is the initial prompt's val score throughout."""
+    """iterative: the reasoner proposes the keyword prompt, which answers every row right, so the
+    final flips the baseline's wrong rows; instructions (with the fake model): no candidate beats
+    the initial prompt, so the best val curve is the initial prompt's val score throughout."""
     return str(request.param)
 
 
@@ -61,7 +63,7 @@ def logged_run(
     from conftest import make_rows
 
     data.write_text("".join(__import__("json").dumps(r) + "\n" for r in make_rows(40)))
-    FakeModel(reasoner_variants).install()
+    FakeModel(responder if strategy == "iterative" else reasoner_variants).install()
     callback = MLflowCallback(tracking_uri=uri)
     builder(tmp_path / "runs", strategy).set_dataset(str(data)).run(START, callbacks=[callback])
     run = MlflowClient(tracking_uri=uri).get_run(str(callback.run_id))
@@ -203,10 +205,11 @@ def test_the_run_page_shows_the_chart_and_the_per_example_table(
 
 
 def test_the_evaluation_view_lists_and_compares_the_test_rows(
-    server: str, logged_run: tuple[str, str, str], tmp_path: Path
+    server: str, logged_run: tuple[str, str, str], tmp_path: Path, strategy: str
 ) -> None:
     """The final's evaluation run, compared to the baseline's (MLflow 3's evaluation view): every
-    test row is listed with its request, both answers and both exact_match scores."""
+    test row is listed with its request, both answers and both exact_match scores; under
+    iterative the final flips rows, and the comparison shows the flipped row's two scores."""
     uri, experiment, run = logged_run
     client = MlflowClient(tracking_uri=uri)
     children = client.search_runs([experiment], f"tags.`mlflow.parentRunId` = '{run}'")
@@ -218,8 +221,9 @@ def test_the_evaluation_view_lists_and_compares_the_test_rows(
     assert all(json.loads(t.info.request_preview or "{}")["input"] in listed for t in rows)
     url = f"{server}/#/experiments/{experiment}/runs/{final}/traces?compareToRunUuid={baseline}"
     page = rendered(url, tmp_path, "evaluation-compare")
-    keep(tmp_path / "rows.png", "mlflow-evaluation-rows.png")
-    keep(tmp_path / "evaluation-compare.png", "mlflow-evaluation-compare.png")
+    if strategy == "iterative":  # the docs' images: the run whose final flips rows
+        keep(tmp_path / "rows.png", "mlflow-evaluation-rows.png")
+        keep(tmp_path / "evaluation-compare.png", "mlflow-evaluation-compare.png")
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
     assert "compare to" in text and "test:baseline" in text and "exact_match" in text
     for trace in rows:
@@ -227,3 +231,28 @@ def test_the_evaluation_view_lists_and_compares_the_test_rows(
         assert request in text, request  # each test row, paired with its baseline
     shown = set(re.findall(r"tr-[0-9a-f]{6,}", text))
     assert len(shown) == 2 * len(rows)  # the final's trace and the baseline's, on every row
+    flipped = flipped_rows(client, experiment, baseline, final)
+    assert bool(flipped) == (strategy == "iterative"), flipped
+    for request, (before, after) in flipped.items():  # the row, then its two answers' scores
+        shown_scores = re.search(re.escape(request) + r" .*?(\b[01]\b) .*?(\b[01]\b) ", text)
+        assert shown_scores is not None, request
+        assert {shown_scores.group(1), shown_scores.group(2)} == {str(before), str(after)}
+
+
+def flipped_rows(
+    client: MlflowClient, experiment: str, baseline: str, final: str
+) -> dict[str, tuple[int, int]]:
+    """Request -> (baseline score, final score) for each test row whose exact_match changed,
+    read back from the two evaluation runs' traces and their assessments."""
+
+    def scores(run: str) -> dict[str, int]:
+        traces = client.search_traces(locations=[experiment], run_id=run, max_results=500)
+        return {
+            json.loads(t.info.request_preview or "{}")["input"]: int(
+                next(a.value for a in t.info.assessments if a.name == "exact_match")
+            )
+            for t in traces
+        }
+
+    before, after = scores(baseline), scores(final)
+    return {r: (before[r], after[r]) for r in after if before.get(r) != after[r]}
