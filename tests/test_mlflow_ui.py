@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mlflow import MlflowClient
 from conftest import responder
+from mlflow import MlflowClient
 from test_resume import START, builder, reasoner_variants
 
 from reflex.testing import FakeModel
