@@ -21,7 +21,8 @@ other markers; their bare row is the first run's baseline, and ``--tool-choice``
 choice of every request (rows ``METHOD [CHOICE]``).
 
 ``--accept any,significant`` runs every strategy cell once per acceptance rule (rows ``METHOD
-accept=RULE``; without it, the product's default rule and plain rows).
+accept=RULE``; without it, the product's default rule and plain rows). A strategy written
+``NAME+race`` (``auto+race``) runs with ``--race`` (candidates raced on growing val rungs).
 
 ``--dspy-python`` runs ``bench/quality_dspy.py`` with that interpreter (a venv with DSPy 3.x):
 ``LabeledFewShot`` and ``BootstrapFewShotWithRandomSearch`` on the same splits and model,
@@ -139,9 +140,10 @@ def run_strategy(
     """One search; ``patience``: early stopping's (None: the product's default)."""
     test = sum(1 for r in rows if r["split"] == "test")
     run_dir = tempfile.mkdtemp(prefix="reflex-quality-")
-    name, options = strategy_spec(strategy)
+    raced = strategy.endswith("+race")  # ``auto+race``: the strategy with --race
+    name, options = strategy_spec(strategy.removesuffix("+race"))
     builder = _builder(model, rows, Path(run_dir), task, seed).set_strategy(name, **options)
-    builder = builder.set_budget(max_calls=budget + 2 * test)
+    builder = builder.set_budget(max_calls=budget + 2 * test).configure(race=raced)
     if patience is not None:
         builder = builder.configure(early_stopping_patience=patience)
     try:
@@ -176,7 +178,7 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--strategies",
         default="auto,instructions,fewshot",
-        help="A,B or with options NAME:KEY=JSON (several: separated with ;)",
+        help="A,B or with options NAME:KEY=JSON (several: separated with ;); NAME+race races",
     )
     parser.add_argument("--budgets", default="150,450")
     parser.add_argument("--seeds", default="0,1,2")
