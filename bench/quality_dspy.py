@@ -10,6 +10,12 @@ each test row's score (exact match of the answer field, stripped). ``LabeledFewS
 makes no search call; ``BootstrapFewShotWithRandomSearch`` runs with DSPy's defaults except
 ``num_candidate_programs``: the val passes the budget pays for, less DSPy's three baseline
 programs (its bootstrapping calls come on top, so its search calls are reported as counted).
+``MIPROv2`` (issue 33: the anchor of ``-s mipro``) runs with ``auto=None``, 6 instruction and
+6 demo-set candidates proposed by the same model (no stronger prompt model is given, as ours
+gets none), minibatches of 8 val rows like ``-s mipro``'s, a full-val pass every 5 trials, and
+as many trials as the budget pays for at that rate (bootstrapping and proposal calls on top,
+reported as counted). ``QUALITY_DSPY_OPTIMIZERS=labeled,bfswrs,mipro`` picks which run (all by
+default).
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import dspy  # after DSPY_CACHEDIR is set
 
 DSPY_FORMAT_TOKENS = 48  # room for the answer field markers on top of the task cap
+MIPRO_MINIBATCH = 8  # the val rows of one MIPROv2 trial, as -s mipro's minibatches
+MIPRO_FULL_EVAL_STEPS = 5  # a full-val pass every 5 trials (DSPy's default, and ours)
 
 
 def requests_so_far(api_base: str) -> int:
@@ -48,6 +56,23 @@ def test_scores(program: Any, rows: list[dict[str, str]]) -> dict[str, float]:
         example = dspy.Example(input=row["input"], answer=row["ideal"])
         scores[row["id"]] = 1.0 if prediction is not None and exact(example, prediction) else 0.0
     return scores
+
+
+def mipro(program: Any, train: list[Any], val: list[Any], budget: int, seed: int) -> Any:
+    """MIPROv2 sized to ``budget``: each trial costs a minibatch, every fifth a full val pass."""
+    per_round = MIPRO_FULL_EVAL_STEPS * MIPRO_MINIBATCH + len(val)
+    trials = max(MIPRO_FULL_EVAL_STEPS, budget * MIPRO_FULL_EVAL_STEPS // per_round)
+    optimizer = dspy.MIPROv2(
+        metric=exact, auto=None, num_candidates=6, num_threads=1, seed=seed, verbose=False
+    )
+    return optimizer.compile(
+        program,
+        trainset=train,
+        valset=val,
+        num_trials=trials,
+        minibatch_size=min(MIPRO_MINIBATCH, len(val)),
+        minibatch_full_eval_steps=MIPRO_FULL_EVAL_STEPS,
+    )
 
 
 def main() -> None:
@@ -84,15 +109,24 @@ def main() -> None:
     # search to the budget, then report the calls it really made (bootstrapping comes on top).
     candidates = max(1, args.budget // max(1, len(splits["val"])) - 3)
     optimizers = {
-        "DSPy LabeledFewShot": lambda: dspy.LabeledFewShot(k=16).compile(
-            program, trainset=examples("train")
+        "labeled": (
+            "DSPy LabeledFewShot",
+            lambda: dspy.LabeledFewShot(k=16).compile(program, trainset=examples("train")),
         ),
-        "DSPy BootstrapFewShotWithRandomSearch": lambda: dspy.BootstrapFewShotWithRandomSearch(
-            metric=exact, num_candidate_programs=candidates, num_threads=1
-        ).compile(program, trainset=examples("train"), valset=examples("val")),
+        "bfswrs": (
+            "DSPy BootstrapFewShotWithRandomSearch",
+            lambda: dspy.BootstrapFewShotWithRandomSearch(
+                metric=exact, num_candidate_programs=candidates, num_threads=1
+            ).compile(program, trainset=examples("train"), valset=examples("val")),
+        ),
+        "mipro": (
+            "DSPy MIPROv2",
+            lambda: mipro(program, examples("train"), examples("val"), args.budget, args.seed),
+        ),
     }
+    chosen = os.environ.get("QUALITY_DSPY_OPTIMIZERS", ",".join(optimizers)).split(",")
     out = []
-    for method, compile_program in optimizers.items():
+    for method, compile_program in (optimizers[name.strip()] for name in chosen if name.strip()):
         before = requests_so_far(args.api_base)
         compiled = compile_program()
         calls = requests_so_far(args.api_base) - before

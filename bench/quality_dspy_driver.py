@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,11 @@ def _responder(model: str) -> Any:
 
         def fake(request: Any) -> str:
             label = "HassTurnOn" if len(request.user) % 3 == 0 else "unsure"
-            return f"[[ ## answer ## ]]\n{label}\n\n[[ ## completed ## ]]"
+            # every field the system message names (MIPROv2's proposers ask for others)
+            fields = dict.fromkeys(re.findall(r"\[\[ ## (\w+) ## \]\]", request.system))
+            fields.pop("completed", None)
+            text = "".join(f"[[ ## {f} ## ]]\n{label if f == 'answer' else f}\n\n" for f in fields)
+            return text + "[[ ## completed ## ]]"
 
         return fake
     from reflex.models import local
