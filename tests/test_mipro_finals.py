@@ -87,3 +87,15 @@ def test_a_raced_mipro_run_killed_resumes_to_the_same_result(tmp_path: Path) -> 
         FakeModel(task).install()
         resumed = build(run_dir).run(KILLED_START, resume=True)
         assert comparable(resumed) == comparable(expected), f"kill at call {kill_at}"
+
+
+def test_the_correction_counts_every_combination_a_trial_looked_at(tmp_path: Path) -> None:
+    FakeModel(task).install()
+    result = builder(tmp_path).configure(max_iterations=24).run(START)
+    measured = {r.system_prompt for r in result.iterations if r.val_score is not None}
+    tried = {r.system_prompt for r in result.iterations if r.lineage[0]["type"] == "trial"}
+    seen = tried - measured - {START}  # looked at on an 8-row minibatch only
+    assert seen and result.selection is not None
+    assert result.selection["seen"] == len(seen)
+    assert result.selection["k"] == len(measured) + len(seen)
+    assert f"{len(seen)} seen on part of the rows" in result.selection["method"]

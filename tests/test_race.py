@@ -17,6 +17,7 @@ from test_resume import cached_rows, comparable
 
 from reflex import PromptOptimizer
 from reflex.api import Example, RunEnd, StrategyContext, hookimpl
+from reflex.checks.maxstat import best_of_many
 from reflex.models.client import load_litellm
 from reflex.testing import FakeModel, FakeRequest
 from reflex_strategies._race import Candidate, RaceResult, race, race_rows
@@ -149,6 +150,23 @@ def test_a_dropped_candidate_never_becomes_the_best(tmp_path: Path) -> None:
     [front] = [r for r in result.iterations if r.system_prompt == FRONT]
     assert front.val_score == 0.25 and not front.is_best
     assert result.best_prompt == START
+
+
+@pytest.mark.usefixtures("racer")
+def test_the_best_of_many_correction_counts_the_dropped_candidates(tmp_path: Path) -> None:
+    FakeModel(answer).install()
+    result = build(tmp_path, [GOOD, BAD]).run(START)
+    [good] = [r for r in result.iterations if r.system_prompt == GOOD]
+    selection = result.selection
+    assert selection is not None and selection["iteration"] == good.iteration
+    # k counts BAD, dropped at the first rung (seen on 5 val rows only), beside GOOD.
+    assert selection["k"] == 2 and selection["seen"] == 1
+    # GOOD against the initial prompt (right on every third row) on the 20 val rows, alone:
+    initial = {f"{i}@fake/task": float(int(i[1:]) % 3 == 0) for i in SEEN["rungs"][-1]}
+    alone = best_of_many([{key: 1.0 - s for key, s in initial.items()}], 0, alpha=0.1)
+    assert alone.k == 1 and selection["diff"] == pytest.approx(alone.diff)
+    # BAD differs from the initial prompt on some of its 5 rows: chance reaches further.
+    assert selection["bound"] > alone.bound
 
 
 @pytest.mark.usefixtures("racer")
