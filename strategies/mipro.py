@@ -58,8 +58,8 @@ from reflex.api import (
 )
 
 from ._common import join_sections, references
-from ._tpe import OPTUNA_MISSING, Space, Trial, optuna_available, suggest
 from ._mipro_finals import Combo, Finals
+from ._tpe import OPTUNA_MISSING, Space, Trial, optuna_available, suggest
 from .fewshot import Demo, FewshotOptions, demo_pool, pick_demos, render_demos
 from .instructions import InstructionsOptions, derived_instructions, label_set
 

@@ -99,3 +99,14 @@ def test_the_correction_counts_every_combination_a_trial_looked_at(tmp_path: Pat
     assert result.selection["seen"] == len(seen)
     assert result.selection["k"] == len(measured) + len(seen)
     assert f"{len(seen)} seen on part of the rows" in result.selection["method"]
+
+
+def test_the_dry_run_plans_raced_finalists_at_half_a_val_pass(tmp_path: Path) -> None:
+    fake = FakeModel(task).install()
+    plan = builder(tmp_path).set_race().set_budget("light").run(START, dry_run=True)
+    assert fake.requests == []
+    [note] = [line for line in plan.lines() if line.startswith("note      mipro:")]
+    assert "the best 4 by mean raced on growing rungs of all 24 val rows" in note
+    # light: 4 rounds of 5 x 8 minibatch rows, then 4 finalists at half a val pass (4 x 12).
+    assert plan.budget["preset_calls"] == 10 + 24 + 2 * 24 + 4 * (5 * 8 + 4 * 12)
+    assert plan.calls == plan.budget["preset_calls"]

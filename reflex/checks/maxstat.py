@@ -60,8 +60,9 @@ def one_sided_p(diffs: Sequence[float], *, seed: int = 0) -> float:
 @dataclass(frozen=True)
 class SelectionTest:
     """:func:`best_of_many`'s answer: the winner's mean difference over ``rows`` paired rows,
-    its corrected p among ``k`` candidates (``seen`` of them on part of the rows only), and ``bound`` (the ``1 - alpha`` quantile of the
-    best-of-k mean difference under the null); ``corrected`` is ``diff - bound``."""
+    its corrected p among ``k`` candidates (``seen`` of them on part of the rows only), and
+    ``bound`` (the ``1 - alpha`` quantile of the best-of-k mean difference under the null);
+    ``corrected`` is ``diff - bound``."""
 
     k: int
     rows: int

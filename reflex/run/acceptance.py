@@ -27,8 +27,9 @@ rows, the mean difference, the one-sided p, whether it passed and why not, and t
 When the search is over, :meth:`Gate.selection` corrects the winner for having been picked from
 the ``k`` candidates the run looked at on val (:func:`reflex.checks.maxstat.best_of_many` against
 the initial prompt): those measured on every val row and those seen on part of them only
-(:meth:`Gate.looked`: a candidate a race dropped on a rung, a trial scored on a minibatch); under ``significant`` a winner that does not survive the correction is not
-kept: the initial prompt is (docs/selection.md, "Correcting the winner of many candidates").
+(:meth:`Gate.looked`: a candidate a race dropped on a rung, a trial scored on a minibatch);
+under ``significant`` a winner that does not survive the correction is not kept: the initial
+prompt is (docs/selection.md, "Correcting the winner of many candidates").
 """
 
 from __future__ import annotations
