@@ -209,8 +209,9 @@ def evidence_metrics(evidence: Mapping[str, Any] | None) -> dict[str, float]:
 def race_metrics(race: Mapping[str, Any] | None) -> dict[str, float]:
     """A raced candidate's race (``IterationRecord.race``, ``--race``): ``race_rung`` (the last
     rung it was scored on, 1-based), ``race_rows`` (that rung's val rows), ``race_score`` (its
-    partial score there), ``race_leader_score`` (the rung leader's), ``race_p`` (the leader's
-    one-sided paired p over it; absent on the last rung) and ``race_dropped`` (1/0)."""
+    partial score there), ``race_leader_score`` (the rung leader's), ``race_p`` (the rung
+    leader's one-sided paired p over it at its last rung short of all the val rows; 1 when it
+    led) and ``race_dropped`` (1/0)."""
     if not race:
         return {}
     values = {
