@@ -152,11 +152,12 @@ class Finals:
         chosen = self._pick(combos, top)
         if not chosen or not self.fits():
             return
-        self.measured.update(c.prompt for c in chosen)
         entries = [self._entry(c, "race") for c in chosen]
         self.ctx.log("mipro_race", finalists=entries)
         candidates = [
             Candidate(c.prompt, reasoning=self._note(c, "race"), lineage=[entry])
             for c, entry in zip(chosen, entries, strict=True)
         ]
-        race(self.ctx, candidates)
+        result = race(self.ctx, candidates)
+        # each raced finalist is recorded once; one the race had no room for may come back
+        self.measured.update(entry.candidate.prompt for entry in result.entries)
