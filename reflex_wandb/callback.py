@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WandbCallback", "side_rows"]
 
-_TABLE_COLUMNS = ["iteration", "score", "val_score", "prompt", "reasoning"]
+_TABLE_COLUMNS = ["iteration", "score", "val_score", "prompt", "reasoning", "race"]
 
 
 class WandbCallback(GuardedCallback):

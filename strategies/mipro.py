@@ -20,8 +20,10 @@ incumbent on the same rows (cached: the incumbent was measured on every val row)
 params on ``IterationRecord.lineage``. Every ``full_eval_every`` trials a round ends: the
 ``full_eval_top`` combinations with the best mean over every val row they were scored on, not
 measured yet and ahead of the incumbent on those same rows, are measured on every val row by
-``ctx.record_iteration``. Only that full val score, through the run's ``--accept`` gate and its
-best-of-many correction, can make a combination the best prompt.
+``ctx.record_iteration``; under ``--race`` the ``race_top`` best are raced on growing val rungs
+instead, the clearly worse dropped early (:mod:`._mipro_finals`). Only a full val score, through
+the run's ``--accept`` gate and its best-of-many correction (which counts every combination a
+trial looked at), can make a combination the best prompt.
 
 Each round is a phase named ``mipro`` (``phase_history``); early stopping ends a round, never
 the search (a trial is not a val measurement). The search ends at the iteration or call budget
@@ -35,9 +37,7 @@ bootstrap when the pool needs one. A budget preset counts a round as one candida
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -58,6 +58,7 @@ from reflex.api import (
 )
 
 from ._common import join_sections, references
+from ._mipro_finals import Combo, Finals
 from ._tpe import OPTUNA_MISSING, Space, Trial, optuna_available, suggest
 from .fewshot import Demo, FewshotOptions, demo_pool, pick_demos, render_demos
 from .instructions import InstructionsOptions, derived_instructions, label_set
@@ -102,6 +103,11 @@ class MiproOptions(BaseModel):
     full_eval_top: int = Field(
         default=1, gt=0, description="best combinations by mean measured on full val per round"
     )
+    race_top: int = Field(
+        default=4,
+        gt=0,
+        description="under --race: best combinations by mean raced on growing val rungs per round",
+    )
     startup_trials: int = Field(
         default=6, ge=0, description="random trials before TPE models the scores"
     )
@@ -115,25 +121,11 @@ class MiproOptions(BaseModel):
         return self
 
 
-@dataclass
-class _Combo:
-    """One combination tried: its prompt, params and every selection row it was scored on."""
-
-    prompt: str
-    params: dict[str, int]
-    rows: dict[str, float] = field(default_factory=dict)  # by Sample.key (example @ model)
-    ids: set[str] = field(default_factory=set)  # the example ids scored
-    trials: int = 0
-
-    def mean(self) -> float:
-        return sum(self.rows.values()) / len(self.rows) if self.rows else 0.0
-
-
 def minibatch_score(
     ctx: StrategyContext, prompt: str, rows: Sequence[Example], label: str
 ) -> EvalSnapshot:
-    """A trial's score on its minibatch: the one place a trial's rows are evaluated (racing, a
-    growing minibatch that drops clear losers early, would replace this)."""
+    """A trial's score on its minibatch: the one place a trial's rows are evaluated (what TPE
+    is told; under ``--race`` the round's finalists are raced: :mod:`._mipro_finals`)."""
     return ctx.evaluate(prompt, rows, label=label)
 
 
@@ -241,8 +233,9 @@ class _Search:
         self.label = "val" if len(ctx.val) else "train"
         self.rows = list(ctx.val) if len(ctx.val) else list(ctx.train)
         self.trials: list[Trial] = []
-        self.combos: dict[str, _Combo] = {}
+        self.combos: dict[str, Combo] = {}
         self.measured = {ctx.best_prompt}  # the incumbent is measured on every selection row
+        self.finals = Finals(ctx, self.rows, self.label, self.measured)
 
     def run(self) -> None:
         ctx, phases = self.ctx, self.ctx.capability(PHASES)
@@ -273,10 +266,6 @@ class _Search:
         stop = ctx.capability(PHASES).stop
         return ctx.should_stop and (stop is None or not stop.per_phase)
 
-    def _calls(self, rows: int) -> int:
-        budget = self.ctx.budget
-        return math.ceil(rows * len(self.ctx.settings.models) * budget.calls_per_row)
-
     def _trial_fits(self) -> bool:
         """Room for one more trial and still this round's full evaluations (iterations and
         calls), and no stop other than early stopping."""
@@ -286,7 +275,7 @@ class _Search:
         if ctx.settings.max_iterations - ctx.iteration <= self.opts.full_eval_top:
             return False
         left = ctx.budget.remaining_calls
-        need = self._calls(min(self.opts.minibatch_size, len(self.rows)) + len(self.rows))
+        need = self.finals.calls(min(self.opts.minibatch_size, len(self.rows)) + len(self.rows))
         return left is None or left >= need
 
     def _prompt(self, trial: Trial) -> str:
@@ -307,7 +296,7 @@ class _Search:
         incumbent = ctx.evaluate(ctx.best_prompt, rows, label=self.label)  # cached
         score = snapshot.mean_score
         self.trials.append(Trial(chosen.instruction, chosen.demo_set, chosen.demos, score))
-        combo = self.combos.setdefault(prompt, _Combo(prompt, chosen.params()))
+        combo = self.combos.setdefault(prompt, Combo(prompt, chosen.params()))
         combo.trials += 1
         combo.rows.update(snapshot.per_example())
         combo.ids.update(e.id for e in rows)
@@ -339,52 +328,11 @@ class _Search:
         shown = f"{trial.demos} demos of set {trial.demo_set}" if trial.demos else "no demos"
         return f"mipro: instruction {trial.instruction} ({edit}), {shown}"
 
-    def _ahead(self, combo: _Combo) -> float:
-        """``combo``'s mean lead over the incumbent on the rows it was scored on (cached)."""
-        ctx = self.ctx
-        rows = [e for e in self.rows if e.id in combo.ids]
-        incumbent = ctx.evaluate(ctx.best_prompt, rows, label=self.label).per_example()
-        paired = [score - incumbent[key] for key, score in combo.rows.items() if key in incumbent]
-        return sum(paired) / len(paired) if paired else 0.0
-
     def _full_evaluations(self) -> None:
-        """Measure the round's best combinations by mean on every selection row."""
-        for _ in range(self.opts.full_eval_top):
-            pending = [c for c in self.combos.values() if c.prompt not in self.measured]
-            pending.sort(key=lambda c: -c.mean())  # stable: the earlier first on ties
-            combo = next((c for c in pending if self._ahead(c) > 0), None)
-            if combo is None or not self._full_fits():
-                return
-            self.measured.add(combo.prompt)
-            self._record_full(combo)
-
-    def _full_fits(self) -> bool:
-        ctx = self.ctx
-        if ctx.iteration >= ctx.settings.max_iterations:
-            return False
-        stop = ctx.capability(PHASES).stop
-        if stop is not None and not stop.per_phase:
-            return False
-        left = ctx.budget.remaining_calls
-        return left is None or left >= self._calls(len(self.rows))
-
-    def _record_full(self, combo: _Combo) -> None:
-        ctx = self.ctx
-        entry = {
-            "type": "full_eval",
-            **combo.params,
-            "minibatch_mean": round(combo.mean(), 6),
-            "minibatch_rows": len(combo.rows),
-            "trials": combo.trials,
-            "split": self.label,
-        }
-        train = None if len(ctx.val) else ctx.evaluate(combo.prompt, self.rows)
-        note = (
-            f"mipro: full {self.label} evaluation of the best combination by mean "
-            f"({combo.mean():.3f} on {len(combo.rows)} rows over {combo.trials} trial(s))"
+        """The round's finalists measured on every selection row, or raced under ``--race``."""
+        self.finals.run(
+            self.combos.values(), top=self.opts.full_eval_top, race_top=self.opts.race_top
         )
-        ctx.log("mipro_full_eval", **entry)
-        ctx.record_iteration(combo.prompt, train, reasoning=note, lineage=[entry])
 
 
 @hookimpl

@@ -6,7 +6,9 @@ measured on val (selection is the engine's best-on-val). Run at the same metric-
 a reflective strategy, it shows what the feedback adds. Stops when two rounds in a row bring
 no new variant. Edits the assembled prompt text.
 
-Calls per iteration: ``len(val)`` per task model.
+Calls per iteration: ``len(val)`` per task model. Under ``--race`` a round's variants are raced
+instead (:mod:`._race`: growing rungs of the val rows, the same rows for each, the clearly worse
+dropped early), about half a val pass each.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from reflex.api import (
 )
 
 from ._common import try_candidate
+from ._race import Candidate, race
 
 if TYPE_CHECKING:
     from reflex.api import StrategyContext
@@ -61,6 +64,11 @@ class RandomStrategy(BaseStrategy[RandomOptions]):
                 if empty >= 2:
                     ctx.log("random_exhausted", round=rounds)
                     return
+                continue
+            if ctx.settings.race and len(ctx.val):  # the round's variants raced on val rungs
+                note = f"random paraphrase (round {rounds}), chosen without feedback, raced"
+                race(ctx, [Candidate(p, reasoning=note) for p in pending])
+                pending = []
                 continue
             prompt = pending.pop(0)
             try_candidate(

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from reflex import OptimizationResult, PromptOptimizer
 from reflex.cli import build_cli
-from reflex.cli.console import ConsoleReporter, improvement_text, print_summary
+from reflex.cli.console import ConsoleReporter, improvement_text, print_summary, selection_text
 from reflex.testing import FakeModel
 
 
@@ -76,3 +76,10 @@ def test_show_prints_the_paired_test(fake_model: FakeModel, tmp_path: Path) -> N
     assert f"p={sig['p_value']:.4f}" in line or "p<0.0001" in line
     res = CliRunner().invoke(build_cli(), [*args, "--json"])
     assert json.loads(res.output)["summary"]["p_value"] == sig["p_value"]
+
+
+def test_the_correction_line_says_how_many_were_seen_on_part_of_the_rows() -> None:
+    selection = {"iteration": 3, "diff": 0.2, "p": 0.04, "k": 9, "bound": 0.15, "kept": True}
+    assert "among 9 candidates, chance" in selection_text(selection)
+    line = selection_text({**selection, "seen": 6})
+    assert "among 9 candidates (6 seen on part of the val rows), chance bound +0.150" in line

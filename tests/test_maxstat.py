@@ -97,3 +97,26 @@ def test_selection_warnings_say_whether_the_initial_prompt_was_kept() -> None:
     assert gone["kind"] == "selection_not_kept" and "initial prompt is kept" in gone["message"]
     [kept] = selection_warnings({**base, "survived": False, "kept": True})
     assert kept["kind"] == "selection_not_significant"
+
+
+def test_a_candidate_seen_on_part_of_the_rows_counts_at_its_rate_elsewhere() -> None:
+    """A candidate dropped after 4 of 10 rows (2 of them differ) enters the maximum with its
+    own differences there and a difference of its rate (0.5) on the 6 other rows."""
+    winner = [1, 1, 1, 1, 1, 0, 0, 0, 0, -1]
+    part = {"r0": 1.0, "r1": -1.0, "r2": 0.0, "r3": 0.0}
+    imputed = [1, -1, 0, 0] + [0.5] * 6
+    alone = best_of_many([{f"r{i}": d for i, d in enumerate(winner)}], 0)
+    counted = best_of_many([{f"r{i}": d for i, d in enumerate(winner)}], 0, seen=[part])
+    assert counted.p == pytest.approx(_brute_force_p([winner, imputed], 0))
+    assert counted.p > alone.p and counted.bound >= alone.bound
+    assert (counted.k, counted.seen, alone.k, alone.seen) == (2, 1, 1, 0)
+    assert counted.rows == alone.rows == 10 and counted.diff == alone.diff
+    assert "1 seen on part of the rows" in counted.method
+
+
+def test_a_seen_candidate_that_ties_everywhere_it_was_scored_adds_only_to_k() -> None:
+    winner = {f"r{i}": (1.0 if i < 5 else 0.0) for i in range(10)}
+    alone = best_of_many([winner], 0)
+    counted = best_of_many([winner], 0, seen=[{"r7": 0.0, "r8": 0.0}])
+    assert counted.p == alone.p and counted.bound == alone.bound
+    assert counted.k == 2 and counted.to_dict()["seen"] == 1

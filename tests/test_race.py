@@ -5,6 +5,7 @@ such, through the run's real evaluation path (FakeModel behind LiteLLM)."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import random
 import signal
@@ -12,14 +13,21 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+import wandb
+from mlflow import MlflowClient
 from pydantic import BaseModel, ConfigDict
 from test_resume import cached_rows, comparable
+from wandb_reader import load_run
 
 from reflex import PromptOptimizer
 from reflex.api import Example, RunEnd, StrategyContext, hookimpl
+from reflex.checks.maxstat import best_of_many
+from reflex.cli.report_html import render_report
 from reflex.models.client import load_litellm
 from reflex.testing import FakeModel, FakeRequest
+from reflex_mlflow import MLflowCallback
 from reflex_strategies._race import Candidate, RaceResult, race, race_rows
+from reflex_wandb import WandbCallback
 
 START = "Classify the review."
 GOOD = "Classify the review. GOOD"  # right on every row
@@ -149,6 +157,66 @@ def test_a_dropped_candidate_never_becomes_the_best(tmp_path: Path) -> None:
     [front] = [r for r in result.iterations if r.system_prompt == FRONT]
     assert front.val_score == 0.25 and not front.is_best
     assert result.best_prompt == START
+
+
+@pytest.mark.usefixtures("racer")
+def test_the_best_of_many_correction_counts_the_dropped_candidates(tmp_path: Path) -> None:
+    FakeModel(answer).install()
+    result = build(tmp_path, [GOOD, BAD]).run(START)
+    [good] = [r for r in result.iterations if r.system_prompt == GOOD]
+    selection = result.selection
+    assert selection is not None and selection["iteration"] == good.iteration
+    # k counts BAD, dropped at the first rung (seen on 5 val rows only), beside GOOD.
+    assert selection["k"] == 2 and selection["seen"] == 1
+    # GOOD against the initial prompt (right on every third row) on the 20 val rows, alone:
+    initial = {f"{i}@fake/task": float(int(i[1:]) % 3 == 0) for i in SEEN["rungs"][-1]}
+    alone = best_of_many([{key: 1.0 - s for key, s in initial.items()}], 0, alpha=0.1)
+    assert alone.k == 1 and selection["diff"] == pytest.approx(alone.diff)
+    # BAD differs from the initial prompt on some of its 5 rows: chance reaches further.
+    assert selection["bound"] > alone.bound
+
+
+@pytest.mark.usefixtures("racer")
+def test_the_race_lands_in_the_trackers_and_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real stores: a sqlite MLflow store read back with MlflowClient, an offline W&B run read
+    back from its .wandb file; and the HTML report of the run's result.json."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("WANDB_DIR", "WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR"):
+        monkeypatch.setenv(name, str(tmp_path / "wandb-home" / name.lower()))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    FakeModel(answer).install()
+    mlflow_cb = MLflowCallback(tracking_uri=uri)
+    wandb_cb = WandbCallback(mode="offline", dir=str(tmp_path), log_prompt_each_iter=True)
+    result = build(tmp_path / "runs", [GOOD, BAD]).run(START, callbacks=[mlflow_cb, wandb_cb])
+    [bad] = [r.iteration for r in result.iterations if r.system_prompt == BAD]
+    [good] = [r.iteration for r in result.iterations if r.system_prompt == GOOD]
+    expected = {  # BAD dropped at rung 1 of 3 (5 val rows), GOOD through all 20 rows
+        "race_dropped": {bad: 1.0, good: 0.0},
+        "race_rung": {bad: 1.0, good: 3.0},
+        "race_rows": {bad: 5.0, good: 20.0},
+        "race_score": {bad: 0.0, good: 1.0},
+    }
+    client = MlflowClient(tracking_uri=uri)
+    run_id = str(mlflow_cb.run_id)
+    for name, values in expected.items():
+        assert {m.step: m.value for m in client.get_metric_history(run_id, name)} == values
+    p = {m.step: m.value for m in client.get_metric_history(run_id, "race_p")}
+    assert p[bad] < 0.1 and p[good] == 1.0  # the leader's p over it; GOOD led every rung
+    table = json.loads(Path(client.download_artifacts(run_id, "iterations.json")).read_text())
+    races = dict(zip(table["columns"], zip(*table["data"], strict=True), strict=True))["race"]
+    assert "dropped at rung 1/3: 0.000 on 5 val rows" in races
+    wandb.teardown()
+    stored = load_run(str(Path(wandb_cb.run.settings.sync_dir)))
+    for name, values in expected.items():
+        rows = {row["iteration"]: row[name] for row in stored["history"] if name in row}
+        assert rows == values, name
+    html = render_report(json.loads(Path(str(result.run_dir), "result.json").read_text()))
+    section = html[html.index("Racing: candidates dropped early") :]
+    assert f"<td>1</td><td>{bad}</td><td>1 of 3</td><td>5</td><td>0.000</td>" in section
+    assert "<td>dropped</td>" in section and "survived: val 1.000" in section
 
 
 @pytest.mark.usefixtures("racer")

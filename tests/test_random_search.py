@@ -51,3 +51,23 @@ def test_random_measures_every_variant_without_feedback(tmp_path: Path) -> None:
     assert [r.system_prompt for r in again.iterations] == [
         r.system_prompt for r in result.iterations
     ]
+
+
+def test_random_races_each_rounds_variants_under_race(tmp_path: Path) -> None:
+    fake = FakeModel(_paraphrases).install()
+    result = builder(tmp_path).set_dataset(make_rows(80)).set_race().run(START)
+    assert len(result.iterations) == 6  # two rounds of three variants, each recorded once
+    assert all(r.race is not None for r in result.iterations)
+    races = {r.race["race"] for r in result.iterations if r.race is not None}
+    assert races == {1, 2}  # one race per round
+    dropped = [r for r in result.iterations if r.race is not None and r.race["dropped"]]
+    assert len(dropped) >= 2  # halving drops at least one variant of three in each round
+    for record in dropped:
+        assert record.race is not None and record.race["rung"] < record.race["rungs"]
+        assert record.val_score is None and not record.is_best
+        # its calls stopped at its rung's val rows (no train screen, no test measurement)
+        sent = [r.user for r in fake.requests if r.system == record.system_prompt]
+        assert len(sent) == len(record.race["rows"]) < 16
+    assert result.best_prompt == BETTER
+    [best] = [r for r in result.iterations if r.is_best]
+    assert best.race is not None and not best.race["dropped"] and best.val_score is not None

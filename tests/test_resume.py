@@ -35,6 +35,7 @@ STRATEGIES = [
     "instructions,fewshot,iterative",  # a user's own sequence (issue 33)
     "fewshot+race",  # demo draws raced on growing val rungs (issue 33, item 2)
     "auto+race",
+    "mipro+race",  # a round's finalists raced on growing val rungs (issue 33)
 ]
 
 

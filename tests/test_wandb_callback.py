@@ -83,7 +83,7 @@ def test_offline_run_is_logged(fake_model: FakeModel, tmp_path: Path) -> None:
     assert summary["converged"] in (0.0, 1.0) and summary["best_prompt"] == result.best_prompt
     assert summary["prompts._type"] == "table-file" and summary["prompts.nrows"] == n
     table = json.loads((Path(run["dir"]) / "files" / summary["prompts.path"]).read_text())
-    assert table["columns"] == ["iteration", "score", "val_score", "prompt", "reasoning"]
+    assert table["columns"] == ["iteration", "score", "val_score", "prompt", "reasoning", "race"]
     assert [row[3] for row in table["data"]] == [r.system_prompt for r in result.iterations]
 
     [artifact] = [a for a in run["artifacts"] if a["type"] == "prompt"]

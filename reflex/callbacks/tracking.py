@@ -42,6 +42,8 @@ __all__ = [
     "metric_key",
     "on_model_thread",
     "parse_tag_pairs",
+    "race_metrics",
+    "race_text",
     "request_params",
     "run_params",
     "run_tags",
@@ -181,7 +183,7 @@ def iteration_metrics(record: IterationRecord) -> dict[str, float]:
         metrics["score_val"] = record.val_score
     for name, value in record.scores_by_metric.items():
         metrics[f"score_{metric_key(name)}"] = value
-    return {**metrics, **evidence_metrics(record.evidence)}
+    return {**metrics, **evidence_metrics(record.evidence), **race_metrics(record.race)}
 
 
 def evidence_metrics(evidence: Mapping[str, Any] | None) -> dict[str, float]:
@@ -204,6 +206,35 @@ def evidence_metrics(evidence: Mapping[str, Any] | None) -> dict[str, float]:
     return {k: float(v) for k, v in values.items() if isinstance(v, int | float)}
 
 
+def race_metrics(race: Mapping[str, Any] | None) -> dict[str, float]:
+    """A raced candidate's race (``IterationRecord.race``, ``--race``): ``race_rung`` (the last
+    rung it was scored on, 1-based), ``race_rows`` (that rung's val rows), ``race_score`` (its
+    partial score there), ``race_leader_score`` (the rung leader's), ``race_p`` (the rung
+    leader's one-sided paired p over it at its last rung short of all the val rows; 1 when it
+    led) and ``race_dropped`` (1/0)."""
+    if not race:
+        return {}
+    values = {
+        "race_rung": race.get("rung"),
+        "race_rows": len(race.get("rows") or ()),
+        "race_score": race.get("score"),
+        "race_leader_score": race.get("leader_score"),
+        "race_p": race.get("p"),
+        "race_dropped": race.get("dropped"),
+    }
+    return {k: float(v) for k, v in values.items() if isinstance(v, int | float)}
+
+
+def race_text(race: Mapping[str, Any] | None) -> str:
+    """A raced candidate's race in a few words ("" when it was not raced)."""
+    if not race:
+        return ""
+    score = race.get("score")
+    shown = f"{score:.3f}" if isinstance(score, int | float) else "n/a"
+    where = f"rung {race.get('rung')}/{race.get('rungs')}: {shown} on {len(race.get('rows') or ())}"
+    return f"{'dropped' if race.get('dropped') else 'survived'} at {where} val rows"
+
+
 def iteration_row(record: IterationRecord) -> dict[str, Any]:
     """One row of the live iterations table."""
     return {
@@ -216,6 +247,7 @@ def iteration_row(record: IterationRecord) -> dict[str, Any]:
         "prompt": record.system_prompt,
         "reasoning": record.reasoning,
         "failed": record.failed or "",
+        "race": race_text(record.race),
     }
 
 

@@ -12,8 +12,10 @@ difference. The winner's corrected p is the share of sign patterns whose maximum
 winner's observed mean difference; the bound is the ``1 - alpha`` quantile of that maximum:
 how far the best of these ``k`` candidates could rise above the initial prompt by chance on
 these rows. Exact over every sign pattern for up to ``MAX_EXACT_ROWS`` informative rows, a
-seeded Monte-Carlo estimate (add-one corrected) above. Pure standard library, deterministic for
-a given ``seed``.
+seeded Monte-Carlo estimate (add-one corrected) above. A candidate the search looked at on part
+of the rows only (dropped by a race, scored on a trial's minibatch) is counted too: its own
+differences on its rows, its mean absolute difference on every other row. Pure standard
+library, deterministic for a given ``seed``.
 """
 
 from __future__ import annotations
@@ -58,8 +60,9 @@ def one_sided_p(diffs: Sequence[float], *, seed: int = 0) -> float:
 @dataclass(frozen=True)
 class SelectionTest:
     """:func:`best_of_many`'s answer: the winner's mean difference over ``rows`` paired rows,
-    its corrected p among ``k`` candidates, and ``bound`` (the ``1 - alpha`` quantile of the
-    best-of-k mean difference under the null); ``corrected`` is ``diff - bound``."""
+    its corrected p among ``k`` candidates (``seen`` of them on part of the rows only), and
+    ``bound`` (the ``1 - alpha`` quantile of the best-of-k mean difference under the null);
+    ``corrected`` is ``diff - bound``."""
 
     k: int
     rows: int
@@ -68,6 +71,7 @@ class SelectionTest:
     bound: float
     alpha: float
     method: str
+    seen: int = 0  # of the k, the candidates seen on part of the rows only
 
     @property
     def corrected(self) -> float:
@@ -89,6 +93,39 @@ def _maxima(columns: Sequence[Sequence[float]], patterns: Sequence[Sequence[int]
     ]
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """A candidate seen on part of the rows: its differences by position on the rows it was
+    scored on, and ``rate`` (its mean absolute difference there) on every other row."""
+
+    known: tuple[tuple[int, float], ...]
+    rate: float
+
+
+def _seen_column(diffs: Mapping[str, float], keys: Sequence[str]) -> _Seen | None:
+    where = {key: i for i, key in enumerate(keys)}
+    known = tuple((where[k], d) for k, d in sorted(diffs.items()) if k in where)
+    if not known:
+        return None
+    return _Seen(known, math.fsum(abs(d) for _, d in known) / len(known))
+
+
+def _seen_maxima(
+    maxima: list[float], seen: Sequence[_Seen], patterns: Sequence[Sequence[int]]
+) -> list[float]:
+    """``maxima`` raised by the candidates seen on part of the rows: each row it was not scored
+    on differs by its ``rate``, its sign flipping with the row's, as the others' do."""
+    out = []
+    for best, signs in zip(maxima, patterns, strict=True):
+        total = sum(signs)
+        for column in seen:
+            on = sum(signs[i] * d for i, d in column.known)
+            rest = total - sum(signs[i] for i, _ in column.known)
+            best = max(best, on + column.rate * rest)
+        out.append(best)
+    return out
+
+
 def best_of_many(
     candidates: Sequence[Mapping[str, float]],
     winner: int,
@@ -96,42 +133,50 @@ def best_of_many(
     alpha: float = 0.05,
     seed: int = 0,
     n_resamples: int = N_RESAMPLES,
+    seen: Sequence[Mapping[str, float]] = (),
 ) -> SelectionTest:
     """The winner ``candidates[winner]`` corrected for the ``k`` candidates it was picked from.
 
     Each candidate is its per-row differences against the initial prompt (``{row: diff}``, as
-    :func:`paired_diffs` gives); only the rows every candidate has are used.
+    :func:`paired_diffs` gives); only the rows every candidate has are used. ``seen``: the
+    candidates the search looked at on part of those rows only (dropped by a race, a trial's
+    minibatch): each enters the maximum with its own differences on the rows it was scored on
+    and, on every other row, a difference the size of its mean absolute difference on its rows
+    (docs/selection.md says why); ``k`` counts them too.
     """
     if not candidates or not 0 <= winner < len(candidates):
         raise ValueError(f"winner {winner} is not one of {len(candidates)} candidates")
+    k = len(candidates) + len(seen)
     keys = sorted(set.intersection(*(set(c) for c in candidates)))
     rows = len(keys)
     if not rows:
-        return SelectionTest(len(candidates), 0, 0.0, 1.0, 0.0, alpha, "no paired rows")
-    # Rows where every candidate ties the initial prompt never change a sum: leave them out.
-    informative = [k for k in keys if any(c[k] != 0 for c in candidates)]
-    columns = [[c[k] for k in informative] for c in candidates]
+        return SelectionTest(k, 0, 0.0, 1.0, 0.0, alpha, "no paired rows", len(seen))
+    partial = [c for c in (_seen_column(s, keys) for s in seen) if c is not None]
+    # Rows where every candidate ties the initial prompt never change a sum: leave them out
+    # (every row counts once a partly seen candidate is imputed a difference on it).
+    imputed = any(c.rate for c in partial)
+    informative = [r for r in keys if imputed or any(c[r] != 0 for c in candidates)]
+    columns = [[c[r] for r in informative] for c in candidates]
+    partial = [c for c in (_seen_column(s, informative) for s in seen) if c is not None]
     observed = math.fsum(columns[winner])
     n = len(informative)
+    kind, named = "exact", f"{k} candidates"
+    if seen:
+        named += f", {len(seen)} seen on part of the rows"
     if n <= MAX_EXACT_ROWS:
         patterns: Sequence[Sequence[int]] = list(itertools.product((1, -1), repeat=n))
-        method = f"exact max-statistic sign-flip ({len(candidates)} candidates)"
-        maxima = _maxima(columns, patterns)
-        hits = sum(1 for m in maxima if m >= observed - 1e-9)
-        p = hits / len(maxima)
     else:
         rng = random.Random(seed)
         patterns = [[rng.choice((1, -1)) for _ in range(n)] for _ in range(n_resamples)]
-        method = (
-            f"monte-carlo max-statistic sign-flip ({len(candidates)} candidates, {n_resamples})"
-        )
-        maxima = _maxima(columns, patterns)
-        hits = sum(1 for m in maxima if m >= observed - 1e-9)
-        p = (hits + 1) / (n_resamples + 1)
+        kind, named = "monte-carlo", f"{named}, {n_resamples}"
+    maxima = _seen_maxima(_maxima(columns, patterns), partial, patterns)
+    hits = sum(1 for m in maxima if m >= observed - 1e-9)
+    p = hits / len(maxima) if kind == "exact" else (hits + 1) / (n_resamples + 1)
     ordered = sorted(maxima)
     bound = ordered[min(len(ordered) - 1, math.ceil((1 - alpha) * len(ordered)) - 1)] / rows
     diff = observed / rows
-    return SelectionTest(len(candidates), rows, diff, min(1.0, p), max(0.0, bound), alpha, method)
+    method = f"{kind} max-statistic sign-flip ({named})"
+    return SelectionTest(k, rows, diff, min(1.0, p), max(0.0, bound), alpha, method, len(seen))
 
 
 def selection_warnings(selection: Mapping[str, Any] | None) -> list[dict[str, str]]:

@@ -215,10 +215,11 @@ def evidence_text(evidence: Mapping[str, Any] | None) -> str:
 def selection_text(selection: Mapping[str, Any]) -> str:
     """The winner corrected for best-of-many, in one line."""
     verdict = "kept" if selection.get("kept") else "not kept: the initial prompt is"
+    seen = f" ({selection['seen']} seen on part of the val rows)" if selection.get("seen") else ""
     return (
         f"iteration {selection['iteration']}: {float(selection['diff']):+.3f} over the initial "
-        f"prompt, corrected p={float(selection['p']):.3g} among {selection['k']} candidates, "
-        f"chance bound {float(selection['bound']):+.3f} ({verdict})"
+        f"prompt, corrected p={float(selection['p']):.3g} among {selection['k']} candidates"
+        f"{seen}, chance bound {float(selection['bound']):+.3f} ({verdict})"
     )
 
 

@@ -6,7 +6,9 @@ val rows, mean difference, one-sided p, the verdict and, on a label task, its va
 against the constant answer), the winner corrected for best-of-many (``selection``), and on a
 label task the winner's test answers against the constant answer and the label prior
 (``label_check``) with the answers outside the label set, counted, each with the label it
-nearly is. Every text is escaped.
+nearly is. ``race_section`` renders the raced candidates (``--race``): the rung each reached,
+its rows and partial score, the leader's, and whether it was dropped there. Every text is
+escaped.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-__all__ = ["evidence_section"]
+__all__ = ["evidence_section", "race_section"]
 
 
 def _num(value: object, fmt: str = ".3f") -> str:
@@ -66,10 +68,43 @@ def _selection(selection: Mapping[str, Any] | None) -> str:
         f"<p>best of many: iteration {_num(selection.get('iteration'), 'd')} gained "
         f"{_num(selection.get('diff'), '+.3f')} over the initial prompt on "
         f"{_num(selection.get('rows'), 'd')} val rows; among {_num(selection.get('k'), 'd')} "
-        f"candidates chance alone reaches {_num(selection.get('bound'), '+.3f')} "
+        f"candidates{_seen(selection)} chance alone reaches {_num(selection.get('bound'), '+.3f')} "
         f"(corrected p={_num(selection.get('p'), '.3g')}, {escape(str(selection.get('method')))}"
         f"): {verdict}</p>"
     )
+
+
+def _seen(selection: Mapping[str, Any]) -> str:
+    seen = selection.get("seen")
+    return f" ({seen} of them seen on part of the val rows only)" if seen else ""
+
+
+def race_section(result: Mapping[str, Any]) -> str:
+    """Every raced candidate (``IterationRecord.race``, ``--race``), by race: the rung it
+    reached, that rung's val rows, its partial score, the rung leader's, the paired p and
+    whether it was dropped there or survived to be measured on every val row."""
+    rows = []
+    for record in result.get("iterations") or []:
+        race = record.get("race")
+        if not isinstance(race, Mapping):
+            continue
+        dropped = bool(race.get("dropped"))
+        rows.append(
+            [
+                _num(race.get("race"), "d"),
+                _num(record.get("iteration"), "d"),
+                f"{_num(race.get('rung'), 'd')} of {_num(race.get('rungs'), 'd')}",
+                str(len(race.get("rows") or ())),
+                _num(race.get("score")),
+                f"{escape(str(race.get('leader') or '-'))} {_num(race.get('leader_score'))}",
+                _num(race.get("p"), ".3g"),
+                "dropped" if dropped else f"survived: val {_num(record.get('val_score'))}",
+            ]
+        )
+    if not rows:
+        return "<p>no candidate was raced (racing is on with --race)</p>"
+    headers = ["race", "iteration", "rung", "rows", "partial score", "leader", "p", "verdict"]
+    return _table(headers, rows)
 
 
 def _label(check: Mapping[str, Any] | None) -> str:

@@ -4,7 +4,8 @@
 a page: headline baseline -> final with the paired test, a score-trajectory plot (inline SVG),
 per-metric and per-slice tables, the test rows baseline vs winner (flipped first, filtered
 with CSS only) and a label task's confusion matrices (:mod:`reflex.cli.report_rows`),
-the acceptance gate's evidence and the constant-answer check (:mod:`reflex.cli.report_evidence`),
+the acceptance gate's evidence, the constant-answer check and the raced candidates
+(:mod:`reflex.cli.report_evidence`),
 per-iteration cards with the prompt diff and the reasoning,
 rejected and failed candidates, warnings, and cost per role.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 from reflex.checks.leakage import describe as describe_leak
 from reflex.checks.versions import record_versions
-from reflex.cli.report_evidence import evidence_section
+from reflex.cli.report_evidence import evidence_section, race_section
 from reflex.cli.report_rows import ROWS_STYLE, row_sections
 from reflex.result import Example, RunEnd, best_val_of
 
@@ -371,6 +372,7 @@ def render_report(
         ("Confusion matrices (label task)", matrices),
         ("Warnings", _warnings(result, label_lines)),
         ("Acceptance evidence and the constant answer", evidence_section(result)),
+        ("Racing: candidates dropped early", race_section(result)),
         (
             "Best prompt",
             f"<pre>{escape(best)}</pre>"

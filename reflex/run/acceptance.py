@@ -25,9 +25,11 @@ the incumbent it was compared with (``against``: its iteration, 0 the initial pr
 rows, the mean difference, the one-sided p, whether it passed and why not, and the label check.
 
 When the search is over, :meth:`Gate.selection` corrects the winner for having been picked from
-the ``k`` candidates measured on val (:func:`reflex.checks.maxstat.best_of_many` against the
-initial prompt); under ``significant`` a winner that does not survive the correction is not
-kept: the initial prompt is (docs/selection.md, "Correcting the winner of many candidates").
+the ``k`` candidates the run looked at on val (:func:`reflex.checks.maxstat.best_of_many` against
+the initial prompt): those measured on every val row and those seen on part of them only
+(:meth:`Gate.looked`: a candidate a race dropped on a rung, a trial scored on a minibatch);
+under ``significant`` a winner that does not survive the correction is not kept: the initial
+prompt is (docs/selection.md, "Correcting the winner of many candidates").
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ class Gate:
         self._incumbent = (0, self._initial)
         self._beats = self._label(initial_val).beats_constant if self._checks(initial_val) else None
         self._candidates: list[tuple[int, dict[str, float]]] = []  # (iteration, diffs vs initial)
+        self._initial_prompt = initial_prompt
+        self._judged: set[str] = {initial_prompt}  # the prompts in _candidates, and the initial
+        self._looked: dict[str, dict[str, float]] = {}  # prompt -> its val row scores seen
         self.best_iteration = 0
 
     @classmethod
@@ -145,6 +150,7 @@ class Gate:
             reason = f"does not beat the constant answer {label.constant_label!r} on val"
         if self._initial is not None:
             self._candidates.append((iteration, paired_diffs(self._initial, now)))
+            self._judged.add(prompt)
         if passed:
             self._incumbent, self.best_iteration = (iteration, now), iteration
             self._beats = label.beats_constant if label is not None else None
@@ -174,6 +180,18 @@ class Gate:
         ok = p < self.level
         return ok, None if ok else f"not better on val by the paired test (p={p:.3g})"
 
+    def looked(self, prompt: str, snapshot: EvalSnapshot) -> None:
+        """The search scored ``prompt`` on ``snapshot``'s rows: its val rows among them count it
+        in the best-of-many correction, on those rows, unless it is measured on every val row
+        (a race's drop, a trial's minibatch; every evaluation of a strategy comes here)."""
+        scores = {
+            s.key: s.score
+            for s in snapshot.samples
+            if s.score is not None and s.example_id in self._refs
+        }
+        if scores:
+            self._looked.setdefault(prompt, {}).update(scores)
+
     def selection(self) -> dict[str, Any] | None:
         """The winner corrected for best-of-k (see the module docstring), or None when the
         initial prompt is still the best or nothing was measured against it."""
@@ -182,7 +200,14 @@ class Gate:
         order = [it for it, _ in self._candidates]
         winner = order.index(self.best_iteration)
         alpha = self.level if self.kind == "significant" else ACCEPT_ALPHA
-        test = best_of_many([d for _, d in self._candidates], winner, alpha=alpha, seed=self.seed)
+        initial = self._initial or {}
+        seen = [
+            paired_diffs(initial, scores)
+            for prompt, scores in self._looked.items()
+            if prompt not in self._judged
+        ]
+        full = [d for _, d in self._candidates]
+        test = best_of_many(full, winner, alpha=alpha, seed=self.seed, seen=seen)
         kept = test.survived or self.kind != "significant"
         return {
             "iteration": self.best_iteration,

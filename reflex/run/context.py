@@ -187,7 +187,10 @@ class RunContext(OptIn, StopSignals):
         refused = self._refusal(prompt)
         if refused is not None:  # no call is paid for a candidate that breaks the template
             return refused_snapshot(prompt, str(split), rows, self.settings.models, refused)
-        return self._session.evaluate(prompt, rows, split, sampling=sampling)
+        snapshot = self._session.evaluate(prompt, rows, split, sampling=sampling)
+        if sampling is None:  # a candidate looked at on val rows counts in best-of-many
+            self._gate.looked(prompt, snapshot)
+        return snapshot
 
     def _refusal(self, prompt: str) -> str | None:
         """Why ``prompt`` breaks the chat template, the tools' fixed lines or the output-format
@@ -284,6 +287,8 @@ class RunContext(OptIn, StopSignals):
             )
         rejected = rejected or self._screen.reject(leaks) or self._screen.guard_violation(val)
         is_best, evidence = False, None
+        if val is not None:  # measured on val: counted in best-of-many even when rejected
+            self._gate.looked(prompt, val)
         if failed is None and rejected is None:
             is_best, evidence = self._gate.judge(
                 self.iteration + 1, val, selection, self.best_val, prompt

@@ -298,13 +298,16 @@ class Engine:
         """``max_iterations``, or (unset) what the ``--max-calls`` search budget pays for."""
         models = len(self.config.models)
         val = len(self.split.val) or len(self.split.train)
-        rounds = mipro_round(self.config.strategy, self.config.strategy_options, val=val)
+        raced = self.config.race and bool(len(self.split.val))
+        rounds = mipro_round(
+            self.config.strategy, self.config.strategy_options, val=val, raced=raced
+        )
         return iteration_limit(
             self.config.max_iterations,
             self.limits.max_calls,
             fixed_calls=fixed_calls(models, **self._split_sizes()),
             val_pass=models * val if rounds is None else rounds.calls(models),
-            raced=self.config.race and bool(len(self.split.val)) and rounds is None,
+            raced=raced and rounds is None,
             per_candidate=1 if rounds is None else rounds.iterations,
         )
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reflex.checks.power import mde_binary, mde_continuous
+from reflex.config import RunConfig
 from reflex.models.client import load_litellm
 from reflex.models.preflight import judge_specs
 from reflex.models.pricing import token_prices
@@ -187,7 +188,7 @@ def _search(engine: Engine, phases: _Phases, sizes: dict[str, int]) -> tuple[Pha
     """The search phase and the candidates it measures: the iterations, or what the call
     budget left after the fixed calls pays for when fewer."""
     models, config = len(engine.config.models), engine.config
-    rounds = mipro_round(config.strategy, config.strategy_options, val=_selection_rows(sizes))
+    rounds = _mipro_round(config, sizes)
     if rounds is not None:
         return _mipro_search(engine, phases, sizes, rounds)
     per_candidate = candidate_calls(models, val=sizes["val"], batch_size=config.batch_size)
@@ -215,6 +216,13 @@ def _search(engine: Engine, phases: _Phases, sizes: dict[str, int]) -> tuple[Pha
     return search, candidates
 
 
+def _mipro_round(config: RunConfig, sizes: dict[str, int]) -> MiproRound | None:
+    """``mipro``'s round for these split sizes (raced under ``--race`` with a val split)."""
+    raced = config.race and sizes["val"] > 0
+    options = config.strategy_options
+    return mipro_round(config.strategy, options, val=_selection_rows(sizes), raced=raced)
+
+
 def _selection_rows(sizes: dict[str, int]) -> int:
     """The rows a candidate is selected on: val, or train without a val split."""
     return sizes["val"] or sizes["train"]
@@ -231,8 +239,11 @@ def _mipro_search(
     if limit is not None:
         room = max(0, limit - fixed_calls(models, **sizes))
         count = min(count, room // max(1, rounds.calls(models)))
-    trial, full = models * rounds.rows, models * rounds.val
-    evaluations = [trial] * rounds.trials + [full] * rounds.full
+    trial = models * rounds.rows
+    if rounds.raced:  # the finalists' race, planned at half a val pass each
+        evaluations = [trial] * rounds.trials + [rounds.calls(models) - trial * rounds.trials]
+    else:
+        evaluations = [trial] * rounds.trials + [models * rounds.val] * rounds.full
     options = engine.config.strategy_options
     asks = options.get("use_reasoning_model", True) is not False
     writes = options.get("proposed_instructions", 1) != 0
@@ -327,11 +338,13 @@ def _notes(engine: Engine, sizes: dict[str, int]) -> list[str]:
         notes.append("a pipeline makes its own calls: the figures count one task call per row")
     if not sizes["val"]:
         notes.append("no val split: candidates are selected on a train minibatch")
-    rounds = mipro_round(config.strategy, config.strategy_options, val=_selection_rows(sizes))
+    rounds = _mipro_round(config, sizes)
     if rounds is not None:
         notes.append(
             f"mipro: rounds of {rounds.trials} TPE trials on {rounds.rows} val rows each, then "
-            f"the best {rounds.full} by mean on all {rounds.val} val rows (only those can win); "
+            f"the best {rounds.full} by mean "
+            + ("raced on growing rungs of " if rounds.raced else "on ")
+            + f"all {rounds.val} val rows (only those can win); "
             "rows answered before are cached, so the search often pays less"
         )
     return notes

@@ -22,17 +22,20 @@ batch_size`` per step, shared by the step's two candidates: :func:`sampling_call
 ``--max-calls`` given explicitly always wins over the preset.
 
 ``mipro`` searches in rounds (:func:`mipro_round`): ``full_eval_every`` trials on
-``minibatch_size`` val rows, then ``full_eval_top`` full val evaluations. Its candidate is a
-round (``per_candidate = models x (trials x rows + top x val)``), and the iterations a run
-records are rounds x (trials + top).
+``minibatch_size`` val rows, then ``full_eval_top`` full val evaluations (under ``--race``:
+``race_top`` finalists raced, each at half a val pass). Its candidate is a round
+(``per_candidate = models x (trials x rows + top x val)``, ``top x val / 2`` raced), and the
+iterations a run records are rounds x (trials + top).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from reflex.config import BudgetConfig, RunConfig
+from reflex.run.stopping import RACED_PASS
 
 __all__ = [
     "PRESETS",
@@ -57,8 +60,14 @@ PRESETS = tuple(PRESET_CANDIDATES)
 #: Train rows the starting prompt is checked on before the baselines (reflex.run.engine).
 PREFLIGHT_ROWS = 10
 #: ``mipro``'s round by its option defaults (``reflex_strategies.mipro.MiproOptions``; a test
-#: keeps them equal): trials per round, val rows per trial, full val evaluations per round.
-MIPRO_ROUND: Mapping[str, int] = {"full_eval_every": 5, "minibatch_size": 8, "full_eval_top": 1}
+#: keeps them equal): trials per round, val rows per trial, full val evaluations per round, and
+#: under ``--race`` the finalists raced per round.
+MIPRO_ROUND: Mapping[str, int] = {
+    "full_eval_every": 5,
+    "minibatch_size": 8,
+    "full_eval_top": 1,
+    "race_top": 4,
+}
 
 
 def fixed_calls(models: int, *, train: int, val: int, test: int) -> int:
@@ -95,26 +104,33 @@ def candidate_calls(models: int, *, val: int, batch_size: int) -> int:
 @dataclass(frozen=True)
 class MiproRound:
     """One round of ``mipro``: ``trials`` trials on ``rows`` rows each, then ``full`` full
-    evaluations on ``val`` rows; per task model."""
+    evaluations on ``val`` rows; per task model. ``raced`` (``--race``): the ``full`` finalists
+    are raced, each planned at :data:`reflex.run.stopping.RACED_PASS` of a val pass."""
 
     trials: int
     rows: int
     full: int
     val: int
+    raced: bool = False
 
     @property
     def iterations(self) -> int:
-        """The iterations a round records: one per trial and per full evaluation."""
+        """The iterations a round records: one per trial and per finalist."""
         return self.trials + self.full
 
     def calls(self, models: int) -> int:
         """A round's task calls at most (rows answered before are cached, so often fewer)."""
-        return models * (self.trials * self.rows + self.full * self.val)
+        finals = (
+            math.ceil(self.full * self.val * RACED_PASS) if self.raced else self.full * self.val
+        )
+        return models * (self.trials * self.rows + finals)
 
 
-def mipro_round(strategy: str, options: Mapping[str, object], *, val: int) -> MiproRound | None:
+def mipro_round(
+    strategy: str, options: Mapping[str, object], *, val: int, raced: bool = False
+) -> MiproRound | None:
     """``mipro``'s round for ``val`` selection rows with these options; None for another
-    strategy."""
+    strategy. ``raced``: under ``--race`` with a val split (``race_top`` finalists raced)."""
     if strategy != "mipro":
         return None
 
@@ -123,7 +139,8 @@ def mipro_round(strategy: str, options: Mapping[str, object], *, val: int) -> Mi
         return value if isinstance(value, int) and value > 0 else MIPRO_ROUND[name]
 
     rows = min(option("minibatch_size"), val)
-    return MiproRound(option("full_eval_every"), rows, option("full_eval_top"), val)
+    finals = option("race_top") if raced else option("full_eval_top")
+    return MiproRound(option("full_eval_every"), rows, finals, val, raced)
 
 
 #: ``simba``'s sampled runs of the incumbent per row (``SimbaOptions.samples``' default; the
@@ -167,7 +184,10 @@ def resolve_preset(config: RunConfig, *, train: int, val: int, test: int) -> Pre
     per_candidate += sampling_calls(
         config.strategy, config.strategy_options, models=models, batch_size=config.batch_size
     )
-    rounds = mipro_round(config.strategy, config.strategy_options, val=val or config.batch_size)
+    raced = config.race and val > 0
+    rounds = mipro_round(
+        config.strategy, config.strategy_options, val=val or config.batch_size, raced=raced
+    )
     if rounds is not None:  # a candidate of mipro is a round
         per_candidate = rounds.calls(models)
     candidates = PRESET_CANDIDATES[preset]
