@@ -119,6 +119,7 @@ class Phases:
     def __init__(self) -> None:
         self.spans: list[tuple[str, float, float]] = []
         self._open: dict[str, float] = {}
+        self.run = (0.0, 0.0)  # the builder's run(): its call and its return
 
     def on_evaluation_start(self, label: Any, total: int) -> None:
         self._open[str(label)] = time.monotonic()
@@ -152,10 +153,12 @@ def optimize(url: str, args: argparse.Namespace, phases: Phases | None = None) -
             run_dir=tempfile.mkdtemp(prefix="reflex-overlap-"),
         )
     )
-    started = time.perf_counter()
+    started, clock = time.perf_counter(), time.monotonic()
     result = opt.run(
         "Answer with the label. Accuracy level 2.", callbacks=[phases] if phases else []
     )
+    if phases is not None:
+        phases.run = (clock, time.monotonic())
     return time.perf_counter() - started, result
 
 
@@ -209,6 +212,15 @@ def timeline(
         pre_total, post_total = pre_total + pre, post_total + post
         print(f"{head}{len(inside):>7}{pre:8.3f}{post:8.3f}")
     print(f"in evaluations: {pre_total:.2f}s before the first request, {post_total:.2f}s after")
+    first, last = min(a for a, _, _ in trace), max(d for _, d, _ in trace)
+    final = next((b for label, b, _ in phases.spans if label == "test:final"), last)
+    ends = [e for label, _, e in phases.spans if label != "test:final"]
+    before_final = final - max([*ends, *(d for _, d, r in trace if r and d < final)])
+    print(
+        f"outside the endpoint window: {first - phases.run[0]:.2f}s from run() to the first "
+        f"request, {phases.run[1] - last:.2f}s from the last answer to the result; "
+        f"{before_final:.2f}s between the last search phase and the final test"
+    )
     big = [(b, e) for label, b, e in phases.spans if not label.startswith("train")]
     rounds = sum(-(-len(_span_calls(trace, b, e)) // c) for b, e in big)
     walls = sum(e - b for b, e in big)

@@ -13,7 +13,9 @@ winner's observed mean difference; the bound is the ``1 - alpha`` quantile of th
 how far the best of these ``k`` candidates could rise above the initial prompt by chance on
 these rows. Exact over every sign pattern for up to ``MAX_EXACT_ROWS`` informative rows, a
 seeded Monte-Carlo estimate (add-one corrected) above. Pure standard library, deterministic for
-a given ``seed``.
+a given ``seed``: the Monte-Carlo patterns are the ``rng.choice((1, -1))`` of each row in turn,
+drawn in bulk, and integer differences are summed by popcount (:mod:`reflex.checks.resample`:
+the same figures as the plain loops, ~0.5 s -> ~0.05 s at 500 val rows).
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from operator import mul
 from typing import Any
 
+from reflex.checks.resample import coin_flips, integer_masks, masked_sum
 from reflex.checks.stats import DIFF_DECIMALS, sign_flip_p
 
 __all__ = [
@@ -40,6 +44,7 @@ __all__ = [
 MAX_EXACT_ROWS = 12
 #: Monte-Carlo sign patterns above :data:`MAX_EXACT_ROWS`.
 N_RESAMPLES = 2_000
+_DIGITS = bytes.maketrans(b"\x00\x01", b"01")  # a pattern's flips as binary digits
 
 
 def paired_diffs(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
@@ -89,6 +94,30 @@ def _maxima(columns: Sequence[Sequence[float]], patterns: Sequence[Sequence[int]
     ]
 
 
+def _sampled_maxima(columns: Sequence[Sequence[float]], seed: int, count: int) -> list[float]:
+    """:func:`_maxima` of ``count`` patterns of ``rng.choice((1, -1))`` per row (row by row,
+    pattern by pattern, ``rng = random.Random(seed)``), the same figures at a fraction of the
+    cost: integer differences are summed by popcount, others as the loop sums them."""
+    n = len(columns[0])
+    flips = coin_flips(random.Random(seed), n * count)  # byte 1: the row's sign is -1
+    masks = [(round(math.fsum(col)), integer_masks(col)) for col in columns]
+    totals = [(total, m) for total, m in masks if m is not None]
+    if len(totals) == len(columns):  # integer differences: popcounts
+        maxima = []
+        for start in range(0, n * count, n):
+            flipped = int(flips[start : start + n].translate(_DIGITS)[::-1], 2)
+            best = max(total - 2 * masked_sum(m, flipped) for total, m in totals)
+            maxima.append(float(best))
+        return maxima
+    signs = (1, -1)
+    return [
+        max(sum(map(mul, pattern, col)) for col in columns)
+        for pattern in (
+            [signs[b] for b in flips[start : start + n]] for start in range(0, n * count, n)
+        )
+    ]
+
+
 def best_of_many(
     candidates: Sequence[Mapping[str, float]],
     winner: int,
@@ -120,12 +149,10 @@ def best_of_many(
         hits = sum(1 for m in maxima if m >= observed - 1e-9)
         p = hits / len(maxima)
     else:
-        rng = random.Random(seed)
-        patterns = [[rng.choice((1, -1)) for _ in range(n)] for _ in range(n_resamples)]
         method = (
             f"monte-carlo max-statistic sign-flip ({len(candidates)} candidates, {n_resamples})"
         )
-        maxima = _maxima(columns, patterns)
+        maxima = _sampled_maxima(columns, seed, n_resamples)
         hits = sum(1 for m in maxima if m >= observed - 1e-9)
         p = (hits + 1) / (n_resamples + 1)
     ordered = sorted(maxima)
