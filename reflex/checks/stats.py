@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
-from reflex.checks.resample import integer_masks, masked_sum
+from reflex.checks.resample import integer_masks
 from reflex.data.json_types import JSONScalar
 
 __all__ = [
@@ -144,15 +144,18 @@ def _monte_carlo_sign_flip(
     n = len(values)
     total = math.fsum(values)
     masks = integer_masks(values)
+    hits = 0
     if masks is not None:  # integer diffs: the selected sum by popcount (exact, as the tables')
-        hits = sum(
-            abs(total - 2.0 * masked_sum(masks, rng.getrandbits(n))) >= threshold
-            for _ in range(n_resamples)
-        )
+        draw = rng.getrandbits
+        for _ in range(n_resamples):
+            bits = draw(n)
+            chosen = 0
+            for value, mask in masks:
+                chosen += value * (bits & mask).bit_count()
+            hits += abs(total - 2.0 * chosen) >= threshold
         return (hits + 1) / (n_resamples + 1)
     tables = _chunk_tables(values)
     n_bytes = len(tables)
-    hits = 0
     for _ in range(n_resamples):
         flips = rng.getrandbits(n).to_bytes(n_bytes, "little")
         selected = sum(map(list.__getitem__, tables, flips))

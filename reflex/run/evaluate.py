@@ -7,11 +7,12 @@ In pipeline mode (:mod:`reflex.data.pipeline`) the user's pipeline replaces the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from reflex.config import BaseRunConfig
 from reflex.data.demos import prompt_messages
@@ -215,9 +216,16 @@ class Evaluator:
             trace=outcome.trace,
         )
 
+    @functools.cached_property
+    def _graded(self) -> frozenset[int]:
+        """The model-graded metrics (by id): a runtime protocol check costs ~20 us, so it is made
+        once per evaluator rather than once per row and metric (on the event loop)."""
+        return frozenset(id(m) for m in self.metrics if isinstance(m, ModelGradedMetric))
+
     async def _score(self, metric: Metric, output: str, example: Example) -> Score:
-        if isinstance(metric, ModelGradedMetric):
-            return await metric.ascore(output, example, self._judge_call(metric))
+        if id(metric) in self._graded:
+            graded = cast(ModelGradedMetric, metric)
+            return await graded.ascore(output, example, self._judge_call(graded))
         return metric.score(output, example)
 
     def _judge_call(self, metric: ModelGradedMetric) -> JudgeCall:
