@@ -3,10 +3,14 @@ model-graded metrics through the run's client."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping, Sequence
+
 import pytest
 
-from reflex.models.client import ClientSettings, ModelSpec, ProviderClient
+from reflex.models.client import ClientSettings, Completion, ModelSpec, ProviderClient
 from reflex.models.runner import LoopRunner
+from reflex.models.usage import Role
 from reflex.run import evaluate as evaluate_module
 from reflex.run.evaluate import Evaluator
 from reflex.testing import FakeModel, FakeRequest
@@ -78,3 +82,41 @@ def test_which_metrics_are_model_graded_is_checked_once_per_evaluator(
     assert client.ledger.by_role["judge"].calls == 30  # the graded metric went through ascore
     assert snapshot.model_graded
     assert _CountingMeta.checks <= 4  # 2 metrics, once for the rows and once for the snapshot
+
+
+class _WriterTask(ProviderClient):
+    """A client whose request leaves from a task of its own, as aiohttp writes it: ``log`` gets
+    each call's start and the moment its request is sent."""
+
+    def __init__(self, max_workers: int) -> None:
+        super().__init__(ClientSettings(max_workers=max_workers))
+        self.log: list[str] = []
+
+    async def complete(
+        self, spec: ModelSpec, messages: Sequence[Mapping[str, object]], role: Role = "task"
+    ) -> Completion:
+        row = str(messages[-1]["content"])
+        self.log.append(f"start {row}")
+
+        async def write() -> None:
+            self.log.append(f"sent {row}")
+
+        await asyncio.ensure_future(write())
+        return Completion("a", 1, 1, 0.0, cached=False, attempts=1)
+
+
+def test_each_call_of_the_first_round_is_sent_before_the_next_one_starts() -> None:
+    client = _WriterTask(max_workers=3)
+    evaluator = Evaluator(client, [ModelSpec("fake/task")], [Exact()], {})
+    snapshot = LoopRunner.shared().run(evaluator.evaluate("Answer.", _rows(6), "val"))
+    first_round = ["start q0", "sent q0", "start q1", "sent q1", "start q2", "sent q2"]
+    assert client.log[:6] == first_round  # not every row's start before the first request
+    assert sorted(client.log[6:]) == [
+        "sent q3",
+        "sent q4",
+        "sent q5",
+        "start q3",
+        "start q4",
+        "start q5",
+    ]
+    assert [s.example_id for s in snapshot.samples] == [f"r{i}" for i in range(6)]  # row order
