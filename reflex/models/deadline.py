@@ -44,21 +44,10 @@ def call_deadline(spec: ModelSpec) -> float | None:
 
 
 async def within_deadline(call: Awaitable[T], seconds: float | None) -> T:
-    """``await call``, cancelled after ``seconds`` (None: no limit) with CallDeadlineExceeded.
-
-    On Python 3.11+ the call runs in the caller's task under ``asyncio.timeout`` (what
-    ``wait_for`` itself became in 3.12). 3.11's ``wait_for`` runs it as a task of its own,
-    queued behind every task already ready: when an evaluation fans out its rows, no request
-    left until each of them had taken its first step (30-110 ms per 500-row evaluation at
-    C = 64, bench/overlap.py); now each admitted call is sent in its own first step.
-    """
+    """``await call``, cancelled after ``seconds`` (None: no limit) with CallDeadlineExceeded."""
     if seconds is None:
         return await call
-    timeout = getattr(asyncio, "timeout", None)
     try:
-        if timeout is None:  # Python 3.10
-            return await asyncio.wait_for(call, seconds)
-        async with timeout(seconds):
-            return await call
+        return await asyncio.wait_for(call, seconds)
     except asyncio.TimeoutError:
         raise CallDeadlineExceeded(seconds) from None
