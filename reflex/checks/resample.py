@@ -17,8 +17,9 @@ is here gives *identical* results to those loops for the same ``rng``, not merel
   masks, when every value is an integer (any metric scored 0/1: the paired differences are -1,
   0, 1). Sums of integers are exact in floats in any order, so it is the loops' float sum.
 
-The bootstrap's ``rng.choices`` (``reflex.checks.stats.bootstrap_ci``) is not here: drawing the
-same indexes in bulk still costs ~80 of its ~180 ns per draw (the words alone are 30), measured.
+The bootstrap's ``rng.choices`` (``reflex.checks.stats.bootstrap_ci``) is not here: the same
+indexes drawn in bulk took 0.47 s against the loop's 0.52 s (10,000 resamples of 500 rows; the
+generator's words alone cost ~30 ns a draw), measured and dropped.
 
 ``tests/test_resample.py`` holds each against its loop over many seeds and sizes. On a Python
 whose ``random`` drew differently, those tests would fail, not the figures drift silently.

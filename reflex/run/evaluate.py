@@ -225,13 +225,20 @@ class Evaluator:
         )
 
     @functools.cached_property
-    def _graded(self) -> frozenset[int]:
-        """The model-graded metrics (by id): a runtime protocol check costs ~20 us, so it is made
-        once per evaluator rather than once per row and metric (on the event loop)."""
-        return frozenset(id(m) for m in self.metrics if isinstance(m, ModelGradedMetric))
+    def _graded(self) -> dict[int, tuple[Metric, bool]]:
+        """Whether each metric seen is model-graded, by id (with the metric, so a reused id
+        is not taken for it): a runtime protocol check costs ~20 us, so it is made once per
+        evaluator and metric rather than once per row (on the event loop)."""
+        return {}
+
+    def _is_graded(self, metric: Metric) -> bool:
+        seen = self._graded.get(id(metric))
+        if seen is None or seen[0] is not metric:
+            seen = self._graded[id(metric)] = (metric, isinstance(metric, ModelGradedMetric))
+        return seen[1]
 
     async def _score(self, metric: Metric, output: str, example: Example) -> Score:
-        if id(metric) in self._graded:
+        if self._is_graded(metric):
             graded = cast(ModelGradedMetric, metric)
             return await graded.ascore(output, example, self._judge_call(graded))
         return metric.score(output, example)
