@@ -1,7 +1,7 @@
 """Issue 34, item 3: a whole ``iterative`` run against remote latency, next to its limit.
 
     python bench/overlap.py [--latency 0.1] [--concurrency 64] [--rows 2500] [--iterations 12]
-        [--reps 2] [--timeline]
+        [--reps 2] [--timeline] [--against DIR]
 
 The same optimization (the builder, a full run: preflight, baseline test, initial val, the
 iterations, final test) runs against two endpoints in child processes, one answering at once
@@ -16,6 +16,11 @@ wall time and the time before its first request / after its last answer. The ser
 the algorithm is reported as the critical path: per iteration, the calls that must wait for the
 previous ones (a minibatch evaluation before the reasoning call, the reasoning call, the
 revision's minibatch evaluation) each take at least one L, whatever C is.
+
+``--against DIR`` measures side by side: each rep runs this script twice in child processes,
+first with ``PYTHONPATH=DIR`` (a checkout of another commit, e.g. ``git archive main | tar -x -C
+DIR``: its ``reflex`` package is imported instead of this one) and then with this checkout,
+alternating, so both meet the same load.
 
 The task model answers a row right when the row's number mod 10 is below the prompt's "level";
 the reasoner proposes level + 1 or level - 1 (by a hash of its brief), so about half the
@@ -119,6 +124,7 @@ class Phases:
     def __init__(self) -> None:
         self.spans: list[tuple[str, float, float]] = []
         self._open: dict[str, float] = {}
+        self.run = (0.0, 0.0)  # the builder's run(): its call and its return
 
     def on_evaluation_start(self, label: Any, total: int) -> None:
         self._open[str(label)] = time.monotonic()
@@ -152,10 +158,12 @@ def optimize(url: str, args: argparse.Namespace, phases: Phases | None = None) -
             run_dir=tempfile.mkdtemp(prefix="reflex-overlap-"),
         )
     )
-    started = time.perf_counter()
+    started, clock = time.perf_counter(), time.monotonic()
     result = opt.run(
         "Answer with the label. Accuracy level 2.", callbacks=[phases] if phases else []
     )
+    if phases is not None:
+        phases.run = (clock, time.monotonic())
     return time.perf_counter() - started, result
 
 
@@ -209,6 +217,15 @@ def timeline(
         pre_total, post_total = pre_total + pre, post_total + post
         print(f"{head}{len(inside):>7}{pre:8.3f}{post:8.3f}")
     print(f"in evaluations: {pre_total:.2f}s before the first request, {post_total:.2f}s after")
+    first, last = min(a for a, _, _ in trace), max(d for _, d, _ in trace)
+    final = next((b for label, b, _ in phases.spans if label == "test:final"), last)
+    ends = [e for label, _, e in phases.spans if label != "test:final"]
+    before_final = final - max([*ends, *(d for _, d, r in trace if r and d < final)])
+    print(
+        f"outside the endpoint window: {first - phases.run[0]:.2f}s from run() to the first "
+        f"request, {phases.run[1] - last:.2f}s from the last answer to the result; "
+        f"{before_final:.2f}s between the last search phase and the final test"
+    )
     big = [(b, e) for label, b, e in phases.spans if not label.startswith("train")]
     rounds = sum(-(-len(_span_calls(trace, b, e)) // c) for b, e in big)
     walls = sum(e - b for b, e in big)
@@ -225,6 +242,22 @@ def timeline(
     )
 
 
+def alternate(args: argparse.Namespace) -> None:
+    """``--against``: each rep, the other checkout's code, then this one's (child processes)."""
+    base = str(Path(args.against).resolve())
+    script = str(Path(__file__).resolve())
+    flags = [f"--{k}={getattr(args, k)}" for k in ("latency", "concurrency", "rows", "iterations")]
+    flags += ["--reps=1", *(["--timeline"] if args.timeline else [])]
+    for rep in range(args.reps):
+        for name, path in (("against", base), ("this", None)):
+            env = dict(os.environ)
+            env.pop("PYTHONPATH", None)
+            if path is not None:
+                env["PYTHONPATH"] = path
+            print(f"=== {name} rep {rep + 1} ({path or ROOT})", flush=True)
+            subprocess.run([sys.executable, script, *flags], env=env, cwd=path or ROOT, check=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -236,10 +269,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--timeline", action="store_true")
     parser.add_argument("--dump", default=None, help="with --timeline: the trace as JSON here")
+    parser.add_argument("--against", default=None, help="a checkout to alternate with this one")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.latency)
+        return
+    if args.against:
+        alternate(args)
         return
     print(f"load before {load()}", flush=True)
     with endpoint(0.0) as fast, endpoint(args.latency) as slow:

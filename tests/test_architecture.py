@@ -360,7 +360,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/run/budget.py",
         "reflex/run/capabilities.py",
         "reflex/run/context.py",
-        "reflex/run/evaluate.py",
         "reflex/run/gate.py",
         "reflex/run/lock.py",
         "reflex/run/opening.py",

@@ -15,7 +15,10 @@ these rows. Exact over every sign pattern for up to ``MAX_EXACT_ROWS`` informati
 seeded Monte-Carlo estimate (add-one corrected) above. A candidate the search looked at on part
 of the rows only (dropped by a race, scored on a trial's minibatch) is counted too: its own
 differences on its rows, its mean absolute difference on every other row. Pure standard
-library, deterministic for a given ``seed``.
+library, deterministic for a given ``seed``: the Monte-Carlo patterns are the
+``rng.choice((1, -1))`` of each row in turn, drawn in bulk, and integer differences are summed
+by popcount (:mod:`reflex.checks.resample`: the same figures as the plain loops, ~0.5 s ->
+~0.05 s at 500 val rows).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from reflex.checks.resample import coin_flips, integer_masks, masked_sum
 from reflex.checks.stats import DIFF_DECIMALS, sign_flip_p
 
 __all__ = [
@@ -42,6 +46,7 @@ __all__ = [
 MAX_EXACT_ROWS = 12
 #: Monte-Carlo sign patterns above :data:`MAX_EXACT_ROWS`.
 N_RESAMPLES = 2_000
+_DIGITS = bytes.maketrans(b"\x00\x01", b"01")  # a pattern's flips as binary digits
 
 
 def paired_diffs(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
@@ -126,6 +131,35 @@ def _seen_maxima(
     return out
 
 
+def _sampled_maxima(columns: Sequence[Sequence[float]], seed: int, count: int) -> list[float]:
+    """:func:`_maxima` of ``count`` patterns of ``rng.choice((1, -1))`` per row (row by row,
+    pattern by pattern, ``rng = random.Random(seed)``), the same figures at a fraction of the
+    cost: integer differences are summed by popcount, others as the loop sums them."""
+    n = len(columns[0])
+    flips = coin_flips(random.Random(seed), n * count)  # byte 1: the row's sign is -1
+    masks = [(round(math.fsum(col)), integer_masks(col)) for col in columns]
+    totals = [(total, m) for total, m in masks if m is not None]
+    if len(totals) == len(columns):  # integer differences: popcounts
+        maxima = []
+        for start in range(0, n * count, n):
+            flipped = int(flips[start : start + n].translate(_DIGITS)[::-1], 2)
+            best = max(total - 2 * masked_sum(m, flipped) for total, m in totals)
+            maxima.append(float(best))
+        return maxima
+    return _maxima(columns, _patterns(flips, n, count))
+
+
+def _sampled_patterns(seed: int, n: int, count: int) -> list[list[int]]:
+    """The ``count`` patterns of ``rng.choice((1, -1))`` per row that :func:`_sampled_maxima`
+    sums, as signs (for the candidates seen on part of the rows)."""
+    return _patterns(coin_flips(random.Random(seed), n * count), n, count)
+
+
+def _patterns(flips: bytes, n: int, count: int) -> list[list[int]]:
+    signs = (1, -1)
+    return [[signs[b] for b in flips[start : start + n]] for start in range(0, n * count, n)]
+
+
 def best_of_many(
     candidates: Sequence[Mapping[str, float]],
     winner: int,
@@ -166,10 +200,12 @@ def best_of_many(
     if n <= MAX_EXACT_ROWS:
         patterns: Sequence[Sequence[int]] = list(itertools.product((1, -1), repeat=n))
     else:
-        rng = random.Random(seed)
-        patterns = [[rng.choice((1, -1)) for _ in range(n)] for _ in range(n_resamples)]
         kind, named = "monte-carlo", f"{named}, {n_resamples}"
-    maxima = _seen_maxima(_maxima(columns, patterns), partial, patterns)
+        patterns = _sampled_patterns(seed, n, n_resamples) if partial else []
+    if patterns:
+        maxima = _seen_maxima(_maxima(columns, patterns), partial, patterns)
+    else:  # Monte-Carlo, every candidate on every row: popcounts over the same patterns
+        maxima = _sampled_maxima(columns, seed, n_resamples)
     hits = sum(1 for m in maxima if m >= observed - 1e-9)
     p = hits / len(maxima) if kind == "exact" else (hits + 1) / (n_resamples + 1)
     ordered = sorted(maxima)

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from reflex.checks.resample import integer_masks
 from reflex.data.json_types import JSONScalar
 
 __all__ = [
@@ -136,14 +137,25 @@ def _monte_carlo_sign_flip(
     """Add-one corrected Monte-Carlo estimate of the two-sided sign-flip p-value.
 
     Each byte of a random bit pattern picks which of 8 values get their sign
-    flipped; the flipped sum is ``total - 2 * sum(selected)``, looked up per byte.
+    flipped; the flipped sum is ``total - 2 * sum(selected)``, looked up per byte
+    (integer diffs: counted by popcount over the same bits, :mod:`reflex.checks.resample`).
     """
     rng = random.Random(seed)
     n = len(values)
     total = math.fsum(values)
+    masks = integer_masks(values)
+    hits = 0
+    if masks is not None:  # integer diffs: the selected sum by popcount (exact, as the tables')
+        draw = rng.getrandbits
+        for _ in range(n_resamples):
+            bits = draw(n)
+            chosen = 0
+            for value, mask in masks:
+                chosen += value * (bits & mask).bit_count()
+            hits += abs(total - 2.0 * chosen) >= threshold
+        return (hits + 1) / (n_resamples + 1)
     tables = _chunk_tables(values)
     n_bytes = len(tables)
-    hits = 0
     for _ in range(n_resamples):
         flips = rng.getrandbits(n).to_bytes(n_bytes, "little")
         selected = sum(map(list.__getitem__, tables, flips))

@@ -1,0 +1,117 @@
+"""Bulk draws that are the plain loops' draws (reflex.checks.resample), and the tests that use
+them giving the figures the plain loops give."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+from reflex.checks import maxstat, stats
+from reflex.checks.resample import coin_flips, integer_masks, masked_sum
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 12345])
+@pytest.mark.parametrize("count", [1, 2, 31, 500, 20_000])
+def test_coin_flips_are_the_choices_of_one_or_minus_one(seed: int, count: int) -> None:
+    loop = random.Random(seed)
+    expected = [loop.choice((1, -1)) for _ in range(count)]
+    flips = coin_flips(random.Random(seed), count)
+    assert [(1, -1)[b] for b in flips] == expected
+
+
+def test_coin_flips_continue_the_same_stream_across_batches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import reflex.checks.resample as resample
+
+    monkeypatch.setattr(resample, "_WORDS", 64)  # many small batches
+    loop = random.Random(3)
+    expected = [loop.choice((1, -1)) for _ in range(5_000)]
+    assert [(1, -1)[b] for b in coin_flips(random.Random(3), 5_000)] == expected
+
+
+def test_integer_masks_sum_the_rows_of_a_bit_mask() -> None:
+    values = [1.0, -1.0, 0.0, 3.0, 1.0, -2.0]
+    masks = integer_masks(values)
+    assert masks is not None
+    for rows in range(1 << len(values)):
+        chosen = [v for j, v in enumerate(values) if rows >> j & 1]
+        assert masked_sum(masks, rows) == sum(chosen)
+
+
+def test_integer_masks_refuse_fractions_and_too_many_values() -> None:
+    assert integer_masks([1.0, 0.5]) is None
+    assert integer_masks([float("nan")]) is None
+    assert integer_masks([float(v) for v in range(1, 70)]) is None
+    assert integer_masks([0.0, 0.0]) == []
+
+
+def _loop_best_of_many(
+    candidates: list[dict[str, float]], winner: int, seed: int, n_resamples: int
+) -> maxstat.SelectionTest:
+    """best_of_many's Monte-Carlo branch as the plain loops compute it (the reference)."""
+    keys = sorted(set.intersection(*(set(c) for c in candidates)))
+    informative = [k for k in keys if any(c[k] != 0 for c in candidates)]
+    columns = [[c[k] for k in informative] for c in candidates]
+    observed = math.fsum(columns[winner])
+    rng = random.Random(seed)
+    patterns = [[rng.choice((1, -1)) for _ in informative] for _ in range(n_resamples)]
+    maxima = [
+        max(sum(s * d for s, d in zip(signs, col, strict=True)) for col in columns)
+        for signs in patterns
+    ]
+    hits = sum(1 for m in maxima if m >= observed - 1e-9)
+    ordered = sorted(maxima)
+    bound = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)] / len(keys)
+    return maxstat.SelectionTest(
+        len(candidates),
+        len(keys),
+        observed / len(keys),
+        min(1.0, (hits + 1) / (n_resamples + 1)),
+        max(0.0, bound),
+        0.05,
+        f"monte-carlo max-statistic sign-flip ({len(candidates)} candidates, {n_resamples})",
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "rows", "k"),
+    [
+        ((-1.0, 0.0, 0.0, 1.0), 40, 1),
+        ((-1.0, 0.0, 0.0, 1.0), 300, 5),
+        ((-2.0, -1.0, 0.0, 3.0), 57, 3),
+        ((0.0, 0.25, -0.5, 1 / 3, -2 / 3), 60, 4),  # not integers: the loop's float sums
+    ],
+)
+def test_best_of_many_gives_the_plain_loops_figures(
+    values: tuple[float, ...], rows: int, k: int
+) -> None:
+    rng = random.Random(rows * 10 + k)
+    candidates = [{f"r{i}": round(rng.choice(values), 12) for i in range(rows)} for _ in range(k)]
+    for winner, seed in itertools.product(range(k), (0, 4)):
+        got = maxstat.best_of_many(candidates, winner, seed=seed, n_resamples=400)
+        assert got == _loop_best_of_many(candidates, winner, seed, 400)
+
+
+def _loop_sign_flip(values: list[float], threshold: float, seed: int, n: int) -> float:
+    rng = random.Random(seed)
+    hits = 0
+    for _ in range(n):
+        bits = rng.getrandbits(len(values))
+        flipped = math.fsum(v for j, v in enumerate(values) if bits >> j & 1)
+        hits += abs(math.fsum(values) - 2.0 * flipped) >= threshold
+    return (hits + 1) / (n + 1)
+
+
+@pytest.mark.parametrize("size", [30, 64, 65, 233])
+def test_the_monte_carlo_sign_flip_p_of_integer_diffs_is_the_loops(size: int) -> None:
+    rng = random.Random(size)
+    diffs = [float(rng.choice((-3, -1, 0, 1, 1, 2))) for _ in range(size)]
+    nonzero = [d for d in diffs if d]
+    threshold = abs(math.fsum(nonzero)) - 1e-12 * max(1.0, sum(abs(v) for v in nonzero))
+    p, method = stats.sign_flip_p(diffs, seed=9, n_resamples=700)
+    assert method == "monte-carlo sign-flip (700)"
+    assert p == _loop_sign_flip(nonzero, threshold, 9, 700)
