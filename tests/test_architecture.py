@@ -60,6 +60,7 @@ BASE = {
     "callbacks",
     "plugins",
     "config",
+    "channel",
     "limits",
     "toolcalls",
 }
