@@ -1,6 +1,7 @@
 """The per-row record (issue 18, item 6; reflex/checks/isolation.py): evaluations.jsonl and
-reflections.jsonl, sealed and redacted; ``verify`` proves from them that the test split was evaluated exactly twice and that
-selection used val only; a strategy cannot evaluate test rows."""
+reflections.jsonl, sealed and redacted; ``verify`` proves from them that the test split was
+evaluated exactly twice and that selection used val only; a strategy cannot evaluate test rows.
+"""
 
 from __future__ import annotations
 
