@@ -343,7 +343,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/models/offload_protocol.py",
         "reflex/models/offload_worker.py",
         "reflex/models/preflight.py",
-        "reflex/models/runner.py",
         "reflex/models/wire_body.py",
         "reflex/models/wire_session.py",
         "reflex/run/budget.py",
@@ -359,7 +358,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex_mlflow/connection.py",
         "reflex_mlflow/history.py",
         "reflex_mlflow/tracing.py",
-        "reflex_mlflow/views.py",
         "reflex_wandb/cli.py",
         "reflex_wandb/offline.py",
     }
