@@ -327,7 +327,6 @@ TEST_PREFIXES = {"reflex": "", "strategies": "", "metrics": "metric_"} | {
 }
 WITHOUT_TEST_FILE = frozenset(
     {
-        "reflex/callbacks/tracking.py",
         "reflex/checks/outcome.py",
         "reflex/cli/build.py",
         "reflex/cli/main.py",
