@@ -327,11 +327,9 @@ TEST_PREFIXES = {"reflex": "", "strategies": "", "metrics": "metric_"} | {
 }
 WITHOUT_TEST_FILE = frozenset(
     {
-        "reflex/checks/outcome.py",
         "reflex/cli/build.py",
         "reflex/cli/main.py",
         "reflex/cli/optimize.py",
-        "reflex/cli/pipes.py",
         "reflex/cli/runs.py",
         "reflex/cli/sync.py",
         "reflex/hookspecs.py",
