@@ -352,8 +352,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/testing/chat.py",
         "reflex/testing/http.py",
         "reflex_mlflow/cli.py",
-        "reflex_mlflow/connection.py",
-        "reflex_mlflow/history.py",
         "reflex_mlflow/tracing.py",
         "reflex_wandb/cli.py",
         "reflex_wandb/offline.py",
