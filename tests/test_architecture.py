@@ -354,7 +354,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex_mlflow/cli.py",
         "reflex_mlflow/tracing.py",
         "reflex_wandb/cli.py",
-        "reflex_wandb/offline.py",
     }
 )
 
