@@ -333,7 +333,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/cli/runs.py",
         "reflex/cli/sync.py",
         "reflex/hookspecs.py",
-        "reflex/models/body_limit.py",
         "reflex/models/litellm_call.py",
         "reflex/models/offload.py",
         "reflex/models/offload_protocol.py",
