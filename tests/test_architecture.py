@@ -346,7 +346,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/run/session.py",
         "reflex/run/start.py",
         "reflex/run/trackers.py",
-        "reflex/testing/chat.py",
         "reflex/testing/http.py",
         "reflex_mlflow/cli.py",
         "reflex_mlflow/tracing.py",
