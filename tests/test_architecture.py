@@ -339,7 +339,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/models/offload_worker.py",
         "reflex/models/wire_body.py",
         "reflex/models/wire_session.py",
-        "reflex/run/budget.py",
         "reflex/run/evaluate.py",
         "reflex/run/gate.py",
         "reflex/run/opening.py",
