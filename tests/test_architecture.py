@@ -330,7 +330,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/cli/build.py",
         "reflex/cli/main.py",
         "reflex/cli/optimize.py",
-        "reflex/cli/runs.py",
         "reflex/cli/sync.py",
         "reflex/hookspecs.py",
         "reflex/models/litellm_call.py",
