@@ -4,21 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_serializer,
-    field_validator,
-    model_validator,
-)
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from reflex.channel import ChannelConfig
 from reflex.data.tool_schemas import check_response_format, check_tool_choice, check_tools
 from reflex.errors import ConfigurationError
 from reflex.limits import BudgetConfig, BudgetPreset
-from reflex.models.spec import parse_model
-from reflex.redact import redact_data, redact_url
+from reflex.redact import redact_url
 from reflex.scoring import ConfigurableMetric, MetricSpec, metric_specs
 
 if TYPE_CHECKING:
@@ -28,7 +20,9 @@ __all__ = [
     "ACCEPT_ALPHA",
     "BudgetConfig",
     "BudgetPreset",
+    "ChannelConfig",
     "ConfigurableMetric",
+    "DEFAULT_ITERATIONS",
     "MetricSpec",
     "RunConfig",
     "BaseRunConfig",
@@ -47,6 +41,9 @@ def default_strategy(reasoning_model: str | None) -> str:
     else ``auto``, which then runs reasoning-free (instructions, then few-shot demos)."""
     return "iterative" if reasoning_model else "auto"
 
+
+#: Candidates a run tries when ``max_iterations`` is not set and no call budget sizes the search.
+DEFAULT_ITERATIONS = 5
 
 ACCEPT_ALPHA = 0.1  # ``significant`` without a level: a one-sided paired test at 10%
 
@@ -69,8 +66,10 @@ def parse_accept(text: str) -> tuple[str, float]:
     raise ValueError(f"accept={text!r} is not a rule: {forms}")
 
 
-class BaseRunConfig(BaseModel):
+class BaseRunConfig(ChannelConfig):
     """Every run setting with its default and constraints; a :class:`RunConfig` without models.
+    The model channel's settings (models, endpoints, concurrency, cache, prices) are
+    :class:`~reflex.channel.ChannelConfig`'s fields; the rest are written here.
 
     The builder validates each call against this as it is made, so a bad value is reported
     where it was set, also before any task model is added.
@@ -78,27 +77,14 @@ class BaseRunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    models: list[str] = Field(default_factory=list)
-    api_base: str | None = Field(  # may hold credentials
-        default=None, repr=False, description="API base URL for the task model(s)."
-    )
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Task-model temperature.")
-    max_tokens: int | None = Field(
-        default=None, gt=0, description="Task-model output limit (tokens)."
-    )
-    reasoning_model: str | None = Field(
-        default=None, description="Reasoning model as provider/model."
-    )
-    reasoning_base_url: str | None = Field(
-        default=None, repr=False, description="API base URL for the reasoning model."
-    )
-    reasoning_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     source_model: str | None = Field(
         default=None,
         description="Model the prompt was written for: adds migration guidance for the task model.",
     )
-    # Reasoning-prompt templates overridden for this run, by name (see reflex.judging.reasoning).
-    reasoning_templates: dict[str, str] = Field(default_factory=dict)
+    reasoning_templates: dict[str, str] = Field(  # see reflex.judging.reasoning
+        default_factory=dict,
+        description="Reasoning-prompt templates overridden for this run, by name.",
+    )
     feedback_field: str | None = Field(
         default=None,
         min_length=1,
@@ -110,18 +96,42 @@ class BaseRunConfig(BaseModel):
     # How to rebuild the metrics that take options (e.g. llm_judge's model and rubric), so
     # ``check`` and ``export`` score exactly as the run did; option-less metrics rebuild by name.
     metric_specs: list[MetricSpec] = Field(default_factory=list)
-    guards: dict[str, float] = Field(default_factory=dict)
-    slice_by: list[str] = Field(default_factory=list)
-    # Chat templates (reflex.data.templates): the row field that fills a {{variable}} whose
-    # name differs (--var NAME=FIELD), and the messages strategies may rewrite (None: all).
-    variables: dict[str, str] = Field(default_factory=dict)
-    rewrite_messages: list[str] | None = None
-    # "" (none named): iterative with a reasoning model, else auto (see default_strategy).
-    strategy: str = ""
-    strategy_options: dict[str, Any] = Field(default_factory=dict)
-    # None: 5, or with budget.max_calls, as many candidates as the search budget pays a val
-    # pass for (at least 5); resolved by the engine once the splits are known.
-    max_iterations: int | None = Field(default=None, ge=0)
+    guards: dict[str, float] = Field(  # metric -> tolerance
+        default_factory=dict,
+        description="Metrics a candidate may not lower on val by more than their tolerance, "
+        "against the starting prompt.",
+    )
+    slice_by: list[str] = Field(
+        default_factory=list,
+        description="Metadata keys: the test scores are also reported per value of each.",
+    )
+    # Chat templates (reflex.data.templates).
+    variables: dict[str, str] = Field(  # variable -> row field
+        default_factory=dict,
+        description="Chat template: the row field that fills a {{variable}} (default: the "
+        "field of the variable's name).",
+    )
+    rewrite_messages: list[str] | None = Field(
+        default=None,
+        description="Chat template: the messages strategies may rewrite (system, user, user_2, "
+        "...). Default: all.",
+    )
+    # "" (none named) is resolved by the _strategy validator below.
+    strategy: str = Field(
+        default="",
+        description=f"Strategy name. Default: {default_strategy('given')} with a reasoning "
+        f"model, else {default_strategy(None)}.",
+    )
+    strategy_options: dict[str, Any] = Field(
+        default_factory=dict, description="The strategy's options, by name."
+    )
+    # None: resolved by the engine once the splits are known (reflex.run.stopping).
+    max_iterations: int | None = Field(
+        default=None,
+        ge=0,
+        description=f"Candidates to try. Default: {DEFAULT_ITERATIONS}, or under a task-call "
+        f"budget as many as it pays a val pass for (at least {DEFAULT_ITERATIONS}).",
+    )
     score_threshold: float | None = Field(
         default=None, ge=0.0, le=1.0, description="Stop once the best val score reaches this."
     )
@@ -148,72 +158,13 @@ class BaseRunConfig(BaseModel):
         "the val rows, the same rows for each) and drop the clearly worse early (fewshot and "
         "auto's demo step draw several demo sets and race them).",
     )
-    max_workers: int = Field(
-        default=8, gt=0, description="Model calls in flight at once, across the whole run."
-    )
-    retry_window: float = Field(  # reflex.models.retry.RetryPolicy.progress_window
-        default=120.0,
-        gt=0,
-        allow_inf_nan=False,
-        description="A call that keeps failing stops retrying once the provider has answered "
-        "nothing for this long (seconds).",
-    )
-    max_response_mb: float = Field(  # see reflex.models.body_limit
-        default=16.0,
-        gt=0,
-        allow_inf_nan=False,
-        description="A provider answer larger than this (MiB) fails its call, not retried, "
-        "instead of being read into memory whole.",
-    )
-    client_processes: int = Field(  # see reflex.models.offload
-        default=0,
-        ge=0,
-        le=64,
-        description="Processes that run LiteLLM's per-call CPU off the run's event loop; try "
-        "the number of cores when many calls are in flight to a fast provider (0: in-process).",
-    )
-    local_workers: int = Field(  # see reflex.models.local_pool
-        default=0,
-        ge=0,
-        le=256,
-        description="Contexts of the embedded model (local/...) computing answers at once, one "
-        "thread each, same answers as 1 (0: one per core, at most one per 0.7 GB of memory).",
-    )
-    local_batch: int = Field(  # see reflex.models.local_batch
-        default=0,
-        ge=0,
-        le=64,
-        description="Decode up to N calls of the embedded model together in one context: "
-        "faster, but answers are not bit-identical to serial ones (cached apart); 0: off.",
-    )
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
-    # USD per million (input, output) tokens by model, used instead of LiteLLM's price list
-    # (self-hosted and unpriced models then have a cost, and max_cost binds on them).
-    prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     run_dir: str = ".reflex"
     shared_run_dir: bool = Field(  # existing folders keep their mode
         default=False,
         description="Make the folders a run creates group-readable (0750, files 0640), for a "
         "team's shared run directory; by default they are private (0700, files 0600): they "
         "hold prompts, dataset rows and model answers.",
-    )
-    cache_namespace: str = Field(
-        default="default", description="Change to ignore earlier cached responses."
-    )
-    # Beyond one machine (docs/scaling.md): a LiteLLM Router config (the proxy's model_list YAML
-    # path, or the mapping itself) and a shared response cache (redis://..., postgresql://...).
-    router_config: str | dict[str, Any] | None = Field(
-        default=None,
-        repr=False,
-        description="Spread calls over deployments with a LiteLLM Router (the proxy's "
-        "model_list YAML); a model named like a model_name there (or router/NAME) goes "
-        "through it.",
-    )
-    cache_url: str | None = Field(
-        default=None,
-        repr=False,
-        description="A response cache shared by processes and machines: redis://HOST:6379/0 or "
-        "a SQL database URL (postgresql://USER@HOST/DB). Default: RUN_DIR/cache.sqlite.",
     )
     prompt_mode: Literal["replace", "prepend"] = "replace"
     # Tools offered with every request (OpenAI function schemas; a row's own ``tools`` replace
@@ -261,7 +212,11 @@ class BaseRunConfig(BaseModel):
         gt=0,
         description="Seconds per example; a pipeline still running then is scored as failed.",
     )
-    trace_metrics: list[str] = Field(default_factory=list)
+    trace_metrics: list[str] = Field(
+        default_factory=list,
+        description="Metrics that score the whole pipeline trace (JSON with output and steps) "
+        "instead of the final output.",
+    )
     allow_degenerate_seed: bool = Field(
         default=False,
         description="Run even if the starting prompt scores the worst value on every row.",
@@ -291,49 +246,11 @@ class BaseRunConfig(BaseModel):
     run_id: str = ""
     resumed: bool = False
 
-    @field_serializer("router_config")
-    def _router_secrets(self, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
-        return redact_data(value) if isinstance(value, dict) else value
-
-    @field_serializer("cache_url")
-    def _cache_url(self, value: str | None) -> str | None:
-        # redact_url keeps every character but the credentials, so a URL without any
-        # (sqlite:////abs/path) survives for check/export to read the cache back.
-        return redact_url(value)
-
-    @field_serializer("api_base", "reasoning_base_url")
-    def _no_credentials(self, value: str | None) -> str | None:
-        # Credentials in a URL are secrets: config.json, callbacks' dumps and resume's
-        # comparison only ever see the redacted form; model calls use the attribute itself.
-        return redact_url(value)
-
-    @field_validator("models")
-    @classmethod
-    def _models(cls, value: list[str]) -> list[str]:
-        return [parse_model(m) for m in value]
-
-    @field_validator("prices")
-    @classmethod
-    def _prices(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
-        for model, pair in value.items():
-            parse_model(model)
-            if not all(0 <= p < float("inf") for p in pair):  # nan fails both comparisons
-                raise ValueError(
-                    f"price of {model}: {pair[0]}:{pair[1]} must be finite numbers >= 0 (USD per "
-                    "million input and output tokens)"
-                )
-        return value
-
     @field_validator("accept")
     @classmethod
     def _accept(cls, value: str) -> str:
         kind, level = parse_accept(value)
         return kind if kind == "any" else f"{kind}:{level:g}" if ":" in value else kind
-
-    @field_validator("reasoning_model")
-    @classmethod
-    def _reasoning(cls, value: str | None) -> str | None:
-        return parse_model(value) if value else None
 
     @model_validator(mode="after")
     def _request_options(self) -> BaseRunConfig:

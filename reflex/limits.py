@@ -42,9 +42,12 @@ class BudgetConfig(BaseModel):
     )
     max_cost: float | None = Field(default=None, gt=0, description="Budget: dollars.")
     max_seconds: float | None = Field(default=None, gt=0, description="Budget: wall-clock seconds.")
-    # --budget light|medium|heavy: max_calls sized to the splits and the strategy when the run
-    # starts (reflex.run.presets); an explicit max_calls wins.
-    preset: BudgetPreset | None = None
+    # An explicit max_calls wins over the preset.
+    preset: BudgetPreset | None = Field(  # sized by reflex.run.presets
+        default=None,
+        description="Budget preset: the task-call budget sized to the splits and the strategy "
+        "when the run starts (docs/budgets.md).",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -166,6 +166,10 @@ def credential_urls(texts: Iterable[str]) -> list[str]:
     return [m[0] for text in texts for m in _URL_IN_TEXT.finditer(text) if redact_url(m[0]) != m[0]]
 
 
+# The NAME of a NAME=VALUE command-line token: an option or a plain name, never a URL.
+_ARG_NAME = re.compile(r"-{0,2}[A-Za-z_][\w.-]*")
+
+
 def redact_argv(argv: list[str], *urls: str | None) -> list[str]:
     """A command line safe to record: in every token, whatever the option (``--opt=value``,
     ``--opt value`` or a positional), every URL with credentials is redacted, the
@@ -175,7 +179,8 @@ def redact_argv(argv: list[str], *urls: str | None) -> list[str]:
     out = []
     for token in argv:
         name, eq, _ = token.partition("=")
-        if eq and is_secret_name(name.lstrip("-")):
+        # A NAME=VALUE token (not a URL whose query holds "api-key=": its password is scrubbed)
+        if eq and _ARG_NAME.fullmatch(name) and is_secret_name(name.lstrip("-")):
             out.append(f"{name}={REDACTED}")
         else:
             out.append(_replace(token, secrets))

@@ -7,7 +7,6 @@ read them from its fields; the builder holds a validated config, not a dict of s
 from __future__ import annotations
 
 import inspect
-import re
 from typing import Any
 
 import click
@@ -17,15 +16,18 @@ from pydantic import ValidationError
 
 from reflex import PromptOptimizer
 from reflex.cli import build_cli
-from reflex.cli.options import DEFAULT_METRIC, optimize_params
-from reflex.config import BaseRunConfig, BudgetConfig, RunConfig, default, default_strategy
+from reflex.config import (
+    BaseRunConfig,
+    BudgetConfig,
+    RunConfig,
+    default,
+)
 from reflex.data.splits import split_dataset
 from reflex.models.body_limit import DEFAULT_MAX_RESPONSE_MB
 from reflex.models.client import ProviderClient
 from reflex.models.retry import RetryPolicy
 from reflex.run.pipeline_runner import PipelineRunner
 from reflex.run.records import RUN_DIR
-from reflex.run.stopping import DEFAULT_ITERATIONS
 
 # An option named otherwise than its field (optimize's --threshold is score_threshold) ...
 CLI_NAMES = {"threshold": "score_threshold"}
@@ -97,63 +99,6 @@ def test_every_cli_default_is_the_run_config_fields() -> None:
     assert {"max_workers", "train_split", "max_calls"} <= by_name["compare"]
     assert {"max_workers", "run_dir"} <= by_name["judge-check"]
     assert {"run_dir"} <= by_name["runs"] & by_name["check"] & by_name["sync"]
-
-
-def test_a_described_setting_s_help_is_its_description() -> None:
-    options = {
-        CLI_NAMES.get(str(p.name), str(p.name)): p
-        for p in optimize_params()
-        if isinstance(p, click.Option)
-    }
-    described = {
-        n: f.description
-        for model in (RunConfig, BudgetConfig)
-        for n, f in model.model_fields.items()
-        if f.description
-    }
-    shown = {name: options[name].help or "" for name in described if name in options}
-    # The description, then what only the command line says: a note that names another flag.
-    notes = {name: text.removeprefix(described[name]) for name, text in shown.items()}
-    wrong = {
-        name: shown[name]
-        for name, note in notes.items()
-        if note and not (note != shown[name] and note.startswith(" ") and "--" in note)
-    }
-    assert wrong == {}
-    assert {"max_workers", "temperature", "overfit_gap", "score_threshold", "max_calls"} <= set(
-        shown
-    )
-    assert notes["val_split"] == " --val-ratio is the same option."
-
-
-def _flags_named_in_help(command: click.Command) -> list[str]:
-    """The ``--flags`` the help texts of ``command`` name that are none of its options (text in
-    backticks is another program's; ``--name-*`` stands for the options that start so)."""
-    own = {opt for p in command.params for opt in p.opts}
-    texts = [re.sub(r"`[^`]*`", "", getattr(p, "help", None) or "") for p in command.params]
-    named = {m for text in texts for m in re.findall(r"--[a-z][a-z-]*\*?", text)}
-    return sorted(
-        flag
-        for flag in named
-        if flag not in own
-        and not (flag.endswith("-*") and any(o.startswith(flag[:-1]) for o in own))
-    )
-
-
-def test_a_help_names_only_flags_the_command_has() -> None:
-    text = "Ignored without --b, --a or --a-*, `other --c`; see --d-*."
-    own = click.Command("x", params=[click.Option(["--a"], help=text), click.Option(["--a-x"])])
-    assert _flags_named_in_help(own) == ["--b", "--d-*"]
-    wrong = {str(c.name): _flags_named_in_help(c) for c in _commands()}
-    assert {name: flags for name, flags in wrong.items() if flags} == {}
-
-
-def test_the_defaults_a_help_states_are_the_code_s() -> None:
-    options = {str(p.name): p.help or "" for p in optimize_params() if isinstance(p, click.Option)}
-    assert f"Default: {DEFAULT_METRIC}," in options["metrics"]
-    assert f"Default: {DEFAULT_ITERATIONS}," in options["max_iterations"]
-    chosen = default_strategy("provider/reasoner"), default_strategy(None)
-    assert f"[default: {chosen[0]} with --reasoning-model, else {chosen[1]}]" in options["strategy"]
 
 
 def test_standalone_defaults_below_the_config_are_its_fields() -> None:

@@ -65,13 +65,6 @@ def test_settings_need_no_model_but_a_run_config_does() -> None:
         opt.configure(max_workers=2).build_config()
 
 
-def test_models_are_parsed_once_given() -> None:
-    settings = BaseRunConfig(models=["openai/gpt-4o-mini"], reasoning_model="openai/o3")
-    assert settings.models == ["openai/gpt-4o-mini"] and settings.reasoning_model == "openai/o3"
-    with pytest.raises(ConfigurationError, match="has no provider"):
-        BaseRunConfig(models=["gpt"])
-
-
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
 def test_non_finite_weights_and_tolerances_are_refused(value: float) -> None:
     # nan passes every `< 0` check: a nan guard could never reject, a nan weight poisons scores

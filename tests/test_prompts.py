@@ -26,6 +26,16 @@ def test_render_joins_in_order_or_uses_the_template() -> None:
     assert PromptSpec.single("Hi.").render() == "Hi." and PromptSpec.single("x").is_single
 
 
+def test_a_candidate_s_components_are_the_edited_ones_or_a_plain_prompt_s_text() -> None:
+    plain = PromptSpec.single("Be brief.")
+    assert plain.components_of("Be terse.") == {"system": "Be terse."}
+    parts = PromptSpec({"role": "You grade.", "format": "Answer A or B."})
+    assert parts.components_of("You grade.\n\nAnswer B.") is None  # edited as one text
+    edited = {"role": "You grade.", "format": "Answer B."}
+    assert parts.components_of(parts.render(edited), edited) == edited
+    assert plain.components_of("Be terse.", {"system": "Be terse."}) == {"system": "Be terse."}
+
+
 @pytest.mark.parametrize("suffix", [".json", ".yaml", ".toml"])
 def test_mapping_files_round_trip(suffix: str, tmp_path: Path) -> None:
     spec = PromptSpec(PARTS, "{role}\n---\n{format}", fmt=suffix.strip(".").replace("yml", "yaml"))

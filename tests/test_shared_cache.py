@@ -140,14 +140,3 @@ def test_export_reads_the_shared_cache_the_run_wrote(fake_model: FakeModel, tmp_
     assert plan.uncached == 0  # every test row's answer for the best prompt is in the shared cache
     assert isinstance(plan.evaluator.client.cache, SqlCache)
     plan.evaluator.client.cache.close()
-
-
-def test_cache_url_credentials_stay_out_of_config_json() -> None:
-    from reflex.config import RunConfig
-
-    def saved(url: str) -> object:
-        return RunConfig(models=["fake/task"], cache_url=url).model_dump(mode="json")["cache_url"]
-
-    assert saved("redis://:s3cret@cache.internal:6379/0") == "redis://***@cache.internal:6379/0"
-    assert "s3cret" not in str(saved("postgresql://reflex:s3cret@db/cache"))
-    assert saved("sqlite+pysqlite:////abs/team.sqlite") == "sqlite+pysqlite:////abs/team.sqlite"

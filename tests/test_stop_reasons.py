@@ -165,22 +165,6 @@ def test_strategy_ends(
     assert result.stop is stop and result.end_state is end
 
 
-def test_result_json_keeps_old_keys_and_adds_the_enums(tmp_path: Path) -> None:
-    FakeModel(responder).install()
-    result = builder(tmp_path).configure(score_threshold=0.9).run(START)
-    data = json.loads(json.dumps(result.to_dict()))
-    assert data["stop"] == "score_threshold" and data["end_state"] == "completed"
-    assert data["stop_reason"] == result.stop_reason and data["completed"] is True
-    assert data["schema_version"] == 1
-    again = OptimizationResult.from_dict(data)
-    assert again.stop is StopReason.SCORE_THRESHOLD and again.end_state is RunEnd.COMPLETED
-    # A record written before the enums existed still loads; it has no enum to give.
-    old = {k: v for k, v in data.items() if k not in ("stop", "end_state")}
-    legacy = OptimizationResult.from_dict(old)
-    assert legacy.stop is None and legacy.end_state is None
-    assert RunEnd.of_record(old) is RunEnd.COMPLETED
-
-
 @pytest.mark.parametrize(
     ("record", "end"),
     [

@@ -1,11 +1,10 @@
-"""The strategy contract: a core of at most 15 members, opt-in capabilities by key, the
-iteration ``Outcome`` (and the deprecated keywords it replaces), typed evaluation labels and the
-lineage on the iteration records."""
+"""The strategy contract at work: each opt-in capability through its key (the core and the
+protocols themselves: tests/test_types.py), the iteration ``Outcome`` (and the deprecated
+keywords it replaces), typed evaluation labels and the lineage on the iteration records."""
 
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,17 +21,11 @@ from reflex.api import (
     SCREENING,
     STRATEGIES,
     Capability,
-    Components,
     ConfigurationError,
     EvalLabel,
     EvalSnapshot,
     IterationRecord,
-    Judging,
     Outcome,
-    Phases,
-    Reasoning,
-    Screening,
-    Strategies,
     StrategyContext,
 )
 from reflex.api.tracking import iteration_metrics
@@ -40,35 +33,6 @@ from reflex.hookspecs import hookimpl
 from reflex.testing import FakeModel, RecordingCallback
 
 START = "Classify the sentiment."
-CORE = {
-    "train",
-    "val",
-    "initial_prompt",
-    "settings",
-    "budget",
-    "rng",
-    "state",
-    "iteration",
-    "best_prompt",
-    "best_val",
-    "should_stop",
-    "evaluate",
-    "record_iteration",
-    "log",
-    "capability",
-}
-CAPABILITIES = {
-    REASONING: Reasoning,
-    COMPONENTS: Components,
-    SCREENING: Screening,
-    PHASES: Phases,
-    JUDGING: Judging,
-    STRATEGIES: Strategies,
-}
-
-
-def _members(protocol: type) -> set[str]:
-    return {name for name in vars(protocol) if not name.startswith("_")}
 
 
 def builder(run_dir: Path, strategy: str, **options: Any) -> PromptOptimizer:
@@ -85,23 +49,6 @@ def builder(run_dir: Path, strategy: str, **options: Any) -> PromptOptimizer:
 
 
 # --- the core and the capabilities --------------------------------------------------------------
-
-
-def test_the_core_has_at_most_fifteen_members() -> None:
-    assert _members(StrategyContext) == CORE  # 28 before the capabilities
-    assert len(CORE) <= 15
-
-
-def test_every_capability_is_its_own_protocol() -> None:
-    """Apart from the core, and from each other (that RunContext implements each one is checked
-    by mypy, in ``reflex.run.context._offered``)."""
-    names = [key.name for key in CAPABILITIES]
-    assert len(set(names)) == len(names)
-    seen: set[str] = set()
-    for protocol in CAPABILITIES.values():
-        members = _members(protocol)
-        assert members and not members & (CORE | seen), protocol
-        seen |= members
 
 
 class _Options(BaseModel):
@@ -251,19 +198,11 @@ def test_outcome_reaches_the_record_and_trackers_as_the_old_keywords_did(
     assert by_val.outcome == Outcome.declined() and not by_val.is_best  # not better on val
 
 
-def test_outcome_invariants_and_mixed_calls() -> None:
+def test_outcome_invariants() -> None:
     with pytest.raises(ValueError, match="takes a reason"):
         Outcome("rejected")
     with pytest.raises(ValueError, match="takes no reason"):
         Outcome("accepted", "why")
-    from reflex.run.capabilities import verdict
-
-    assert verdict(None, {}) == (None, None, None)
-    assert verdict(Outcome.rejected("r"), {}) == (False, None, "r")
-    with pytest.raises(TypeError, match="not both"), warnings.catch_warnings():
-        verdict(Outcome.accepted(), {"accepted": True})
-    with pytest.raises(TypeError, match="unexpected keyword argument 'acepted'"):
-        verdict(None, {"acepted": True})
 
 
 # --- typed evaluation labels and lineage --------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Each name here is a field of :class:`reflex.cli.args.OptimizeArgs`, which the command's
 params become. An option for a run setting is made by :func:`setting`: its default (shown by
-``--help``) is the :class:`reflex.config.RunConfig` field's, never written here.
+``--help``) and its help are the :class:`reflex.config.RunConfig` field's, never written here;
+only what is command-line syntax (a repeated option's ``NAME=VALUE`` form, another flag) is.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from typing import Any, TypeVar
 import click
 
 from reflex.cli.common import FiniteFloat, FiniteRange, InputFile, OutputFile, RunDir
-from reflex.config import BaseRunConfig, BudgetConfig, default_strategy
+from reflex.config import BaseRunConfig, BudgetConfig
 from reflex.run.presets import PRESET_CANDIDATES, PRESETS
-from reflex.run.stopping import DEFAULT_ITERATIONS
 
 __all__ = [
     "DEFAULT_METRIC",
@@ -31,6 +31,8 @@ o = click.Option
 F = TypeVar("F", bound=Callable[..., object])
 # The metric of a run that names none (and has no --judge); reflex.cli.build applies it.
 DEFAULT_METRIC = "exact_match"
+# What the help of every repeated option made by setting() ends with.
+REPEAT = "Repeat for several."
 
 
 def setting(
@@ -40,14 +42,19 @@ def setting(
     the identifier among ``decls``; ``field``: a RunConfig field named otherwise, or a budget's):
     the default is the field's, shown by --help, and so is the help text when the field has a
     description and ``help`` is not given; ``note`` follows it (what only the CLI says, e.g. the
-    other flags it works with)."""
+    other flags it works with, a repeated option's syntax), and a repeated option's help ends
+    with :data:`REPEAT`. A repeated option holds the raw text the builder step parses, so its
+    default is click's empty tuple (the field's default applies when none is given)."""
     name = next((d for d in decls if d.isidentifier()), None)
     name = field or name or next(d for d in decls if d.startswith("--"))[2:].replace("-", "_")
     known = BaseRunConfig.model_fields.get(name) or BudgetConfig.model_fields[name]
-    value = known.get_default(call_default_factory=True)
+    repeated = kwargs.get("multiple", False)
+    text = " ".join(t for t in (known.description, note, REPEAT if repeated else None) if t)
+    kwargs.setdefault("help", text or None)
+    if repeated:
+        return o(list(decls), **kwargs)
+    value = kwargs.pop("default", known.get_default(call_default_factory=True))
     flag = kwargs.get("is_flag", False)
-    text = " ".join(t for t in (known.description, note) if t) or None
-    kwargs.setdefault("help", text)
     return o(list(decls), default=value, show_default=value is not None and not flag, **kwargs)
 
 
@@ -86,12 +93,7 @@ def _inputs() -> list[click.Parameter]:
         click.Argument(
             ["prompt"], required=False, metavar="PROMPT", type=click.Path(path_type=Path)
         ),
-        o(
-            ["-m", "--model", "models"],
-            multiple=True,
-            required=True,
-            help="Task model as provider/model; repeat for several.",
-        ),
+        setting("-m", "--model", "models", multiple=True, required=True),
         setting("--api-base"),
         setting("--temperature", type=FiniteFloat()),
         setting("--max-tokens", type=int),
@@ -116,20 +118,14 @@ def _inputs() -> list[click.Parameter]:
         setting("--prompt-token-cost", type=click.FloatRange(min=0.0), metavar="SCORE"),
         o(["--input-field"], help="Dataset field holding the input."),
         o(["--output-field"], help="Dataset field holding the reference answer."),
-        o(
-            ["--var", "variables"],
+        setting(
+            "--var",
+            "variables",
             multiple=True,
             metavar="NAME=FIELD",
-            help="Chat template: fill {{NAME}} from the row field FIELD (default: the field "
-            "named NAME); repeat for several.",
+            note="NAME=FIELD fills {{NAME}} from the row field FIELD.",
         ),
-        o(
-            ["--rewrite-messages", "rewrite_messages"],
-            multiple=True,
-            metavar="NAME",
-            help="Chat template: a message strategies may rewrite (system, user, user_2, ...); "
-            "repeat for several. Default: all.",
-        ),
+        setting("--rewrite-messages", multiple=True, metavar="NAME"),
     ]
 
 
@@ -149,19 +145,15 @@ def _pipeline() -> list[click.Parameter]:
             "{input, ideal (optional)} objects.",
         ),
         setting("--pipeline-timeout", type=FiniteFloat()),
-        o(
-            ["--score-trace", "trace_metrics"],
-            multiple=True,
-            metavar="METRIC",
-            help="METRIC scores the whole pipeline trace (JSON with output and steps) instead "
-            "of the final output; repeat for several.",
-        ),
+        setting("--score-trace", "trace_metrics", multiple=True, metavar="METRIC"),
     ]
 
 
 def _scoring() -> list[click.Parameter]:
     """How outputs are scored."""
     return [
+        # Command-line syntax only: reflex.cli.build parses NAME:WEIGHT,KEY=VALUE into the
+        # metrics, metric_weights and metric_specs fields (and applies DEFAULT_METRIC).
         o(
             ["--metric", "metrics"],
             multiple=True,
@@ -178,54 +170,39 @@ def _scoring() -> list[click.Parameter]:
             type=InputFile("judge criteria file"),
             help="Judge rubric: a JSON criteria file or a plain-text rubric.",
         ),
-        o(
-            ["--guard", "guards"],
+        setting(
+            "--guard",
+            "guards",
             multiple=True,
             metavar="METRIC[:TOL]",
-            help="A candidate may not lower METRIC on val by more than TOL (default 0) vs the "
-            "start; add the metric with --metric METRIC:0 to report it without optimizing it.",
+            note="TOL is 0 by default; add the metric with --metric METRIC:0 to report it "
+            "without optimizing it.",
         ),
         setting("--strict-leakage", is_flag=True),
         setting("--overfit-gap", type=FiniteRange(0.0, 1.0)),
-        o(
-            ["--slice-by", "slice_by"],
-            multiple=True,
-            metavar="KEY",
-            help="Report test scores per value of this metadata key; repeat for several.",
-        ),
+        setting("--slice-by", "slice_by", multiple=True, metavar="KEY"),
     ]
 
 
 def _strategy() -> list[click.Parameter]:
     """How the prompt is improved."""
     return [
-        o(
-            ["-s", "--strategy"],
-            help=f"Strategy name [default: {default_strategy('given')} with --reasoning-model, "
-            f"else {default_strategy(None)}].",
-        ),
-        o(
-            ["--strategy-option", "strategy_options"],
-            multiple=True,
-            metavar="KEY=VALUE",
-            help="Strategy option; repeat for several.",
-        ),
+        # No default on the command line: -s left out is RunConfig's "" (none named), which
+        # follows --reasoning-model (set_strategy(None) keeps it so).
+        setting("-s", "--strategy", default=None),
+        setting("--strategy-option", "strategy_options", multiple=True, metavar="KEY=VALUE"),
         setting("--reasoning-model"),
         setting("--reasoning-base-url"),
         setting("--source-model", metavar="PROVIDER/MODEL"),
         setting("--feedback-field", metavar="NAME"),
-        o(
-            ["--reasoning-template", "reasoning_templates"],
+        setting(
+            "--reasoning-template",
+            "reasoning_templates",
             multiple=True,
             metavar="NAME=FILE",
-            help="Override a reasoning prompt template with a file's text; repeat for several.",
+            note="NAME=FILE: the template NAME with the text of FILE.",
         ),
-        o(
-            ["--max-iterations"],
-            type=int,
-            help=f"Candidates to try. Default: {DEFAULT_ITERATIONS}, or with --max-calls as many "
-            f"as the budget pays a val pass for (at least {DEFAULT_ITERATIONS}).",
-        ),
+        setting("--max-iterations", type=int, note="The budget: --max-calls or --budget."),
         setting("--threshold", field="score_threshold", type=FiniteFloat()),
         setting("--batch-size", type=int),
         setting("--early-stopping-patience", type=int),
@@ -280,12 +257,13 @@ def _budgets() -> list[click.Parameter]:
     """The budgets (each keeps room for the final test evaluation) and the price table."""
     return [
         setting("--max-calls", type=int),
-        o(
-            ["--budget", "preset"],
+        setting(
+            "--budget",
+            "preset",
             type=click.Choice(PRESETS),
-            help="Budget preset: --max-calls sized to the splits and the strategy ("
+            note="Candidates a phase: "
             + ", ".join(f"{k}: {v}" for k, v in PRESET_CANDIDATES.items())
-            + " candidates a phase; docs/budgets.md); an explicit --max-calls wins.",
+            + "; an explicit --max-calls wins.",
         ),
         setting("--max-reasoning-calls", type=int),
         setting("--max-total-calls", type=int),
@@ -294,12 +272,12 @@ def _budgets() -> list[click.Parameter]:
             type=FiniteFloat(),
             note="Calls LiteLLM cannot price count only with --price.",
         ),
-        o(
-            ["--price", "prices"],
+        setting(
+            "--price",
+            "prices",
             multiple=True,
             metavar="MODEL=IN:OUT",
-            help="Price of MODEL in USD per million input:output tokens, instead of LiteLLM's "
-            "(e.g. openai/my-vllm=0.2:0.6); repeat for several.",
+            note="MODEL=IN:OUT, e.g. openai/my-vllm=0.2:0.6.",
         ),
         setting("--max-seconds", type=FiniteFloat()),
         setting(

@@ -109,6 +109,16 @@ class PromptSpec:
         messages = self.messages
         return variables_of(messages) if messages is not None else []
 
+    def components_of(
+        self, text: str, edited: Mapping[str, str] | None = None
+    ) -> dict[str, str] | None:
+        """The named components of ``text``, a candidate of this prompt: ``edited`` when a
+        strategy edited components, else ``text`` as the one component of a plain prompt; None
+        when a multi-part prompt was edited as one text."""
+        if edited is not None:
+            return dict(edited)
+        return {SINGLE: text} if self.is_single else None
+
     def replace(self, components: Mapping[str, str]) -> PromptSpec:
         """The same template and format with other component texts (names must match)."""
         if list(components) != list(self.components):

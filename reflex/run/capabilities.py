@@ -2,7 +2,7 @@
 
 A strategy sees the core :class:`reflex.types.StrategyContext`; anything more it asks for by key,
 ``ctx.capability(JUDGING)`` and so on (the protocols and keys are in :mod:`reflex.types`).
-:class:`OptIn` holds the judging and strategy-registry parts of
+:class:`OptIn` holds the screening, judging and strategy-registry parts of
 :class:`reflex.run.context.RunContext`; :func:`verdict` turns an :class:`~reflex.result.Outcome`
 (or the deprecated ``accepted``/``failed``/``rejected`` keywords) into the three facts the
 engine records.
@@ -19,7 +19,7 @@ from reflex.errors import ConfigurationError
 from reflex.judging.judge import judge_channel
 from reflex.judging.pairwise import compare_all
 from reflex.plugins import build_options, get_registry
-from reflex.result import Outcome, PairOutcome
+from reflex.result import EvalSnapshot, Outcome, PairOutcome
 from reflex.types import (
     COMPONENTS,
     JUDGING,
@@ -43,6 +43,7 @@ from reflex.types import (
 if TYPE_CHECKING:
     from reflex.config import RunConfig
     from reflex.data.dataset import Dataset
+    from reflex.run.screening import CandidateScreen
     from reflex.run.session import Session
 
 __all__ = ["LEGACY_FLAGS", "OptIn", "offered", "verdict"]
@@ -101,11 +102,29 @@ def offered(ctx: Everything) -> dict[Capability[Any], object]:
 
 
 class OptIn:
-    """The judging (``JUDGING``) and strategy-registry (``STRATEGIES``) parts of the context."""
+    """The screening (``SCREENING``), judging (``JUDGING``) and strategy-registry
+    (``STRATEGIES``) parts of the context."""
 
     _session: Session
+    _screen: CandidateScreen
     train: Dataset
     config: RunConfig
+
+    def format_screen(self, candidate: EvalSnapshot, incumbent: EvalSnapshot) -> str | None:
+        """The format guard's rejection reason for ``candidate`` vs ``incumbent`` on the same
+        minibatch (:meth:`CandidateScreen.format_screen`), or None; pass it as
+        ``Outcome.rejected(reason)`` and skip the val evaluation."""
+        return self._screen.format_screen(candidate, incumbent)
+
+    def leakage_screen(self, prompt: str) -> str | None:
+        """Check a candidate for copied held-out text before a strategy scores it on val itself.
+
+        Returns the rejection reason under ``strict_leakage`` when it copies some (pass it as
+        ``record_iteration(..., Outcome.rejected(reason))`` and skip the val evaluation), else None.
+        The flags land on the next ``record_iteration`` of this prompt (and its ``leakage``
+        event), exactly as when ``record_iteration`` screens the candidate itself.
+        """
+        return self._screen.screen(prompt)
 
     @property
     def judge(self) -> ModelGradedMetric | None:

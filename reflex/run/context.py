@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from reflex.callbacks import EvalLabel
 from reflex.checks.leakage import LeakageFlag
+from reflex.config import DEFAULT_ITERATIONS
 from reflex.data.dataset import Dataset
 from reflex.data.prompts import PromptSpec
 from reflex.errors import ConfigurationError
@@ -24,7 +25,7 @@ from reflex.run.capabilities import OptIn, offered, verdict
 from reflex.run.iteration import Measured, checkpoint_data, new_record
 from reflex.run.screening import CandidateScreen, refused_snapshot
 from reflex.run.session import Session
-from reflex.run.stopping import DEFAULT_ITERATIONS, Stopping, StopSignals
+from reflex.run.stopping import Stopping, StopSignals
 from reflex.types import BudgetView, Capability, CapT, Example, RunSettings
 
 __all__ = ["RunContext"]
@@ -146,25 +147,6 @@ class RunContext(OptIn, StopSignals):
             return 1.0
         return pipeline.calls / pipeline.runs
 
-    def begin_phase(
-        self, name: str, *, reset_patience: bool = True, max_iterations: int | None = None
-    ) -> None:
-        """Start a named phase (e.g. ``auto`` running ``fewshot``); recorded in phase_history.
-
-        By default the early-stopping counter restarts, so one phase's misses do not end the next.
-        ``max_iterations`` caps this phase: ``should_stop`` turns True after that many more
-        iterations without setting ``stop_reason``, so the caller may start another phase.
-        """
-        self._stopping.begin_phase(self.iteration, max_iterations, reset_patience)
-        self.phase = name
-        self.phase_history.append({"phase": name, "start_iteration": self.iteration + 1})
-        self.log("phase", phase=name)
-
-    def end_phase(self, **facts: Any) -> None:
-        """Add ``facts`` to the current phase's ``phase_history`` entry (e.g. its end score)."""
-        if self.phase_history:
-            self.phase_history[-1].update(facts)
-
     def evaluate(
         self,
         prompt: str,
@@ -205,12 +187,6 @@ class RunContext(OptIn, StopSignals):
         self.fail_proposal(guard, reason)
         return reason
 
-    def format_screen(self, candidate: EvalSnapshot, incumbent: EvalSnapshot) -> str | None:
-        """The format guard's rejection reason for ``candidate`` vs ``incumbent`` on the same
-        minibatch (:meth:`CandidateScreen.format_screen`), or None; pass it as
-        ``Outcome.rejected(reason)`` and skip the val evaluation."""
-        return self._screen.format_screen(candidate, incumbent)
-
     def reason(self, messages: Sequence[Mapping[str, str]] | str) -> str:
         """Ask the reasoning model; a plain string is sent as one user message."""
         if isinstance(messages, str):
@@ -245,16 +221,6 @@ class RunContext(OptIn, StopSignals):
             )
         return cast(CapT, parts[key])
 
-    def leakage_screen(self, prompt: str) -> str | None:
-        """Check a candidate for copied held-out text before a strategy scores it on val itself.
-
-        Returns the rejection reason under ``strict_leakage`` when it copies some (pass it as
-        ``record_iteration(..., Outcome.rejected(reason))`` and skip the val evaluation), else None.
-        The flags land on the next ``record_iteration`` of this prompt (and its ``leakage``
-        event), exactly as when ``record_iteration`` screens the candidate itself.
-        """
-        return self._screen.screen(prompt)
-
     def record_iteration(
         self,
         prompt: str,
@@ -274,7 +240,34 @@ class RunContext(OptIn, StopSignals):
         as ``best_components`` if it wins. Leakage flags (:mod:`reflex.checks.leakage`) are
         recorded; ``strict_leakage`` rejects them. ``race``: the racing evaluator's facts
         (``IterationRecord.race``). ``legacy``: the deprecated keywords."""
-        accepted, failed, rejected = verdict(outcome, legacy)
+        said = verdict(outcome, legacy)  # here: its DeprecationWarning names the strategy's line
+        facts = self._decide(prompt, train, said, change, components)
+        record = new_record(
+            replace(facts, reasoning=reasoning, lineage=lineage, race=race),
+            iteration=self.iteration + 1,
+            phase=self.phase,
+            total=self._session.client.ledger.total(),
+            started=self._started,
+        )
+        self._log_leakage(record, facts.leakage)
+        self.iterations.append(record)
+        self._stopping.recorded(facts.is_best, self.best_val)
+        self._publish(record)
+        return record
+
+    def _decide(
+        self,
+        prompt: str,
+        train: EvalSnapshot | None,
+        said: tuple[bool | None, str | None, str | None],
+        change: float | None,
+        components: Mapping[str, str] | None,
+    ) -> Measured:
+        """What a candidate measured and the verdict on it: screened before val is paid for (a
+        broken template, copied held-out text), measured (:meth:`_measure`), screened again (an
+        implausible gain, the guards), then judged (:meth:`_judge`). ``said``: what the strategy
+        said, ``(accepted, failed, rejected)`` (:func:`verdict`)."""
+        accepted, failed, rejected = said
         rejected = self._refusal(prompt) or rejected  # a broken template: nothing is paid
         leaks = self._screen.span_flags(prompt, failed, rejected)
         rejected = rejected or self._screen.reject(leaks)  # before val is paid for
@@ -290,37 +283,42 @@ class RunContext(OptIn, StopSignals):
         if val is not None:  # measured on val: counted in best-of-many even when rejected
             self._gate.looked(prompt, val)
         if failed is None and rejected is None:
-            is_best, evidence = self._gate.judge(
-                self.iteration + 1, val, selection, self.best_val, prompt
-            )
+            is_best, evidence = self._judge(prompt, val, selection, components, measured)
+        ok = (is_best if accepted is None else accepted) and rejected is None  # never both
+        return Measured(
+            prompt=prompt,
+            train=train,
+            val=val,
+            reasoning="",  # the strategy's notes (reasoning, lineage, race) come with the record
+            accepted=ok,
+            change=change,
+            failed=failed,
+            is_best=is_best,
+            evidence=evidence,
+            rejected=rejected,
+            components=components,
+            leakage=leaks,
+        )
+
+    def _judge(
+        self,
+        prompt: str,
+        val: EvalSnapshot | None,
+        selection: float | None,
+        components: Mapping[str, str] | None,
+        measured: EvalSnapshot | None,
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """The acceptance gate's verdict on a candidate that passed every screen (``accept``'s
+        rule against the best prompt on the same val rows: :meth:`Gate.judge`), with its
+        evidence; a candidate it passes becomes the best prompt (and its ``components``)."""
+        is_best, evidence = self._gate.judge(
+            self.iteration + 1, val, selection, self.best_val, prompt
+        )
         if is_best:
             self.best_prompt, self.best_val = prompt, selection
-            self.best_components = self._components_of(prompt, components)
+            self.best_components = self.prompt_spec.components_of(prompt, components)
             self._screen.became_best(measured.mean_score if measured else None)
-        ok = (is_best if accepted is None else accepted) and rejected is None  # never both
-        measured_now = Measured(
-            prompt, train, val, reasoning, ok, change, failed, is_best, evidence
-        )
-        record = new_record(
-            measured_now,
-            iteration=self.iteration + 1,
-            phase=self.phase,
-            total=self._session.client.ledger.total(),
-            started=self._started,
-        )
-        record = replace(
-            record,
-            rejected=rejected,
-            components=dict(components) if components else None,
-            leakage=[flag.to_dict() for flag in leaks],
-            lineage=[dict(entry) for entry in lineage],
-            race=dict(race) if race is not None else None,
-        )
-        self._log_leakage(record, leaks)
-        self.iterations.append(record)
-        self._stopping.recorded(is_best, self.best_val)
-        self._publish(record)
-        return record
+        return is_best, evidence
 
     def _measure(
         self, prompt: str, train: EvalSnapshot | None, measured: bool
@@ -361,14 +359,6 @@ class RunContext(OptIn, StopSignals):
             self._session.event(
                 "leakage", iteration=record.iteration, rejected=record.rejected, flags=flags
             )
-
-    def _components_of(
-        self, prompt: str, components: Mapping[str, str] | None
-    ) -> dict[str, str] | None:
-        """Named components of ``prompt``; None when a multi-part prompt was edited as text."""
-        if components is not None:
-            return dict(components)
-        return {"system": prompt} if self.prompt_spec.is_single else None
 
     def _publish(self, record: IterationRecord) -> None:
         session = self._session

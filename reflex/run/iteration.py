@@ -9,10 +9,11 @@ Pure functions of their arguments.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reflex.checks.leakage import LeakageFlag
 from reflex.models.usage import Usage
 from reflex.result import EvalSnapshot, IterationRecord
 
@@ -32,6 +33,11 @@ class Measured:
     failed: str | None
     is_best: bool
     evidence: dict[str, Any] | None = None
+    rejected: str | None = None
+    components: Mapping[str, str] | None = None
+    leakage: Sequence[LeakageFlag] = ()
+    lineage: Sequence[Mapping[str, Any]] = ()
+    race: Mapping[str, Any] | None = None
 
 
 def new_record(
@@ -50,6 +56,7 @@ def new_record(
         accepted=m.accepted and m.failed is None,
         change=m.change,
         failed=m.failed,
+        rejected=m.rejected,
         is_best=m.is_best,
         phase=phase,
         calls=total.calls,
@@ -58,6 +65,10 @@ def new_record(
         cost_unknown=total.cost_unknown,
         elapsed_s=round(time.monotonic() - started, 3),
         evidence=m.evidence,
+        components=dict(m.components) if m.components else None,
+        leakage=[flag.to_dict() for flag in m.leakage],
+        lineage=[dict(entry) for entry in m.lineage],
+        race=dict(m.race) if m.race is not None else None,
     )
 
 

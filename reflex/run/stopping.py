@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from reflex.config import DEFAULT_ITERATIONS
 from reflex.result import IterationRecord, StopReason
 
-__all__ = ["DEFAULT_ITERATIONS", "RACED_PASS", "StopSignals", "Stopping", "iteration_limit"]
-
-#: Iterations when ``max_iterations`` is not set and no ``--max-calls`` budget sizes the search.
-DEFAULT_ITERATIONS = 5
+__all__ = ["RACED_PASS", "StopSignals", "Stopping", "iteration_limit"]
 
 
 #: What one raced candidate is planned to cost, in val passes (``--race``): a quarter when it is
@@ -103,10 +102,17 @@ class Stopping:
 
 class StopSignals:
     """The stop signals of the run context (``should_stop``, ``stop``, ``stop_reason``), read
-    from its :class:`Stopping` and the iterations it recorded."""
+    from its :class:`Stopping` and the iterations it recorded, and its phases (the ``PHASES``
+    capability: ``begin_phase``, ``end_phase``, ``phase`` and its ``phase_history``)."""
 
     _stopping: Stopping
     iterations: list[IterationRecord]
+    phase: str
+    phase_history: list[dict[str, Any]]
+
+    if TYPE_CHECKING:
+
+        def log(self, kind: str, **data: Any) -> None: ...  # the run context's events
 
     @property
     def iteration(self) -> int:
@@ -134,3 +140,22 @@ class StopSignals:
     @stop_reason.setter
     def stop_reason(self, message: str) -> None:
         self._stopping.set_text(message)
+
+    def begin_phase(
+        self, name: str, *, reset_patience: bool = True, max_iterations: int | None = None
+    ) -> None:
+        """Start a named phase (e.g. ``auto`` running ``fewshot``); recorded in phase_history.
+
+        By default the early-stopping counter restarts, so one phase's misses do not end the next.
+        ``max_iterations`` caps this phase: ``should_stop`` turns True after that many more
+        iterations without setting ``stop_reason``, so the caller may start another phase.
+        """
+        self._stopping.begin_phase(self.iteration, max_iterations, reset_patience)
+        self.phase = name
+        self.phase_history.append({"phase": name, "start_iteration": self.iteration + 1})
+        self.log("phase", phase=name)
+
+    def end_phase(self, **facts: Any) -> None:
+        """Add ``facts`` to the current phase's ``phase_history`` entry (e.g. its end score)."""
+        if self.phase_history:
+            self.phase_history[-1].update(facts)

@@ -1,5 +1,5 @@
-"""compare --executor ray: a 12-cell grid (strategies x seeds x datasets) on a local Ray cluster
-gives the in-process results.
+"""The grid's executors (reflex/grid/executors.py), compare --executor ray: a 12-cell grid
+(strategies x seeds x datasets) on a local Ray cluster gives the in-process results.
 
 ``services``: tests/services.py starts ``ray start --head`` on 127.0.0.1. The models are a local
 endpoint with a deterministic responder, so both executors must agree cell for cell. The wall

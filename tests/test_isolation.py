@@ -1,24 +1,21 @@
-"""The per-row record (issue 18, item 6): evaluations.jsonl and reflections.jsonl, sealed and
-redacted; ``verify`` proves from them that the test split was evaluated exactly twice and that
-selection used val only; a strategy cannot evaluate test rows."""
+"""The per-row record (issue 18, item 6; reflex/checks/isolation.py): evaluations.jsonl and
+reflections.jsonl, sealed and redacted; ``verify`` proves from them that the test split was
+evaluated exactly twice and that selection used val only (a strategy cannot evaluate test rows:
+tests/test_context.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from conftest import make_rows, responder
-from pydantic import BaseModel, ConfigDict
 
-from reflex import ConfigurationError, PromptOptimizer
-from reflex.api import StrategyContext
+from reflex import PromptOptimizer
 from reflex.checks.isolation import check_isolation, prompt_id_of
 from reflex.cli import build_cli
-from reflex.hookspecs import hookimpl
-from reflex.plugins import register_plugin
 from reflex.testing import FakeModel, FakeRequest
 
 START = "Classify the sentiment."
@@ -117,51 +114,3 @@ def test_secrets_are_redacted_from_the_logs(
     for name in ("evaluations.jsonl", "reflections.jsonl"):
         assert SECRET not in (path / name).read_text(encoding="utf-8")
     assert "***" in (path / "evaluations.jsonl").read_text(encoding="utf-8")
-
-
-class _PeekOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class _Peek:
-    """A strategy that tries to score its candidate on the test split."""
-
-    name: ClassVar[str] = "peek"
-    Options: ClassVar[type[BaseModel]] = _PeekOptions
-    requires_reasoning_model: ClassVar[bool] = False
-    derives_from_data: ClassVar[bool] = False
-
-    def __init__(self, options: BaseModel) -> None:
-        self.options = options
-
-    def optimize(self, ctx: StrategyContext) -> None:
-        seen = {e.id for e in ctx.train} | {e.id for e in ctx.val}
-        rows = [e for e in make_rows_examples() if e.id not in seen]  # the test rows
-        ctx.evaluate(ctx.best_prompt, rows, label="val")
-
-
-def make_rows_examples() -> list[Any]:
-    from reflex.data.dataset import load_dataset
-
-    return list(load_dataset(make_rows()))
-
-
-class _Plugin:
-    @hookimpl
-    def register_strategies(self, register: Any) -> None:
-        register(_Peek)
-
-
-def test_a_strategy_cannot_evaluate_test_rows(tmp_path: Path) -> None:
-    FakeModel(responder).install()
-    register_plugin(_Plugin(), name="peek")
-    opt = (
-        PromptOptimizer()
-        .set_dataset(make_rows())
-        .add_provider("fake", "task")
-        .add_metric("exact_match")
-        .set_strategy("peek")
-        .set_run_dir(tmp_path)
-    )
-    with pytest.raises(ConfigurationError, match="row\\(s\\) of the test split"):
-        opt.run(START)
