@@ -25,6 +25,7 @@ import json
 import os
 import tempfile
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))
@@ -75,6 +76,39 @@ def mipro(program: Any, train: list[Any], val: list[Any], budget: int, seed: int
     )
 
 
+def compilers(
+    splits: dict[str, list[dict[str, str]]], start: str, budget: int, seed: int
+) -> dict[str, tuple[str, Callable[[], Any]]]:
+    """Short name -> (table row, a function compiling the start program with that optimizer)."""
+
+    def examples(name: str) -> list[Any]:
+        return [
+            dspy.Example(input=r["input"], answer=r["ideal"]).with_inputs("input")
+            for r in splits[name]
+        ]
+
+    program = dspy.Predict(dspy.Signature("input -> answer", instructions=start))
+    # Each candidate program (and DSPy's three baselines) is scored on all of val: size the
+    # search to the budget, then report the calls it really made (bootstrapping comes on top).
+    candidates = max(1, budget // max(1, len(splits["val"])) - 3)
+    return {
+        "labeled": (
+            "DSPy LabeledFewShot",
+            lambda: dspy.LabeledFewShot(k=16).compile(program, trainset=examples("train")),
+        ),
+        "bfswrs": (
+            "DSPy BootstrapFewShotWithRandomSearch",
+            lambda: dspy.BootstrapFewShotWithRandomSearch(
+                metric=exact, num_candidate_programs=candidates, num_threads=1
+            ).compile(program, trainset=examples("train"), valset=examples("val")),
+        ),
+        "mipro": (
+            "DSPy MIPROv2",
+            lambda: mipro(program, examples("train"), examples("val"), budget, seed),
+        ),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for flag in ("--api-base", "--splits", "--start", "--out"):
@@ -98,32 +132,7 @@ def main() -> None:
     with open(args.splits, encoding="utf-8") as handle:
         splits: dict[str, list[dict[str, str]]] = json.load(handle)
 
-    def examples(name: str) -> list[Any]:
-        return [
-            dspy.Example(input=r["input"], answer=r["ideal"]).with_inputs("input")
-            for r in splits[name]
-        ]
-
-    program = dspy.Predict(dspy.Signature("input -> answer", instructions=args.start))
-    # Each candidate program (and DSPy's three baselines) is scored on all of val: size the
-    # search to the budget, then report the calls it really made (bootstrapping comes on top).
-    candidates = max(1, args.budget // max(1, len(splits["val"])) - 3)
-    optimizers = {
-        "labeled": (
-            "DSPy LabeledFewShot",
-            lambda: dspy.LabeledFewShot(k=16).compile(program, trainset=examples("train")),
-        ),
-        "bfswrs": (
-            "DSPy BootstrapFewShotWithRandomSearch",
-            lambda: dspy.BootstrapFewShotWithRandomSearch(
-                metric=exact, num_candidate_programs=candidates, num_threads=1
-            ).compile(program, trainset=examples("train"), valset=examples("val")),
-        ),
-        "mipro": (
-            "DSPy MIPROv2",
-            lambda: mipro(program, examples("train"), examples("val"), args.budget, args.seed),
-        ),
-    }
+    optimizers = compilers(splits, args.start, args.budget, args.seed)
     chosen = os.environ.get("QUALITY_DSPY_OPTIMIZERS", ",".join(optimizers)).split(",")
     out = []
     for method, compile_program in (optimizers[name.strip()] for name in chosen if name.strip()):

@@ -207,21 +207,13 @@ def evidence_metrics(evidence: Mapping[str, Any] | None) -> dict[str, float]:
 
 
 def race_metrics(race: Mapping[str, Any] | None) -> dict[str, float]:
-    """A raced candidate's race (``IterationRecord.race``, ``--race``): ``race_rung`` (the last
-    rung it was scored on, 1-based), ``race_rows`` (that rung's val rows), ``race_score`` (its
-    partial score there), ``race_leader_score`` (the rung leader's), ``race_p`` (the rung
-    leader's one-sided paired p over it at its last rung short of all the val rows; 1 when it
-    led) and ``race_dropped`` (1/0)."""
+    """A raced candidate's race (``IterationRecord.race``): ``race_rung`` (its last rung, from
+    1), ``race_rows``, ``race_score`` and ``race_leader_score`` there, ``race_p`` (the leader's
+    one-sided paired p over it; 1 when it led) and ``race_dropped`` (1/0)."""
     if not race:
         return {}
-    values = {
-        "race_rung": race.get("rung"),
-        "race_rows": len(race.get("rows") or ()),
-        "race_score": race.get("score"),
-        "race_leader_score": race.get("leader_score"),
-        "race_p": race.get("p"),
-        "race_dropped": race.get("dropped"),
-    }
+    values = {f"race_{key}": race.get(key) for key in ("rung", "score", "leader_score", "p")}
+    values |= {"race_rows": len(race.get("rows") or ()), "race_dropped": race.get("dropped")}
     return {k: float(v) for k, v in values.items() if isinstance(v, int | float)}
 
 
@@ -229,10 +221,10 @@ def race_text(race: Mapping[str, Any] | None) -> str:
     """A raced candidate's race in a few words ("" when it was not raced)."""
     if not race:
         return ""
-    score = race.get("score")
+    score, rows = race.get("score"), len(race.get("rows") or ())
     shown = f"{score:.3f}" if isinstance(score, int | float) else "n/a"
-    where = f"rung {race.get('rung')}/{race.get('rungs')}: {shown} on {len(race.get('rows') or ())}"
-    return f"{'dropped' if race.get('dropped') else 'survived'} at {where} val rows"
+    where = f"rung {race.get('rung')}/{race.get('rungs')}: {shown} on {rows} val rows"
+    return f"{'dropped' if race.get('dropped') else 'survived'} at {where}"
 
 
 def iteration_row(record: IterationRecord) -> dict[str, Any]:

@@ -134,20 +134,9 @@ class Gate:
         diff = sum(values) / len(values) if values else 0.0
         p = one_sided_p(values, seed=self.seed)
         passed, reason = self._rule(higher, diff, p)
-        if passed and owed and diff < owed:
-            passed = False
-            reason = f"val gain {diff:+.3f} does not pay for {tokens - self._tokens} more tokens"
-            reason += f" (--prompt-token-cost {self.token_cost:g}: {owed:+.3f})"
         label = self._label(val) if self._checks(val) else None
-        if (
-            passed
-            and self.kind != "any"
-            and label is not None
-            and self._beats
-            and not (label.beats_constant)
-        ):
-            passed = False
-            reason = f"does not beat the constant answer {label.constant_label!r} on val"
+        veto = self._veto(diff, owed, tokens, label) if passed else None
+        passed, reason = passed and veto is None, veto or reason
         if self._initial is not None:
             self._candidates.append((iteration, paired_diffs(self._initial, now)))
             self._judged.add(prompt)
@@ -170,6 +159,19 @@ class Gate:
         if label is not None:
             evidence["label"] = _kept(label.to_dict())
         return passed, evidence
+
+    def _veto(self, diff: float, owed: float, tokens: int, label: LabelCheck | None) -> str | None:
+        """Why a candidate its rule passed is refused all the same: its extra tokens are not
+        paid for by its gain, or (not under ``any``) it no longer beats the constant answer
+        that the incumbent beat."""
+        if owed and diff < owed:
+            return (
+                f"val gain {diff:+.3f} does not pay for {tokens - self._tokens} more tokens"
+                f" (--prompt-token-cost {self.token_cost:g}: {owed:+.3f})"
+            )
+        if self.kind != "any" and label is not None and self._beats and not label.beats_constant:
+            return f"does not beat the constant answer {label.constant_label!r} on val"
+        return None
 
     def _rule(self, higher: bool, diff: float, p: float) -> tuple[bool, str | None]:
         if self.kind == "any":

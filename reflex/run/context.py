@@ -138,10 +138,8 @@ class RunContext(OptIn, StopSignals):
 
     @property
     def calls_per_row(self) -> float:
-        """Task-model calls one (example, model) evaluation makes, for budget plans.
-
-        1.0 for a plain run; a pipeline's average so far (1.0 before its first run).
-        """
+        """Task-model calls one (example, model) evaluation makes, for budget plans: 1.0 for a
+        plain run; a pipeline's average so far (1.0 before its first run)."""
         pipeline = self._session.evaluator.pipeline
         if pipeline is None or pipeline.runs == 0:
             return 1.0
@@ -392,9 +390,10 @@ class RunContext(OptIn, StopSignals):
         over; under ``significant`` a winner that does not survive gives way to the initial
         prompt. None when the initial prompt is still the best."""
         selection = self._gate.selection()
-        if selection is not None and not selection["kept"]:
+        if selection is None:
+            return None
+        if not selection["kept"]:
             self.best_prompt, self.best_val = self.initial_prompt, self._initial_val
             self.best_components = dict(self.prompt_spec.components)
-        if selection is not None:
-            self._session.event("selection", **selection)
+        self._session.event("selection", **selection)
         return selection
