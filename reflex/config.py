@@ -153,7 +153,7 @@ class BaseRunConfig(ChannelConfig):
         "higher val score).",
     )
     race: bool = Field(
-        default=False,
+        default=True,
         description="Race a round's candidates on growing val minibatches (1/4, 1/2, all of "
         "the val rows, the same rows for each) and drop the clearly worse early (fewshot and "
         "auto's demo step draw several demo sets and race them).",

@@ -102,7 +102,7 @@ def every_option(f: dict[str, Path], tmp_path: Path) -> list[str]:
         *["--max-reasoning-calls", "20", "--max-cost", "1.5", "--max-seconds", "60"],
         *["--max-total-calls", "900", "--price", "fake/task=0.2:0.6", "--retry-window", "30"],
         *["--max-response-mb", "32", "--budget", "medium", "--max-prompt-tokens", "900"],
-        *["--prompt-token-cost", "0.05", "--race"],
+        *["--prompt-token-cost", "0.05", "--no-race"],
         *["--accept", "margin:0.02"],
         *["--dry-run", "--json"],
         *["--cache-namespace", "other", "--run-dir", str(tmp_path / "runs"), "--resume"],
@@ -180,7 +180,7 @@ def test_every_setting_reaches_the_builder(files: dict[str, Path], tmp_path: Pat
         "router_config": str(files["router"]),
         "max_prompt_tokens": 900,
         "prompt_token_cost": 0.05,
-        "race": True,
+        "race": False,
     }
     assert {k: getattr(config, k) for k in expected} == expected
     assert config.pipeline == f"{files['pipeline']}:run"
