@@ -54,6 +54,7 @@ def builder(run_dir: Path, **options: Any) -> PromptOptimizer:
         .add_metric("exact_match")
         .set_strategy("mipro", **options)
         .set_run_dir(run_dir)
+        .set_race(False)  # one finalist per round measured on val; raced: test_mipro_finals.py
     )
 
 

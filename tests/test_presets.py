@@ -20,6 +20,7 @@ START = "Classify the sentiment."
 
 def _config(preset: str | None, strategy: str = "instructions", **more: Any) -> RunConfig:
     budget = {"preset": preset, **more.pop("budget", {})}
+    more.setdefault("race", False)  # the unraced plan; a raced mipro round: test_mipro_finals.py
     return RunConfig(models=["fake/task"], strategy=strategy, budget=budget, **more)
 
 

@@ -22,6 +22,7 @@ def builder(run_dir: Path) -> PromptOptimizer:
         .set_reasoning_model("fake/reasoner")
         .set_run_dir(run_dir)
         .configure(max_iterations=8, early_stopping_patience=None, max_workers=4)
+        .set_race(False)  # each variant measured on every val row; raced: below
     )
 
 

@@ -89,6 +89,7 @@ def builder(run_dir: Path, strategy: str, **options: Any) -> PromptOptimizer:
         .set_strategy(strategy, **options)
         .set_run_dir(run_dir)
         .set_accept("any")  # the phases on 6 val rows are under test; the gate: test_acceptance.py
+        .set_race(False)  # every candidate on every val row; racing: test_race.py
     )
 
 

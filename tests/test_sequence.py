@@ -28,6 +28,7 @@ def _builder(tmp_path: Path, strategy: str = ",".join(STEPS), **options: object)
         .set_reasoning_model("fake/reasoner")
         .set_run_dir(tmp_path)
         .configure(max_iterations=9, early_stopping_patience=None)
+        .set_race(False)  # the phases' own iteration counts are under test, not racing's
     )
 
 
@@ -106,7 +107,16 @@ def test_the_cli_runs_a_sequence(
     (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in make_rows(60)))
     (tmp_path / "p.md").write_text(START + "\n")
     FakeModel(responder).install()
-    argv = ["optimize", "d.jsonl", "p.md", "-m", "fake/task", "-s", "instructions,fewshot"]
+    argv = [
+        "optimize",
+        "d.jsonl",
+        "p.md",
+        "-m",
+        "fake/task",
+        "-s",
+        "instructions,fewshot",
+        "--no-race",
+    ]
     with pytest.raises(SystemExit) as exc:
         main([*argv, "--max-iterations", "4", "--results-json", "out.json"])
     assert exc.value.code in (0, None)
