@@ -327,23 +327,18 @@ TEST_PREFIXES = {"reflex": "", "strategies": "", "metrics": "metric_"} | {
 }
 WITHOUT_TEST_FILE = frozenset(
     {
-        "reflex/cli/build.py",
         "reflex/cli/main.py",
         "reflex/cli/optimize.py",
         "reflex/cli/sync.py",
-        "reflex/hookspecs.py",
         "reflex/models/litellm_call.py",
         "reflex/models/offload.py",
-        "reflex/models/offload_protocol.py",
         "reflex/models/offload_worker.py",
         "reflex/models/wire_body.py",
-        "reflex/models/wire_session.py",
         "reflex/run/gate.py",
         "reflex/run/opening.py",
         "reflex/run/session.py",
         "reflex/run/start.py",
         "reflex/run/trackers.py",
-        "reflex/testing/http.py",
         "reflex_mlflow/cli.py",
         "reflex_mlflow/tracing.py",
         "reflex_wandb/cli.py",

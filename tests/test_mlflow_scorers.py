@@ -18,7 +18,6 @@ from conftest import LABELS, make_rows
 from reflex import load_dataset
 from reflex.api import Example
 from reflex.cli import build_cli
-from reflex.cli.build import metric_head
 from reflex.plugins import get_registry
 from reflex.testing import FakeModel
 from reflex.testing.endpoint import serve
@@ -76,14 +75,6 @@ def test_the_wrapper_reports_a_row_it_cannot_score() -> None:
     feedback = scorer(inputs={"input": "x"}, outputs="positive", expectations={})
     assert feedback.value is None and feedback.error is not None
     assert "expected_response" in str(feedback.error.error_message)
-
-
-def test_metric_head_reads_targets_and_weights() -> None:
-    assert metric_head("exact_match") == ("exact_match", "", "")
-    assert metric_head("exact_match:0.5") == ("exact_match", "", "0.5")
-    assert metric_head("mlflow:Correctness") == ("mlflow", "Correctness", "")
-    assert metric_head("mlflow:Correctness:2") == ("mlflow", "Correctness", "2")
-    assert metric_head("mlflow:my_scorers.positive") == ("mlflow", "my_scorers.positive", "")
 
 
 def test_scorer_values_become_scores() -> None:
