@@ -8,6 +8,7 @@ stopped whole at the end.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -125,14 +126,18 @@ def rendered(url: str, tmp_path: Path, name: str, height: int = 1400) -> str:
         "--run-all-compositor-stages-before-draw",  # lazily drawn charts are drawn
         f"--user-data-dir={tmp_path / 'chromium'}",
     ]
-    subprocess.run(
-        [CHROMIUM, *flags, f"--screenshot={tmp_path / (name + '.png')}", url],
-        capture_output=True,
-        timeout=180,
-        check=False,
-    )
+    # The screenshot is for a human: a slow one on a loaded machine fails nothing.
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        subprocess.run(
+            [CHROMIUM, *flags, f"--screenshot={tmp_path / (name + '.png')}", url],
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+    # The DOM is what the tests read: the bound only turns a hang into a failure (a tall page
+    # took over 180 s with both cores busy).
     done = subprocess.run(
-        [CHROMIUM, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=180
+        [CHROMIUM, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=900
     )
     (tmp_path / f"{name}.html").write_text(done.stdout)
     return done.stdout
