@@ -20,6 +20,10 @@ printed beside the metric's own score (partial credit) in a table of their own, 
 other markers; their bare row is the first run's baseline, and ``--tool-choice`` sets the tool
 choice of every request (rows ``METHOD [CHOICE]``).
 
+``--budgets`` may name presets (``--budgets 450,light,medium,heavy``): a preset cell runs with
+``set_budget(PRESET)`` (the product's own sizing, not ``budget + 2 * test``) and is a row
+``METHOD budget=PRESET`` with the calls it made.
+
 ``--accept any,significant`` runs every strategy cell once per acceptance rule (rows ``METHOD
 accept=RULE``; without it, the product's default rule and plain rows). A strategy written
 ``NAME+race`` (``auto+race``) runs with ``--race`` (candidates raced on growing val rungs).
@@ -132,18 +136,22 @@ def run_strategy(
     model: str,
     task: Task,
     strategy: str,
-    budget: int,
+    budget: int | str,
     rows: Rows,
     seed: int,
     patience: int | None = None,
 ) -> Any:
-    """One search; ``patience``: early stopping's (None: the product's default)."""
+    """One search at ``budget`` search calls or a preset's (``"medium"``); ``patience``: early
+    stopping's (None: the product's default)."""
     test = sum(1 for r in rows if r["split"] == "test")
     run_dir = tempfile.mkdtemp(prefix="reflex-quality-")
     raced = strategy.endswith("+race")  # ``auto+race``: the strategy with --race
     name, options = strategy_spec(strategy.removesuffix("+race"))
     builder = _builder(model, rows, Path(run_dir), task, seed).set_strategy(name, **options)
-    builder = builder.set_budget(max_calls=budget + 2 * test).configure(race=raced)
+    if isinstance(budget, str):  # a preset: the product sizes the whole run
+        builder = builder.set_budget(budget).configure(race=raced)  # type: ignore[arg-type]
+    else:
+        builder = builder.set_budget(max_calls=budget + 2 * test).configure(race=raced)
     if patience is not None:
         builder = builder.configure(early_stopping_patience=patience)
     try:
@@ -256,7 +264,7 @@ def _run_seed(
     save: Callable[[], None],
 ) -> None:
     """One seed's split of ``task``: the reference rows, every strategy at every budget, DSPy."""
-    name, budgets = task.name, _split_list(args.budgets, int)
+    name, budgets = task.name, _split_list(args.budgets, _budget)
     rows = stratified(task.rows(), task.sizes, seed, task.stratify)
     bare = cell(name, "bare prompt", None)
     # Without a hand-written row, the bare row is the first run's baseline (the same
@@ -274,7 +282,9 @@ def _run_seed(
         result = run_strategy(model, task, strategy, budget, rows, seed, args.patience)
         method = strategy if args.patience is None else f"{strategy} p{args.patience}"
         method += f" accept={accept}" if accept else ""
-        done = cell(name, method, budget)
+        if isinstance(budget, str):  # a preset: its name in the row, the calls it made
+            method += f" budget={budget}"
+        done = cell(name, method, budget if isinstance(budget, int) else None)
         _record(done, seed, result, task)
         if from_baseline and not args.no_references and seed not in bare.seeds:
             _record(bare, seed, result, task, final=False)
@@ -286,7 +296,8 @@ def _run_seed(
             flush=True,
         )
     if args.dspy_python:
-        _run_dspy(args.dspy_python, model, task, rows, seed, budgets, cell)
+        numbers = [b for b in budgets if isinstance(b, int)]  # DSPy has no presets
+        _run_dspy(args.dspy_python, model, task, rows, seed, numbers, cell)
 
 
 def _run_dspy(
@@ -304,7 +315,14 @@ def _run_dspy(
             target.per_row.update({f"{seed}:{k}": v for k, v in per_row.items()})
 
 
-def _grid(budgets: Sequence[int], args: argparse.Namespace) -> list[tuple[int, str, str | None]]:
+def _budget(text: str) -> int | str:
+    """A search budget in calls, or a preset's name."""
+    return text if text in ("light", "medium", "heavy") else int(text)
+
+
+def _grid(
+    budgets: Sequence[int | str], args: argparse.Namespace
+) -> list[tuple[int | str, str, str | None]]:
     """(budget, strategy, acceptance rule or None) of every strategy run of one seed."""
     accepts = _split_list(args.accept) if args.accept else [None]
     strategies = _split_list(args.strategies, sep=";")

@@ -83,3 +83,22 @@ def test_the_tool_call_and_extraction_tasks_report_their_objective_beside_partia
     assert bfcl["calls"] == [] and set(bfcl["per_row"]) == set(cells[("bfcl", "auto")]["per_row"])
     merged = quality.merge([str(out)])
     assert merged[("bfcl", "bare prompt", None)].partials == bfcl["partials"]
+
+
+def test_a_preset_budget_is_a_row_of_its_own_sized_by_the_product(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from reflex.run.presets import PRESET_CANDIDATES, candidate_calls, fixed_calls
+
+    quality = _load()
+    argv = ["--fake", "--seeds", "0", "--tasks", "intents7", "--no-references"]
+    quality.main([*argv, "--budgets", "light", "--strategies", "auto"])
+    lines = capsys.readouterr().out.splitlines()
+    (row,) = [line.split(" | ") for line in lines[2:]]
+    assert (row[1], row[2]) == ("auto budget=light", "-")
+    # light: 4 candidates in each of auto's 2 phases, each screened on 8 train rows then on
+    # every val row; the search calls are the run's calls but the two test evaluations.
+    train, val, test = quality.TASKS["intents7"].sizes
+    fixed = fixed_calls(1, train=train, val=val, test=test) - 2 * test
+    most = fixed + PRESET_CANDIDATES["light"] * 2 * candidate_calls(1, val=val, batch_size=8)
+    assert val < int(row[6]) <= most
