@@ -310,7 +310,10 @@ def test_k_contexts_give_the_answers_of_one(qwen: ContextPool) -> None:
 
 
 @pytest.mark.real_model
-def test_a_run_scores_the_same_with_one_or_two_contexts(qwen: ContextPool, tmp_path: Path) -> None:
+@pytest.mark.parametrize("strategy", ["instructions", "fewshot"])  # plain; demos as chat turns
+def test_a_run_scores_the_same_with_one_or_two_contexts(
+    qwen: ContextPool, tmp_path: Path, strategy: str
+) -> None:
     from reflex import PromptOptimizer
 
     rows = [json.loads(line) for line in QUICKSTART.open(encoding="utf-8")][:12]
@@ -321,7 +324,7 @@ def test_a_run_scores_the_same_with_one_or_two_contexts(qwen: ContextPool, tmp_p
             .set_dataset(rows, name="quickstart-12")
             .add_provider("local/qwen2.5-coder-0.5b")
             .add_metric("exact_match")
-            .set_strategy("instructions")
+            .set_strategy(strategy)
             .configure(max_iterations=1, max_tokens=16, max_workers=4)
             .set_local_workers(k)
             .set_run_dir(tmp_path / f"k{k}")
