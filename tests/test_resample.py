@@ -115,3 +115,88 @@ def test_the_monte_carlo_sign_flip_p_of_integer_diffs_is_the_loops(size: int) ->
     p, method = stats.sign_flip_p(diffs, seed=9, n_resamples=700)
     assert method == "monte-carlo sign-flip (700)"
     assert p == _loop_sign_flip(nonzero, threshold, 9, 700)
+
+
+def _loop_best_of_many_seen(
+    candidates: list[dict[str, float]],
+    winner: int,
+    seen: list[dict[str, float]],
+    seed: int,
+    n_resamples: int,
+) -> maxstat.SelectionTest:
+    """best_of_many's Monte-Carlo branch with candidates seen on part of the rows, as the plain
+    loops compute it (the reference): each pattern's sign per row, every sum in turn."""
+    keys = sorted(set.intersection(*(set(c) for c in candidates)))
+    rates = [
+        math.fsum(abs(d) for k, d in s.items() if k in keys) / len(s.keys() & set(keys))
+        for s in seen
+        if s.keys() & set(keys)
+    ]
+    imputed = any(rates)
+    informative = [k for k in keys if imputed or any(c[k] != 0 for c in candidates)]
+    where = {k: i for i, k in enumerate(informative)}
+    partial = []
+    for s in seen:
+        known = [(where[k], d) for k, d in sorted(s.items()) if k in where]
+        if known:
+            partial.append((known, math.fsum(abs(d) for _, d in known) / len(known)))
+    columns = [[c[k] for k in informative] for c in candidates]
+    observed = math.fsum(columns[winner])
+    assert len(informative) > maxstat.MAX_EXACT_ROWS
+    rng = random.Random(seed)
+    maxima = []
+    for _ in range(n_resamples):
+        signs = [rng.choice((1, -1)) for _ in informative]
+        best = max(sum(s * d for s, d in zip(signs, col, strict=True)) for col in columns)
+        if partial:
+            total = sum(signs)
+            for known, rate in partial:
+                on = sum(signs[i] * d for i, d in known)
+                rest = total - sum(signs[i] for i, _ in known)
+                best = max(best, on + rate * rest)
+        maxima.append(best)
+    hits = sum(1 for m in maxima if m >= observed - 1e-9)
+    ordered = sorted(maxima)
+    bound = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)] / len(keys)
+    k = len(candidates) + len(seen)
+    named = f"{k} candidates, {len(seen)} seen on part of the rows, {n_resamples}"
+    return maxstat.SelectionTest(
+        k,
+        len(keys),
+        observed / len(keys),
+        min(1.0, (hits + 1) / (n_resamples + 1)),
+        max(0.0, bound),
+        0.05,
+        f"monte-carlo max-statistic sign-flip ({named})",
+        len(seen),
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "seen_values", "rows", "k", "n_seen"),
+    [
+        ((-1.0, 0.0, 0.0, 1.0), (-1.0, 0.0, 1.0), 40, 1, 1),
+        ((-1.0, 0.0, 0.0, 1.0), (-1.0, 0.0, 1.0, 1.0), 120, 4, 6),
+        ((-1.0, 0.0, 0.0, 0.0, 1.0), (0.0, 1.0), 300, 3, 12),
+        ((-2.0, -1.0, 0.0, 3.0), (-2.0, 0.0, 1.0), 57, 2, 5),
+        ((-1.0, 0.0, 1.0), (0.0,), 50, 2, 3),  # tie where scored: rate 0
+        ((0.0, 0.25, -0.5, 1 / 3), (-1.0, 0.0, 1.0), 60, 2, 3),  # the loops' float sums
+        ((-1.0, 0.0, 1.0), (0.0, 0.5, -0.25, 1 / 3), 60, 2, 3),  # the loops' float sums
+    ],
+)
+def test_best_of_many_with_partly_seen_candidates_gives_the_plain_loops_figures(
+    values: tuple[float, ...], seen_values: tuple[float, ...], rows: int, k: int, n_seen: int
+) -> None:
+    rng = random.Random(rows * 100 + k * 10 + n_seen)
+    for trial in range(3):
+        candidates = [
+            {f"r{i}": round(rng.choice(values), 12) for i in range(rows)} for _ in range(k)
+        ]
+        seen = []
+        for _ in range(n_seen):
+            # scored on 8-40 rows, some of them outside the candidates' common rows
+            picked = rng.sample(range(rows + 5), min(rows, rng.randint(8, 40)))
+            seen.append({f"r{i}": round(rng.choice(seen_values), 12) for i in picked})
+        for winner, seed in itertools.product(range(k), (0, trial + 5)):
+            got = maxstat.best_of_many(candidates, winner, seed=seed, n_resamples=300, seen=seen)
+            assert got == _loop_best_of_many_seen(candidates, winner, seen, seed, 300)
