@@ -4,8 +4,8 @@
 
 Prints the best of ``--repeats`` wall times (a busy machine only ever adds time) for the exact
 sign-flip test up to ``MAX_EXACT`` = 20 non-zero differences (2**20 sign patterns), the
-Monte-Carlo sign-flip test above it, and a whole ``paired_test`` (sign-flip, bootstrap CI,
-Wilcoxon, effect size) at typical test-split sizes, and the best-of-many correction
+Monte-Carlo sign-flip test above it, a whole ``paired_test`` (sign-flip, bootstrap CI,
+Wilcoxon, effect size) at typical test-split sizes with its CI, and the best-of-many correction
 (``reflex.checks.maxstat.best_of_many``) at 500 val rows with 8 candidates scored on every row
 and 0, 20 or 40 seen on 8-40 rows only (race drops, trials), 0/1 scores, with its p and bound
 (run it with ``PYTHONPATH=<another checkout>`` to compare: the figures must be equal). It
@@ -66,12 +66,14 @@ def main() -> None:
         _, method = sign_flip_p(diffs)
         cost = best_ms(partial(sign_flip_p, diffs), args.repeats)
         print(f"{f'sign_flip_p, n = {n}':<48}{method:<32}{cost:>10.1f}")
-    for rows in (50, 200, 1000):
+    for rows in (50, 200, 500, 1000):
         rng = random.Random(rows)
         baseline = {f"r{i}": float(rng.random() < 0.5) for i in range(rows)}
         final = {k: float(rng.random() < 0.6) for k in baseline}
+        test = paired_test(baseline, final)
         cost = best_ms(partial(paired_test, baseline, final), args.repeats)
-        print(f"{f'paired_test, {rows} rows (0/1 scores)':<48}{'':<32}{cost:>10.1f}")
+        ci = f"ci=({test.ci_low!r}, {test.ci_high!r})"
+        print(f"{f'paired_test, {rows} rows (0/1 scores)':<48}{ci:<32}{cost:>10.1f}")
     for seen in (0, 20, 40):
         candidates, some = selection_input(500, 8, seen)
         run = selection_call(candidates, some)
