@@ -19,7 +19,7 @@ library, deterministic for a given ``seed``: the Monte-Carlo patterns are the
 ``rng.choice((1, -1))`` of each row in turn, drawn in bulk, and integer differences are summed
 by popcount, the partly seen candidates' too (:mod:`reflex.checks.resample`: the same figures as
 the plain loops; 500 val rows, 8 candidates: ~0.5 s -> ~0.05 s, and 20 more seen on 8-40 rows:
-~0.9 s -> ~0.09 s).
+~1 s -> ~0.13 s at a load of 6, bench/stats.py).
 """
 
 from __future__ import annotations
