@@ -151,7 +151,7 @@ def optimize(
         .set_dataset(records(args.rows))
         .add_provider("openai/task", api_base=url)
         .add_metric("exact_match")
-        .set_strategy("iterative")
+        .set_strategy(getattr(args, "strategy", "iterative"))
         .set_reasoning_model("openai/reasoner", base_url=url)
         .configure(
             max_iterations=args.iterations,

@@ -1,8 +1,9 @@
 """Issue 34, item 3: does a change leave a run's record as it was? Two checkouts, one workload.
 
-    python bench/same_records.py --against DIR [--rows 2500] [--iterations 12]
+    python bench/same_records.py --against DIR [--rows 2500] [--iterations 12] [--strategy S]
 
-Runs ``bench/overlap.py``'s whole ``iterative`` optimization once at L = 0 with another
+Runs ``bench/overlap.py``'s whole optimization (``iterative``, or ``--strategy``: ``auto`` races
+its candidates, so the best-of-many correction counts partly seen ones) once at L = 0 with another
 checkout's code (``PYTHONPATH=DIR``, e.g. ``git archive main | tar -x -C DIR``) and once with
 this one's, each in a child process writing its own run folder, then compares the records:
 every JSON file and JSONL line parsed and compared value by value, the prompts byte for byte,
@@ -31,12 +32,14 @@ _MASK = re.compile(r'("(?:' + "|".join(sorted(CLOCK)) + r')": ?)("[^"]*"|[-0-9.e
 _APART = ("run.json", "record.sig.json")  # a pid, a start time; hashes over the clocks
 
 
-def record(run_dir: str, rows: int, iterations: int) -> None:
+def record(run_dir: str, rows: int, iterations: int, strategy: str) -> None:
     """The child: one whole run at L = 0 into ``run_dir`` (the ``reflex`` on sys.path)."""
     sys.path.insert(0, str(ROOT / "bench"))
     import overlap
 
-    args = argparse.Namespace(latency=0.0, concurrency=64, rows=rows, iterations=iterations)
+    args = argparse.Namespace(
+        latency=0.0, concurrency=64, rows=rows, iterations=iterations, strategy=strategy
+    )
     with overlap.endpoint(0.0) as url:
         overlap.optimize(url, args, run_dir=run_dir)
 
@@ -101,10 +104,11 @@ def main() -> None:
     parser.add_argument("--against", help="a checkout of another commit")
     parser.add_argument("--rows", type=int, default=2500)
     parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--strategy", default="iterative", help="e.g. auto: races candidates")
     parser.add_argument("--record", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.record:
-        record(args.record, args.rows, args.iterations)
+        record(args.record, args.rows, args.iterations, args.strategy)
         return
     if not args.against:
         parser.error("--against DIR is required")
@@ -117,6 +121,7 @@ def main() -> None:
             env["PYTHONPATH"] = path
         target = work / name
         flags = [f"--rows={args.rows}", f"--iterations={args.iterations}", f"--record={target}"]
+        flags.append(f"--strategy={args.strategy}")
         subprocess.run([sys.executable, __file__, *flags], env=env, cwd=path or ROOT, check=True)
         runs.append(next((target / "runs").iterdir()))
     print(f"{runs[0]}\n  vs {runs[1]}")
