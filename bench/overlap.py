@@ -140,7 +140,9 @@ def records(n: int) -> list[dict[str, str]]:
     ]
 
 
-def optimize(url: str, args: argparse.Namespace, phases: Phases | None = None) -> tuple[float, Any]:
+def optimize(
+    url: str, args: argparse.Namespace, phases: Phases | None = None, run_dir: str | None = None
+) -> tuple[float, Any]:
     """One whole run; (wall seconds from the builder's run() to its result, the result)."""
     from reflex import PromptOptimizer
 
@@ -149,13 +151,13 @@ def optimize(url: str, args: argparse.Namespace, phases: Phases | None = None) -
         .set_dataset(records(args.rows))
         .add_provider("openai/task", api_base=url)
         .add_metric("exact_match")
-        .set_strategy("iterative")
+        .set_strategy(getattr(args, "strategy", "iterative"))
         .set_reasoning_model("openai/reasoner", base_url=url)
         .configure(
             max_iterations=args.iterations,
             early_stopping_patience=None,
             max_workers=args.concurrency,
-            run_dir=tempfile.mkdtemp(prefix="reflex-overlap-"),
+            run_dir=run_dir or tempfile.mkdtemp(prefix="reflex-overlap-"),
         )
     )
     started, clock = time.perf_counter(), time.monotonic()

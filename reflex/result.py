@@ -11,7 +11,7 @@ is what ``--results-json`` and ``result.json`` hold (with ``schema_version``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
@@ -101,6 +101,30 @@ class Sample:
         return f"{self.example_id}@{self.model}"
 
 
+_SAMPLE_FIELDS = tuple(f.name for f in fields(Sample))
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain(value: Any) -> Any:
+    """``dataclasses.asdict``'s copy of a JSON-like value (exact dicts, lists and atoms only)."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if kind is list:
+        return [_plain(v) for v in value]
+    raise TypeError(kind)
+
+
+def _sample_dict(sample: Sample) -> dict[str, Any]:
+    """``asdict(sample)``, ~5x faster (a run's end writes ~1,000 of them into result.json)."""
+    try:
+        return {name: _plain(getattr(sample, name)) for name in _SAMPLE_FIELDS}
+    except TypeError:  # a value asdict would copy otherwise (a tuple, a subclass): asdict's
+        return asdict(sample)
+
+
 @dataclass(frozen=True)
 class EvalSnapshot:
     """A prompt measured on one split. ``mean_score`` averages the scored samples.
@@ -125,8 +149,8 @@ class EvalSnapshot:
         return {s.key: s.score for s in self.samples if s.score is not None}
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["samples"] = [asdict(s) for s in self.samples]
+        data = asdict(replace(self, samples=()))  # the samples once, as a list (not a tuple)
+        data["samples"] = [_sample_dict(s) for s in self.samples]
         return data
 
     @classmethod

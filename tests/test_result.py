@@ -4,7 +4,7 @@ JSON as written, older records included; a result's derived figures."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -55,6 +55,28 @@ def test_a_snapshot_and_an_iteration_read_back_from_their_json() -> None:
     record = IterationRecord(2, 0.5, 0.75, {"exact": 0.5}, "p", lineage=[{"id": 1}])
     data = {**json.loads(json.dumps(record.to_dict())), "a_later_field": 1}
     assert IterationRecord.from_dict(data) == record  # fields it does not know are skipped
+
+
+def test_a_snapshot_s_dict_is_asdict_s_with_the_samples_as_a_list() -> None:
+    """to_dict builds each sample's dict without asdict: the same keys in the same order,
+    equal values and no shared mutable value, whatever the sample holds."""
+    samples = (
+        Sample("r0", "m", "out", 1.0, {"a": 1.0}, {"a": "ok"}, {"o": 0.5}, None, True, ["b"]),
+        Sample("r1", "m", "", None, error="boom", trace=[{"name": "s", "input": {"x": [1]}}]),
+        Sample("r2", "m", "x", 0.0, latency_ms=3.5, prompt_tokens=7, completion_tokens=2),
+        Sample("r3", "m", "x", 0.0, trace=[("a", 1)]),  # type: ignore[list-item]  # a tuple
+    )
+    snap = EvalSnapshot("p", "test", 0.5, {"a": 0.5}, samples, n_skipped={"a": 1})
+    reference = asdict(snap)
+    reference["samples"] = [asdict(s) for s in samples]
+    data = snap.to_dict()
+    assert json.dumps(data) == json.dumps(reference) and data == reference
+    assert type(data["samples"]) is list
+    for mine, sample in zip(data["samples"], samples, strict=True):
+        assert mine["scores"] is not sample.scores and mine["failed_metrics"] is not (
+            sample.failed_metrics
+        )
+    assert data["samples"][1]["trace"][0]["input"] is not samples[1].trace[0]["input"]  # type: ignore[index]
 
 
 def test_an_iteration_s_outcome_is_read_from_its_fields() -> None:

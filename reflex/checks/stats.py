@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
-from reflex.checks.resample import integer_masks
+from reflex.checks.resample import bootstrap_sums, integer_masks
 from reflex.data.json_types import JSONScalar
 
 __all__ = [
@@ -297,7 +297,11 @@ def bootstrap_ci(
         return values[0], values[0]
     rng = random.Random(seed)
     n = len(values)
-    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(n_bootstrap))
+    sums = bootstrap_sums(values, rng, n_bootstrap)  # integers: the same draws, in bulk
+    if sums is not None:
+        means = sorted(s / n for s in sums)
+    else:
+        means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(n_bootstrap))
     tail = (1 - level) / 2
     return _quantile(means, tail), _quantile(means, 1 - tail)
 
