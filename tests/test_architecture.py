@@ -327,7 +327,6 @@ TEST_PREFIXES = {"reflex": "", "strategies": "", "metrics": "metric_"} | {
 }
 WITHOUT_TEST_FILE = frozenset(
     {
-        "reflex/cli/sync.py",
         "reflex/models/litellm_call.py",
         "reflex/models/offload.py",
         "reflex/models/offload_worker.py",

@@ -186,7 +186,13 @@ def test_verbose_errors_propagate(
     ],
 )
 def test_o_may_not_replace_any_file_optimize_reads(
-    flag: str, value: str, what: str, fake_model: FakeModel, dataset_file: Path, prompt_file: Path
+    flag: str,
+    value: str,
+    what: str,
+    fake_model: FakeModel,
+    dataset_file: Path,
+    prompt_file: Path,
+    in_tmp: Path,
 ) -> None:
     kept = prompt_file.parent / "kept.txt"
     kept.write_text("Grade the answer.\n", encoding="utf-8")
