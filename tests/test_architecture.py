@@ -336,9 +336,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/run/session.py",
         "reflex/run/start.py",
         "reflex/run/trackers.py",
-        "reflex_mlflow/cli.py",
-        "reflex_mlflow/tracing.py",
-        "reflex_wandb/cli.py",
     }
 )
 
