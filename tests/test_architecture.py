@@ -335,7 +335,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/run/opening.py",
         "reflex/run/session.py",
         "reflex/run/start.py",
-        "reflex/run/trackers.py",
     }
 )
 
