@@ -327,9 +327,6 @@ TEST_PREFIXES = {"reflex": "", "strategies": "", "metrics": "metric_"} | {
 }
 WITHOUT_TEST_FILE = frozenset(
     {
-        "reflex/cli/main.py",
-        "reflex/cli/optimize.py",
-        "reflex/cli/sync.py",
         "reflex/models/litellm_call.py",
         "reflex/models/offload.py",
         "reflex/models/offload_worker.py",
@@ -338,10 +335,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/run/opening.py",
         "reflex/run/session.py",
         "reflex/run/start.py",
-        "reflex/run/trackers.py",
-        "reflex_mlflow/cli.py",
-        "reflex_mlflow/tracing.py",
-        "reflex_wandb/cli.py",
     }
 )
 

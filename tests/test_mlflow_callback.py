@@ -9,17 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import wandb
 from canaries import URL_CASES
-from click.testing import CliRunner
 from conftest import make_rows
 from mlflow import MlflowClient
 from mlflow.utils import rest_utils
 from test_engine import START, builder
-from wandb_reader import load_run
 
 from reflex import DegenerateSeedError, OptimizationResult, load_dataset
-from reflex.cli import build_cli
 from reflex.testing import FakeModel
 from reflex_mlflow import MLflowCallback
 
@@ -310,50 +306,6 @@ def test_continuing_a_run_keeps_steps_after_the_last_iteration(
     assert len(table(client, run.info.run_id)) == len(one.iterations) + 1
 
 
-def test_both_trackers_from_the_cli(
-    fake_model: FakeModel,
-    tmp_path: Path,
-    uri: str,
-    dataset_file: Path,
-    prompt_file: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for name in ("WANDB_DIR", "WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    monkeypatch.setenv("WANDB_SILENT", "true")
-    args = [
-        "optimize",
-        str(dataset_file),
-        str(prompt_file),
-        "-m",
-        "fake/task",
-        "--metric",
-        "exact_match",
-        "--reasoning-model",
-        "fake/reasoner",
-        "--run-dir",
-        str(tmp_path / ".reflex"),
-        "--mlflow-tracking-uri",
-        uri,
-        "--mlflow-tag",
-        "team=search",
-        "--wandb-mode",
-        "offline",
-        "--wandb-tag",
-        "cli",
-    ]
-    result = CliRunner().invoke(build_cli(), args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    run = only_run(uri)
-    assert run.info.status == "FINISHED" and run.data.tags["team"] == "search"
-    assert "final_score_test" in run.data.metrics
-    wandb.teardown()  # flush the .wandb file before reading it
-    [sync_dir] = (tmp_path / "wandb_dir" / "wandb").glob("offline-run-*")
-    wandb_run = load_run(str(sync_dir))
-    assert wandb_run["exit_code"] == 0 and "cli" in wandb_run["tags"]
-    assert wandb_run["summary"]["final_score_test"] == run.data.metrics["final_score_test"]
-
-
 def test_resumed_reflex_run_continues_its_mlflow_run(tmp_path: Path, uri: str) -> None:
     """SIGKILL mid-run, resume: one MLflow run, every iteration once, final after the curve."""
     import os
@@ -395,52 +347,6 @@ def test_resumed_reflex_run_continues_its_mlflow_run(tmp_path: Path, uri: str) -
     train_steps = [s for s, _ in steps(client, run.info.run_id, "score_train")]
     assert train_steps == sorted(set(train_steps)) == [r.iteration for r in result.iterations]
     assert [s for s, _ in steps(client, run.info.run_id, "score_test")][-1] > max(train_steps)
-
-
-def test_llm_calls_are_traced_into_the_run(tmp_path: Path, uri: str) -> None:
-    """In a subprocess: MLflow tracing starts OpenTelemetry and trace-export threads that would
-    stay in this process, and a thread inside SQLite when a later test forks deadlocks the
-    child (tests/test_resume.py forks). LiteLLM puts the api_base on every span: redacted."""
-    import subprocess
-    import sys
-
-    url, redacted, canaries = URL_CASES["sig"]
-    script = f"""
-import json, sys
-sys.path[:0] = {[str(Path(__file__).parent)]!r}
-import mlflow
-from conftest import make_rows, responder
-from test_engine import START
-from reflex import PromptOptimizer
-from reflex.testing import FakeModel
-from reflex_mlflow import MLflowCallback
-from pathlib import Path
-FakeModel(responder).install()
-uri = {uri!r}
-result = (
-    PromptOptimizer().set_dataset(make_rows()).add_provider("fake", "task", api_base={url!r})
-    .add_metric("exact_match").set_reasoning_model("fake/reasoner")
-    .set_run_dir(Path({str(tmp_path)!r}))
-).run(START, callbacks=[MLflowCallback(tracking_uri=uri, trace_llm_calls=True, row_traces=False)])
-client = mlflow.MlflowClient(tracking_uri=uri)
-exp = client.get_experiment_by_name("aevyra-reflex")
-[run] = client.search_runs([exp.experiment_id])
-traces = mlflow.search_traces(locations=[exp.experiment_id], run_id=run.info.run_id,
-                              return_type="list")
-paid = result.usage["total"]["calls"]
-assert run.info.status == "FINISHED", run.info.status
-assert paid > 0 and len(traces) == paid, (paid, len(traces))
-assert mlflow.active_run() is None
-dumped = json.dumps([t.to_dict() for t in traces], default=str)
-assert {redacted.split("?")[1]!r} in dumped, "no api_base on the spans"
-assert not [c for c in {canaries!r} if c in dumped], "a credential in a trace"
-print("traced", len(traces))
-"""
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "traced" in done.stdout
 
 
 def test_an_interrupted_run_is_killed_not_failed(

@@ -1,11 +1,8 @@
-"""The ``aevyra-reflex`` CLI, driven in-process against the fake model."""
+"""The ``optimize`` command (reflex/cli/optimize.py), driven in-process against the fake model."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +12,8 @@ from conftest import BETTER
 
 from reflex import ConfigurationError, DatasetError, PluginError
 from reflex.cli import build_cli
-from reflex.optimizer import read_prompt
+from reflex.cli.optimize import print_trackers
+from reflex.optimizer import prompt_spec, read_prompt
 from reflex.testing import FakeModel
 
 MODELS = ["-m", "fake/task", "--reasoning-model", "fake/reasoner"]
@@ -177,91 +175,97 @@ def test_verbose_errors_propagate(
     assert fake_model.requests == []
 
 
-def _cli_subprocess(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    code = "import reflex.cli; reflex.cli.main()"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+# --- what optimize writes ---------------------------------------------------------------------
 
 
-def test_error_traceback_only_with_verbose_in_a_real_process(
-    tmp_path: Path, prompt_file: Path
+@pytest.mark.parametrize(
+    ("flag", "value", "what"),
+    [
+        ("--judge-criteria", "{file}", "judge criteria"),
+        ("--reasoning-template", "iterative.system={file}", "reasoning template iterative.system"),
+    ],
+)
+def test_o_may_not_replace_any_file_optimize_reads(
+    flag: str,
+    value: str,
+    what: str,
+    fake_model: FakeModel,
+    dataset_file: Path,
+    prompt_file: Path,
+    in_tmp: Path,
 ) -> None:
-    args = ["optimize", "missing.jsonl", str(prompt_file), "-m", "openai/gpt-4o-mini"]
-    quiet = _cli_subprocess(args, tmp_path)
-    assert quiet.returncode == 2
-    assert quiet.stderr.startswith("error: missing.jsonl")
-    assert len(quiet.stderr.splitlines()) == 1
-    assert "Traceback" not in quiet.stderr
-
-    loud = _cli_subprocess([*args, "-v"], tmp_path)
-    assert loud.returncode != 0
-    assert "Traceback" in loud.stderr
-    assert "DatasetError" in loud.stderr
-
-
-# --- help and imports -------------------------------------------------------------------------
+    kept = prompt_file.parent / "kept.txt"
+    kept.write_text("Grade the answer.\n", encoding="utf-8")
+    judge = ["--judge", "fake/judge"] if flag == "--judge-criteria" else []
+    args = [str(dataset_file), str(prompt_file), *MODELS, *judge, flag, value.format(file=kept)]
+    result = invoke(["optimize", *args, "-o", str(kept)])
+    assert result.exit_code == 2, result.output
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: -o {kept} is the {what} ({kept})"), line
+    assert kept.read_text(encoding="utf-8") == "Grade the answer.\n"
+    assert fake_model.requests == []
 
 
-def test_help() -> None:
-    top = invoke(["--help"])
-    assert top.exit_code == 0
-    assert "optimize" in top.output and "plugins" in top.output
-    sub = invoke(["optimize", "--help"])
-    assert sub.exit_code == 0
-    for flag in (
-        "--model",
-        "--metric",
-        "--strategy",
-        "--reasoning-model",
-        "--results-json",
-        "--max-workers",
-        "--strategy-option",
-    ):
-        assert flag in sub.output, flag
+def test_components_edited_as_one_text_are_saved_as_that_text(
+    fake_model: FakeModel, dataset_file: Path, in_tmp: Path
+) -> None:
+    """The reasoner rewrites the assembled prompt (components unknown): -o holds the text that
+    was scored, and a note says so."""
+    prompt = in_tmp / "prompt.json"
+    prompt.write_text(json.dumps({"role": "Classify the sentiment.", "format": "Be careful."}))
+    best, out = in_tmp / "best.json", in_tmp / "results.json"
+    args = [str(dataset_file), str(prompt), *MODELS, "--max-iterations", "2"]
+    result = invoke(["optimize", *args, "-o", str(best), "--results-json", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["best_components"] is None and data["best_prompt"] == BETTER
+    assert best.read_text(encoding="utf-8") == BETTER + "\n"
+    note = f"note: the strategy edited the assembled prompt; {best} holds it as one text"
+    assert note in result.stderr.splitlines()
 
 
-def _python(code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    return done.stdout.strip()
+@pytest.mark.xfail(
+    strict=True,
+    reason="-o with a .json/.yaml/.toml PROMPT whose components were edited as one text writes "
+    "plain text under that suffix, which --prompt can no longer read (found, not fixed here)",
+)
+def test_components_edited_as_one_text_read_back_as_the_prompt(
+    fake_model: FakeModel, dataset_file: Path, in_tmp: Path
+) -> None:
+    prompt = in_tmp / "prompt.json"
+    prompt.write_text(json.dumps({"role": "Classify the sentiment.", "format": "Be careful."}))
+    best = in_tmp / "best.json"
+    args = [str(dataset_file), str(prompt), *MODELS, "--max-iterations", "2", "-o", str(best)]
+    assert invoke(["optimize", *args]).exit_code == 0
+    assert prompt_spec(best).render() == BETTER  # how optimize reads its PROMPT
 
 
-def test_building_the_cli_does_not_import_litellm() -> None:
-    code = "import reflex.cli, sys; reflex.cli.build_cli(); print('litellm' in sys.modules)"
-    assert _python(code) == "False"
+class _Tracker:
+    """A tracker callback's optional ``where()``: the lines that say where the run went."""
+
+    def __init__(self, lines: list[str] | None) -> None:
+        self.lines = lines
+
+    def where(self) -> list[str]:
+        if self.lines is None:
+            raise OSError("the tracker's store went away")
+        return self.lines
 
 
-def test_help_and_plugins_import_no_metric_library() -> None:
-    # Every plugin module is imported to register it; rouge-score (nltk, numpy) and sacrebleu
-    # are imported only when their metric is built.
-    code = (
-        "import sys; from reflex.cli import main\n"
-        "for args in (['--help'], ['plugins']):\n"
-        "    try: main(args)\n"
-        "    except SystemExit: pass\n"
-        "heavy = ('rouge_score', 'nltk', 'numpy', 'sacrebleu')\n"
-        "print('loaded:', [m for m in heavy if m in sys.modules])"
-    )
-    assert _python(code).splitlines()[-1] == "loaded: []"
-
-
-def test_importing_the_package_imports_no_vendor() -> None:
-    code = (
-        "import reflex, aevyra_reflex, sys; "
-        "print(any(m in sys.modules for m in ('litellm', 'mlflow', 'wandb')))"
-    )
-    assert _python(code) == "False"
-
-
-def test_mlflow_callback_without_extra_says_how_to_install() -> None:
-    if importlib.util.find_spec("mlflow") is not None:
-        pytest.skip("mlflow is installed; the missing-extra message cannot be shown")
-    with pytest.raises(ImportError, match=r"pip install 'aevyra-reflex\[mlflow\]'"):
-        from aevyra_reflex import MLflowCallback  # noqa: F401
+def test_print_trackers_prints_each_where_and_skips_a_broken_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    trackers: list[Any] = [
+        _Tracker(["MLflow: run abc", "  mlflow ui --backend-store-uri sqlite:///m.db"]),
+        _Tracker(None),  # its where() raises: the command goes on
+        object(),  # a callback with no where()
+        _Tracker(["W&B: offline run in wandb/offline-run-1"]),
+    ]
+    print_trackers(trackers)
+    shown = capsys.readouterr()
+    assert shown.out == ""
+    assert shown.err.splitlines() == [
+        "MLflow: run abc",
+        "  mlflow ui --backend-store-uri sqlite:///m.db",
+        "W&B: offline run in wandb/offline-run-1",
+    ]
