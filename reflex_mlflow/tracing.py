@@ -35,8 +35,10 @@ class LlmTracing:
     def start(self) -> None:
         import mlflow.litellm
 
-        mlflow.set_tracking_uri(self.tracking_uri)  # traces use the fluent API's store
+        # The caller's span processors, read first: a new tracking URI resets MLflow's tracing
+        # config (MLflow 3.17), so read after it they would be lost for the run and after.
         self._previous = list(get_config().span_processors)
+        mlflow.set_tracking_uri(self.tracking_uri)  # traces use the fluent API's store
         # A plain one-argument function: MLflow refuses a bound method (it counts ``self``).
         mlflow.tracing.configure(span_processors=[*self._previous, _redactor(self.urls)])
         mlflow.litellm.autolog()

@@ -74,15 +74,7 @@ print("traced", len(traces))
     "callers_uri",
     [
         "same",
-        pytest.param(
-            "other",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="mlflow.set_tracking_uri to a new URI resets MLflow's tracing config, and "
-                "LlmTracing.start() reads the caller's span processors after it: they are lost "
-                "(found, not fixed here)",
-            ),
-        ),
+        "other",  # a caller on another tracking URI keeps its processors too
     ],
 )
 def test_a_span_on_the_model_thread_joins_the_run_redacted_and_stop_restores(

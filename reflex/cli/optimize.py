@@ -150,10 +150,13 @@ def _write_tools(
     click.echo(f"note: {where}; send the tools in {tools_path} with the prompt", err=True)
 
 
+_COMPONENT_FILES = ("json", "yaml", "toml", "dir")  # prompt formats read back as components
+
+
 def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> None:
     """The best prompt in the input's shape: a components file when the input was one."""
     from reflex.data.demos import saved_template, split_chat_demos
-    from reflex.data.prompts import write_prompt_file
+    from reflex.data.prompts import SINGLE, PromptSpec, write_prompt_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
     demos = len(split_chat_demos(result.best_prompt)[1])
@@ -168,13 +171,16 @@ def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> Non
             "builds the messages its score was measured with",
             err=True,
         )
-    if spec.is_single or result.best_components is None:
-        if not spec.is_single:
-            click.echo(
-                f"note: the strategy edited the assembled prompt; {path} holds it as one text",
-                err=True,
-            )
+    if spec.is_single or (result.best_components is None and spec.fmt not in _COMPONENT_FILES):
         atomic_write_text(path, result.best_prompt + "\n")
+        return
+    if result.best_components is None:  # one text, kept in the input's format so it reads back
+        click.echo(
+            f"note: the strategy edited the assembled prompt; {path} holds it as one component, "
+            f"{SINGLE!r}",
+            err=True,
+        )
+        write_prompt_file(path, PromptSpec({SINGLE: result.best_prompt}, None, spec.fmt))
         return
     write_prompt_file(path, spec.replace(result.best_components))
 
