@@ -330,7 +330,6 @@ WITHOUT_TEST_FILE = frozenset(
         "reflex/cli/main.py",
         "reflex/cli/optimize.py",
         "reflex/cli/sync.py",
-        "reflex/run/start.py",
         "reflex/run/trackers.py",
         "reflex_mlflow/cli.py",
         "reflex_mlflow/tracing.py",
