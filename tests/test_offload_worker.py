@@ -119,7 +119,8 @@ def test_an_unreadable_message_is_an_error_for_its_call_only(worker: Worker) -> 
 def test_the_runs_environment_reaches_the_worker(worker: Worker) -> None:
     captured: list[Request] = []
     with serve(capture=captured) as url:
-        worker.send(0, ("env", {**os.environ, "OPENAI_API_KEY": "sk-set-later"}))
+        environment = {**os.environ, "REFLEX_LEAN_TRANSPORT": "0"}
+        worker.send(0, ("env", {**environment, "OPENAI_API_KEY": "sk-set-later"}))
         worker.call(15, ModelSpec("openai/m", api_base=url))  # no key of its own
         assert worker.answers(1)[15][0] == "ok"
     assert captured[0].headers["authorization"] == "Bearer sk-set-later"
