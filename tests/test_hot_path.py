@@ -1,23 +1,21 @@
-"""The per-call hot path: group-committed cache writes, LiteLLM logging only when someone listens,
-and one price look-up per unpriced model. Behaviour only; the benchmarks measure the speed.
+"""The per-call hot path: group-committed cache writes and one payment for identical calls
+(LiteLLM's logging and price look-ups: tests/test_litellm_call.py). Behaviour only; the
+benchmarks measure the speed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from reflex.errors import StorageError
-from reflex.models import litellm_call
 from reflex.models.cache import CachedResponse, ResponseCache
-from reflex.models.client import ClientSettings, ModelSpec, ProviderClient, load_litellm
+from reflex.models.client import ClientSettings, ModelSpec, ProviderClient
 from reflex.models.retry import RetryPolicy
 from reflex.models.runner import LoopRunner
 from reflex.run.replay import CallReplay
@@ -116,54 +114,3 @@ def test_identical_calls_share_one_payment_across_the_commit(
     assert client.ledger.by_role["task"].calls == 1
     assert client.ledger.by_role["task"].cache_hits == 4
     cache.close()
-
-
-def test_litellm_logging_is_skipped_only_when_nobody_listens(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    litellm = load_litellm()
-    flag = litellm._internal_context.is_internal_call
-    token = litellm_call._skip_litellm_logging(litellm)
-    assert token is not None and flag.get() is True
-    flag.reset(token)
-    assert flag.get() is False
-    monkeypatch.setattr(litellm, "success_callback", [lambda *a: None])
-    assert litellm_call._skip_litellm_logging(litellm) is None
-    assert litellm_call._skip_litellm_logging(SimpleNamespace()) is None  # no such switch
-
-
-def test_a_litellm_callback_still_sees_every_call(
-    runner: LoopRunner, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    litellm = load_litellm()
-    FakeModel(lambda r: "ok").install()
-    from litellm.integrations.custom_logger import CustomLogger
-
-    seen = threading.Event()
-
-    class Listener(CustomLogger):
-        async def async_log_success_event(self, *args: Any, **kwargs: Any) -> None:
-            seen.set()
-
-    monkeypatch.setattr(litellm, "callbacks", [Listener()])
-    client = ProviderClient(ClientSettings(retry=RetryPolicy(max_retries=0)))
-    completion = runner.run(client.complete(ModelSpec("fake/logged"), MESSAGES))
-    assert completion.text == "ok"
-    assert seen.wait(30)  # LiteLLM's logging worker delivers it shortly after the call
-
-
-def test_an_unpriced_model_is_looked_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[Any] = []
-
-    def completion_cost(completion_response: Any) -> float:
-        asked.append(completion_response)
-        raise ValueError("This model isn't mapped yet")
-
-    fake_litellm = SimpleNamespace(completion_cost=completion_cost)
-    response = SimpleNamespace(model="nowhere-model-x", _hidden_params={"response_cost": None})
-    monkeypatch.setattr(litellm_call, "_UNPRICED", set())
-    assert litellm_call._cost(fake_litellm, response) is None
-    assert litellm_call._cost(fake_litellm, response) is None
-    assert len(asked) == 1
-    priced = SimpleNamespace(model="nowhere-model-x", _hidden_params={"response_cost": 0.5})
-    assert litellm_call._cost(fake_litellm, priced) == 0.5  # LiteLLM's own price still wins

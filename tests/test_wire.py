@@ -243,24 +243,6 @@ def test_switches_follow_the_environment_and_litellm_settings(
     assert found is not None and found.headers["Authorization"] == "Bearer sk-rotated"
 
 
-def test_a_registered_litellm_callback_sends_calls_through_litellm(
-    runner: LoopRunner, litellm: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    seen: list[str] = []
-    real = litellm.acompletion
-
-    async def recording(*args: Any, **kwargs: Any) -> Any:
-        seen.append(kwargs["model"])
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(litellm, "acompletion", recording)
-    monkeypatch.setattr(litellm, "success_callback", [lambda *_: None])
-    with serve() as url:
-        spec = ModelSpec("openai/gpt-4o-mini", api_base=url, extra={"api_key": "k"})
-        assert runner.run(call_once(litellm, spec, MESSAGES, 1)).text == "what is 2 + 2?"
-    assert seen == ["openai/gpt-4o-mini"]
-
-
 def test_lean_calls_stay_in_the_run_process_with_client_processes_set(
     runner: LoopRunner, litellm: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

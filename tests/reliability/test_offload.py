@@ -22,7 +22,7 @@ from test_faults import START, TRANSIENT, answer, api_key, events, run_against, 
 from reflex import OptimizationResult, PromptOptimizer
 from reflex.models.client import ClientSettings, ModelSpec, ProviderClient
 from reflex.models.offload import OffloadPool
-from reflex.models.offload_protocol import RemoteError, portable
+from reflex.models.offload_protocol import RemoteError
 from reflex.models.retry import (
     error_name,
     first_line,
@@ -90,13 +90,6 @@ def test_remote_errors_keep_what_the_retry_policy_reads() -> None:
         assert first_line(exc) == "RateLimitError: slow down"
     denied = RemoteError(["AuthenticationError", "Exception"], "bad key", 401)
     assert not is_transient(denied) and not is_rate_limit(denied)
-
-
-def test_only_plain_decoding_options_leave_the_process() -> None:
-    assert portable({"api_key": "sk", "stop": ["\n"], "n": 1, "extra": {"a": [1.5, None]}})
-    assert not portable({"callback": print})
-    assert OffloadPool.portable(ModelSpec("openai/x", extra={"response_format": {"type": "x"}}))
-    assert not OffloadPool.portable(ModelSpec("openai/x", extra={"client": object()}))
 
 
 def test_faulty_run_through_client_processes_matches_an_in_process_run(
