@@ -221,14 +221,11 @@ def best_of_many(
     kind, named = "exact", f"{k} candidates"
     if seen:
         named += f", {len(seen)} seen on part of the rows"
-    if n <= MAX_EXACT_ROWS:
-        patterns: Sequence[Sequence[int]] = list(itertools.product((1, -1), repeat=n))
-    else:
-        kind, named = "monte-carlo", f"{named}, {n_resamples}"
-        patterns = []
-    if patterns:
+    if n <= MAX_EXACT_ROWS:  # every sign pattern
+        patterns = list(itertools.product((1, -1), repeat=n))
         maxima = _seen_maxima(_maxima(columns, patterns), partial, patterns)
     else:  # Monte-Carlo: popcounts over the same patterns
+        kind, named = "monte-carlo", f"{named}, {n_resamples}"
         maxima = _sampled_maxima(columns, seed, n_resamples, partial)
     hits = sum(1 for m in maxima if m >= observed - 1e-9)
     p = hits / len(maxima) if kind == "exact" else (hits + 1) / (n_resamples + 1)
