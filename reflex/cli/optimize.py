@@ -171,16 +171,19 @@ def _write_best(path: Path, spec: PromptSpec, result: OptimizationResult) -> Non
             "builds the messages its score was measured with",
             err=True,
         )
-    if spec.is_single or (result.best_components is None and spec.fmt not in _COMPONENT_FILES):
+    if spec.is_single:
         atomic_write_text(path, result.best_prompt + "\n")
         return
     if result.best_components is None:  # one text, kept in the input's format so it reads back
+        as_file = spec.fmt in _COMPONENT_FILES
+        held = f"one component, {SINGLE!r}" if as_file else "one text"
         click.echo(
-            f"note: the strategy edited the assembled prompt; {path} holds it as one component, "
-            f"{SINGLE!r}",
-            err=True,
+            f"note: the strategy edited the assembled prompt; {path} holds it as {held}", err=True
         )
-        write_prompt_file(path, PromptSpec({SINGLE: result.best_prompt}, None, spec.fmt))
+        if as_file:
+            write_prompt_file(path, PromptSpec({SINGLE: result.best_prompt}, None, spec.fmt))
+        else:
+            atomic_write_text(path, result.best_prompt + "\n")
         return
     write_prompt_file(path, spec.replace(result.best_components))
 
