@@ -7,10 +7,12 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
 from hypothesis import settings as hypothesis_settings
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -205,3 +207,13 @@ def _no_leaked_mlflow_experiment(monkeypatch: pytest.MonkeyPatch) -> None:
     every test (set then delete, so monkeypatch restores the variable's absence)."""
     monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", "")
     monkeypatch.delenv("MLFLOW_EXPERIMENT_ID")
+
+
+def parsed_options(options: Sequence[click.Option], *args: str) -> dict[str, Any]:
+    """A tracker's CLI ``options``' values as the command line hands them to its
+    ``to_callbacks`` (tests/test_mlflow_cli.py, tests/test_wandb_cli.py)."""
+    values: dict[str, Any] = {}
+    command = click.Command("t", params=list(options), callback=lambda **v: values.update(v))
+    done = CliRunner().invoke(command, list(args), catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    return values

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
 import wandb
 from click.testing import CliRunner
+from conftest import parsed_options
 from test_mlflow_callback import only_run
 from wandb_reader import load_run
 
@@ -24,11 +24,7 @@ from reflex_mlflow.cli import OPTIONS, to_callbacks
 
 def parsed(*args: str) -> dict[str, Any]:
     """The options' values as the command line hands them to ``to_callbacks``."""
-    values: dict[str, Any] = {}
-    command = click.Command("t", params=list(OPTIONS), callback=lambda **v: values.update(v))
-    done = CliRunner().invoke(command, list(args), catch_exceptions=False)
-    assert done.exit_code == 0, done.output
-    return values
+    return parsed_options(OPTIONS, *args)
 
 
 def test_no_mlflow_option_means_no_callback() -> None:

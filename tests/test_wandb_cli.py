@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
 import wandb
 from click.testing import CliRunner
+from conftest import parsed_options
 from test_tracker_names import wandb_env  # noqa: F401 - module fixture: W&B files in tmp
 from wandb_reader import load_run
 
@@ -23,11 +23,7 @@ from reflex_wandb.offline import records
 
 def parsed(*args: str) -> dict[str, Any]:
     """The options' values as the command line hands them to ``to_callbacks``."""
-    values: dict[str, Any] = {}
-    command = click.Command("t", params=list(OPTIONS), callback=lambda **v: values.update(v))
-    done = CliRunner().invoke(command, list(args), catch_exceptions=False)
-    assert done.exit_code == 0, done.output
-    return values
+    return parsed_options(OPTIONS, *args)
 
 
 def test_no_wandb_option_means_no_callback() -> None:
