@@ -23,6 +23,7 @@ environment variables and tag or parameter keys alike.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -62,6 +63,7 @@ _MIN_URL_SECRET = 3  # shorter values ("1", "ab") would redact ordinary text
 _MIN_ENV_SECRET = 8  # likewise for environment values ("1", "true", "dev")
 
 
+@functools.lru_cache(maxsize=4096)  # a run asks about the same few keys for every row
 def is_secret_name(name: str) -> bool:
     """Whether a query parameter, environment variable or key named ``name`` holds a secret."""
     return _SECRET_NAME.search(name) is not None
