@@ -24,6 +24,11 @@ choice of every request (rows ``METHOD [CHOICE]``).
 ``set_budget(PRESET)`` (the product's own sizing, not ``budget + 2 * test``) and is a row
 ``METHOD budget=PRESET`` with the calls it made.
 
+``--split-seed N`` pins every seed's split to seed ``N``'s: only the search's seed differs, so
+the sd over seeds is the search's own spread (the issue-33 measurement), not the split's (100
+test rows at 0.85 differ by ~0.035 from split to split however stable the search); rows
+``METHOD split=N``.
+
 ``--accept any,significant`` runs every strategy cell once per acceptance rule (rows ``METHOD
 accept=RULE``; without it, the product's default rule and plain rows). A strategy written
 ``NAME+race`` (``auto+race``) runs with ``--race`` (candidates raced on growing val rungs).
@@ -210,6 +215,12 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--accept", default=None, help="acceptance rules, each a row: any,significant,margin:0.02"
     )
+    parser.add_argument(
+        "--split-seed",
+        type=int,
+        default=None,
+        help="every seed searches on this seed's split (rows: METHOD split=N)",
+    )
     parser.add_argument("--json", default=None, help="also write every cell here")
     parser.add_argument(
         "--merge",
@@ -265,7 +276,8 @@ def _run_seed(
 ) -> None:
     """One seed's split of ``task``: the reference rows, every strategy at every budget, DSPy."""
     name, budgets = task.name, _split_list(args.budgets, _budget)
-    rows = stratified(task.rows(), task.sizes, seed, task.stratify)
+    pinned = args.split_seed is not None
+    rows = stratified(task.rows(), task.sizes, args.split_seed if pinned else seed, task.stratify)
     bare = cell(name, "bare prompt", None)
     # Without a hand-written row, the bare row is the first run's baseline (the same
     # start prompt on the same test rows): a BFCL test pass is minutes on one core.
@@ -284,6 +296,7 @@ def _run_seed(
         method += f" accept={accept}" if accept else ""
         if isinstance(budget, str):  # a preset: its name in the row, the calls it made
             method += f" budget={budget}"
+        method += f" split={args.split_seed}" if pinned else ""
         done = cell(name, method, budget if isinstance(budget, int) else None)
         _record(done, seed, result, task)
         if from_baseline and not args.no_references and seed not in bare.seeds:

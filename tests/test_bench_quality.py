@@ -102,3 +102,23 @@ def test_a_preset_budget_is_a_row_of_its_own_sized_by_the_product(
     fixed = fixed_calls(1, train=train, val=val, test=test) - 2 * test
     most = fixed + PRESET_CANDIDATES["light"] * 2 * candidate_calls(1, val=val, batch_size=8)
     assert val < int(row[6]) <= most
+
+
+def test_a_pinned_split_gives_every_seed_the_same_test_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quality = _load()
+    argv = ["--fake", "--seeds", "0,1", "--tasks", "intents7", "--no-references"]
+    argv += ["--budgets", "150", "--strategies", "auto"]
+    free, pinned = tmp_path / "free.json", tmp_path / "pinned.json"
+    quality.main([*argv, "--json", str(free)])
+    quality.main([*argv, "--split-seed", "0", "--json", str(pinned)])
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if "| auto" in line]
+    assert [row[1] for row in rows] == ["auto", "auto split=0"]
+
+    def test_ids(path: Path, seed: int) -> set[str]:
+        (cell,) = [c for c in json.loads(path.read_text(encoding="utf-8")) if c["per_row"]]
+        return {key.split(":", 1)[1] for key in cell["per_row"] if key.startswith(f"{seed}:")}
+
+    assert test_ids(free, 0) != test_ids(free, 1)  # a split per seed
+    assert test_ids(pinned, 0) == test_ids(pinned, 1) == test_ids(free, 0)
