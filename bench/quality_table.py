@@ -52,22 +52,28 @@ def _best(cells: Sequence[Cell]) -> Cell | None:
     return max(cells, key=lambda c: statistics.fmean(c.scores), default=None)
 
 
+def is_reference(cell: Cell) -> bool:
+    """A reference row (a prompt measured without search): no budget, and no preset's either
+    (a preset row, ``METHOD budget=PRESET``, is a search sized by the product)."""
+    return cell.budget is None and " budget=" not in cell.method
+
+
 def _order(cell: Cell) -> tuple[int, int, str]:
-    """References first, then ours by budget, then DSPy's."""
-    group = 0 if cell.budget is None else 2 if cell.method.startswith("DSPy") else 1
-    return group, cell.budget or 0, cell.method
+    """References first, then ours by budget (presets last), then DSPy's."""
+    group = 0 if is_reference(cell) else 2 if cell.method.startswith("DSPy") else 1
+    return group, cell.budget if cell.budget is not None else 10**9, cell.method
 
 
 def _summary(cells: Sequence[Cell], task: str) -> list[str]:
     mine = sorted((c for c in cells if c.task == task and c.scores), key=_order)
-    best = _best([c for c in mine if c.budget is None])
+    best = _best([c for c in mine if is_reference(c)])
     dspy = _best([c for c in mine if c.method.startswith("DSPy")])
     objective = has_objective(task)
     lines = []
     for cell in mine:
         mean = statistics.fmean(cell.scores)
         sd = statistics.stdev(cell.scores) if len(cell.scores) > 1 else 0.0
-        ours = cell.budget is not None and not cell.method.startswith("DSPy")
+        ours = not is_reference(cell) and not cell.method.startswith("DSPy")
         versus_dspy = _versus(dspy, cell) if ours else "-"
         budget = "-" if cell.budget is None else str(cell.budget)
         calls = f"{statistics.fmean(cell.calls):.0f}" if cell.calls else "-"

@@ -38,3 +38,18 @@ def test_merge_takes_the_first_file_per_seed_and_skips_named_methods(tmp_path: P
     }
     renamed = quality_table.merge([f"{old}:skip=auto:rename=fewshot/fewshot (bootstrap)"])
     assert sorted(key[1] for key in renamed) == ["fewshot (bootstrap)", "instructions"]
+
+
+def test_a_preset_row_is_a_search_compared_with_the_references_not_one_of_them() -> None:
+    rows = {f"0:r{i}": float(i < 6) for i in range(10)}  # the hand-written prompt: 6 of 10
+    hand = quality_table.Cell("t", "hand-written", None, [0.6], [], [0], rows)
+    preset = quality_table.Cell(
+        "t", "auto budget=light", None, [0.9], [420], [0], {k: float(k != "0:r9") for k in rows}
+    )
+    fixed = quality_table.Cell("t", "auto", 450, [0.8], [440], [0], dict(rows, **{"0:r6": 1.0}))
+    lines = quality_table.table([preset, fixed, hand], ["t"]).splitlines()[2:]
+    table = {line.split(" | ")[1]: line.split(" | ") for line in lines}
+    assert list(table) == ["hand-written", "auto", "auto budget=light"]  # the preset last
+    assert table["hand-written"][7] == "-"  # the best reference is the hand-written row
+    assert table["auto budget=light"][7].startswith("+0.300 p=")
+    assert table["auto"][7].startswith("+0.100 p=")
