@@ -36,8 +36,10 @@ accept=RULE``; without it, the product's default rule and plain rows). A strateg
 ``--dspy-python`` runs ``bench/quality_dspy.py`` with that interpreter (a venv with DSPy 3.x):
 ``LabeledFewShot`` and ``BootstrapFewShotWithRandomSearch`` on the same splits and model,
 served by an OpenAI-compatible endpoint that counts the calls. ``--readme`` rewrites the table
-between the markers in bench/README.md. ``--fake`` smoke-tests the script on the fake model of
-``reflex.testing`` (its numbers mean nothing). Asserts nothing: machines and models differ.
+between the markers in bench/README.md (``--readme-section NAME``: a table of its own, between
+``<!-- quality-NAME:begin -->`` markers, appended when absent). ``--fake`` smoke-tests the
+script on the fake model of ``reflex.testing`` (its numbers mean nothing). Asserts nothing:
+machines and models differ.
 """
 
 from __future__ import annotations
@@ -203,6 +205,11 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--fake", action="store_true")
     parser.add_argument("--readme", action="store_true")
     parser.add_argument(
+        "--readme-section",
+        default=None,
+        help="--readme writes between <!-- quality-NAME:begin/end --> (default: the main table)",
+    )
+    parser.add_argument(
         "--no-references", action="store_true", help="skip the reference rows (merge them)"
     )
     parser.add_argument("--no-bare", action="store_true", help="skip the bare reference row")
@@ -359,7 +366,11 @@ def _report(
         f"`python bench/quality.py {' '.join(argv or sys.argv[1:])}` "
         f"(model {model}, seeds {args.seeds}):"
     )
-    for objective, mark in ((False, MARK), (True, MARK_OBJECTIVE)):
+    marks: Sequence[tuple[str, str]] = (MARK, MARK_OBJECTIVE)
+    if args.readme_section:  # a table of its own, between its own markers
+        name = f"quality-{args.readme_section}"
+        marks = [(f"<!-- {name}{k}:begin -->", f"<!-- {name}{k}:end -->") for k in ("", "-tools")]
+    for objective, mark in zip((False, True), marks, strict=True):
         mine = [t for t in tasks if has_objective(t) == objective]
         if not mine:
             continue

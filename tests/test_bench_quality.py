@@ -122,3 +122,37 @@ def test_a_pinned_split_gives_every_seed_the_same_test_rows(
 
     assert test_ids(free, 0) != test_ids(free, 1)  # a split per seed
     assert test_ids(pinned, 0) == test_ids(pinned, 1) == test_ids(free, 0)
+
+
+def test_a_readme_section_is_written_between_its_own_markers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    quality = _load()
+    cells = tmp_path / "cells.json"
+    quality.main(
+        [
+            "--fake",
+            "--seeds",
+            "0",
+            "--tasks",
+            "intents7",
+            "--no-references",
+            "--budgets",
+            "150",
+            "--strategies",
+            "auto",
+            "--json",
+            str(cells),
+        ]
+    )
+    (tmp_path / "bench").mkdir()
+    readme = tmp_path / "bench" / "README.md"
+    readme.write_text("# B\n\n<!-- quality:begin -->\nmain table\n<!-- quality:end -->\n")
+    monkeypatch.setattr(sys.modules["quality_table"], "ROOT", tmp_path)
+    for _ in range(2):  # the second time replaces the first
+        quality.main(["--merge", str(cells), "--readme", "--readme-section", "search2"])
+    text = readme.read_text()
+    assert "<!-- quality:begin -->\nmain table\n<!-- quality:end -->" in text
+    assert text.count("<!-- quality-search2:begin -->") == 1
+    section = text.split("<!-- quality-search2:begin -->")[1].split("<!-- quality-search2:end")[0]
+    assert "| intents7 | auto | 150 |" in section and "--readme-section search2" in section
