@@ -205,6 +205,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--fake", action="store_true")
     parser.add_argument("--readme", action="store_true")
     parser.add_argument(
+        "--versus", default=None, help="a column pairing each row with this method's (same budget)"
+    )
+    parser.add_argument(
         "--readme-section",
         default=None,
         help="--readme writes between <!-- quality-NAME:begin/end --> (default: the main table)",
@@ -374,7 +377,7 @@ def _report(
         mine = [t for t in tasks if has_objective(t) == objective]
         if not mine:
             continue
-        text = table(cells, mine, objective)
+        text = table(cells, mine, objective, args.versus)
         print(text)
         if args.readme and not args.fake:
             write_readme(text, note, mark)

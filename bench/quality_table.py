@@ -64,8 +64,9 @@ def _order(cell: Cell) -> tuple[int, int, str]:
     return group, cell.budget if cell.budget is not None else 10**9, cell.method
 
 
-def _summary(cells: Sequence[Cell], task: str) -> list[str]:
+def _summary(cells: Sequence[Cell], task: str, versus: str | None = None) -> list[str]:
     mine = sorted((c for c in cells if c.task == task and c.scores), key=_order)
+    before = {c.budget: c for c in mine if c.method == versus and c.budget is not None}
     best = _best([c for c in mine if is_reference(c)])
     dspy = _best([c for c in mine if c.method.startswith("DSPy")])
     objective = has_objective(task)
@@ -85,9 +86,10 @@ def _summary(cells: Sequence[Cell], task: str) -> list[str]:
                 f"{seeds} | {calls} | {_versus(best, cell)} |"
             )
             continue
+        extra = f" {_versus(before.get(cell.budget), cell) if ours else '-'} |" if versus else ""
         lines.append(
             f"| {task} | {cell.method} | {budget} | {mean:.3f} | {sd:.3f} | {seeds} | "
-            f"{calls} | {_versus(best, cell)} | {versus_dspy} |"
+            f"{calls} | {_versus(best, cell)} | {versus_dspy} |{extra}"
         )
     return lines
 
@@ -106,11 +108,17 @@ HEADER_OBJECTIVE = [
 ]
 
 
-def table(cells: Sequence[Cell], tasks: Sequence[str], objective: bool = False) -> str:
-    """The table of ``tasks``; ``objective``: issue 31's tasks, whose figure is an objective."""
+def table(
+    cells: Sequence[Cell], tasks: Sequence[str], objective: bool = False, versus: str | None = None
+) -> str:
+    """The table of ``tasks``; ``objective``: issue 31's tasks, whose figure is an objective;
+    ``versus``: a last column pairing each of our rows with that method's row at its budget
+    (before and after a change; not for objective tasks)."""
     lines = list(HEADER_OBJECTIVE if objective else HEADER)
+    if versus and not objective:
+        lines = [lines[0] + f" vs {versus} (same budget) |", lines[1] + "---|"]
     for task in tasks:
-        lines += _summary(cells, task)
+        lines += _summary(cells, task, None if objective else versus)
     return "\n".join(lines)
 
 

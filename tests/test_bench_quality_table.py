@@ -53,3 +53,19 @@ def test_a_preset_row_is_a_search_compared_with_the_references_not_one_of_them()
     assert table["hand-written"][7] == "-"  # the best reference is the hand-written row
     assert table["auto budget=light"][7].startswith("+0.300 p=")
     assert table["auto"][7].startswith("+0.100 p=")
+
+
+def test_versus_pairs_each_row_with_that_method_at_its_budget() -> None:
+    rows = {f"0:r{i}": float(i < 5) for i in range(10)}
+
+    def cell(method: str, budget: int, right: int) -> quality_table.Cell:
+        per_row = {k: float(int(k[3:]) < right) for k in rows}
+        return quality_table.Cell("t", method, budget, [right / 10], [budget], [0], per_row)
+
+    cells = [cell("old", 150, 5), cell("new", 150, 8), cell("old", 450, 6), cell("new", 450, 6)]
+    lines = quality_table.table(cells, ["t"], versus="old").splitlines()
+    assert lines[0].endswith("| vs old (same budget) |") and lines[1].count("|") == 11
+    table = {tuple(line.split(" | ")[1:3]): line.split(" | ")[-1] for line in lines[2:]}
+    assert table[("new", "150")].startswith("+0.300 p=")  # against old at 150, not at 450
+    assert table[("new", "450")].startswith("+0.000 p=")
+    assert table[("old", "150")] == "- |"  # the row itself
